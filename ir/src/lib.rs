@@ -1,0 +1,17 @@
+//! mapsat-ir: the IR of mapsat.
+//!
+//! Types with symbolic sizes ([`size`], [`types`]), programs as node arenas ([`ast`]), the text
+//! format ([`syntax`]), the type checker ([`check`]) and the reference interpreter ([`interp`]),
+//! which is the oracle every later stage is tested against.
+//!
+//! The language and every primitive's typing rule are documented in `docs/language.md`.
+
+pub mod ast;
+pub mod size;
+pub mod syntax;
+pub mod types;
+
+pub use ast::{Node, NodeId, Prim, Program};
+pub use size::Size;
+pub use syntax::{parse, print, ParseError};
+pub use types::{ScalarKind, Type};

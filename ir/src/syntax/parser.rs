@@ -1,0 +1,560 @@
+//! Recursive-descent parser from tokens to the surface syntax tree.
+
+use super::lexer::{Tok, Token};
+use super::surface::{SExpr, SFile, SParam, SSizeDecl, Static, StaticKind};
+use super::{prim_statics, ParseError};
+use crate::ast::{Lit, Span};
+use crate::size::Size;
+use crate::types::{ScalarKind, Type};
+
+pub(crate) struct Parser<'a> {
+    toks: &'a [Token],
+    pos: usize,
+    depth: usize,
+}
+
+/// Nesting deeper than this is refused rather than overflowing the stack.
+const MAX_DEPTH: usize = 200;
+
+type PResult<T> = Result<T, ParseError>;
+
+impl<'a> Parser<'a> {
+    pub(crate) fn new(toks: &'a [Token]) -> Self {
+        Parser { toks, pos: 0, depth: 0 }
+    }
+
+    fn peek(&self) -> &Tok {
+        &self.toks[self.pos].tok
+    }
+
+    fn span(&self) -> Span {
+        self.toks[self.pos].span
+    }
+
+    fn prev_span(&self) -> Span {
+        self.toks[self.pos.saturating_sub(1)].span
+    }
+
+    fn bump(&mut self) -> Token {
+        let t = self.toks[self.pos].clone();
+        if self.pos + 1 < self.toks.len() {
+            self.pos += 1;
+        }
+        t
+    }
+
+    fn is_sym(&self, s: &str) -> bool {
+        matches!(self.peek(), Tok::Sym(x) if *x == s)
+    }
+
+    fn is_kw(&self, s: &str) -> bool {
+        matches!(self.peek(), Tok::Ident(x) if x == s)
+    }
+
+    fn eat_sym(&mut self, s: &str) -> bool {
+        if self.is_sym(s) {
+            self.bump();
+            true
+        } else {
+            false
+        }
+    }
+
+    fn expected(&self, what: &str) -> ParseError {
+        ParseError::new(self.span(), format!("expected {what}, found {}", self.peek().describe()))
+    }
+
+    fn expect_sym(&mut self, s: &str) -> PResult<Span> {
+        if self.is_sym(s) {
+            Ok(self.bump().span)
+        } else {
+            Err(self.expected(&format!("`{s}`")))
+        }
+    }
+
+    fn expect_kw(&mut self, s: &str) -> PResult<Span> {
+        if self.is_kw(s) {
+            Ok(self.bump().span)
+        } else {
+            Err(self.expected(&format!("`{s}`")))
+        }
+    }
+
+    fn ident(&mut self, what: &str) -> PResult<(String, Span)> {
+        match self.peek().clone() {
+            Tok::Ident(s) if !super::KEYWORDS.contains(&s.as_str()) => {
+                let sp = self.bump().span;
+                Ok((s, sp))
+            }
+            _ => Err(self.expected(what)),
+        }
+    }
+
+    fn int(&mut self, what: &str) -> PResult<(i64, Span)> {
+        match *self.peek() {
+            Tok::Int(i) => {
+                let sp = self.bump().span;
+                Ok((i, sp))
+            }
+            _ => Err(self.expected(what)),
+        }
+    }
+
+    fn enter(&mut self) -> PResult<()> {
+        self.depth += 1;
+        if self.depth > MAX_DEPTH {
+            return Err(ParseError::new(self.span(), format!("nesting deeper than {MAX_DEPTH} levels")));
+        }
+        Ok(())
+    }
+
+    fn leave(&mut self) {
+        self.depth -= 1;
+    }
+
+    /// file := sizedecl* 'def' IDENT '(' params ')' [':' type] '=' expr EOF
+    pub(crate) fn file(&mut self) -> PResult<SFile> {
+        let mut sizes = Vec::new();
+        while self.is_kw("size") {
+            self.bump();
+            loop {
+                sizes.push(self.size_decl()?);
+                if !self.eat_sym(",") {
+                    break;
+                }
+            }
+        }
+        if !self.is_kw("def") {
+            return Err(self.expected(if sizes.is_empty() { "`size` or `def`" } else { "`size` or `def`" }));
+        }
+        self.bump();
+        let (name, _) = self.ident("the program's name")?;
+        self.expect_sym("(")?;
+        let mut params = Vec::new();
+        if !self.is_sym(")") {
+            loop {
+                let (pname, span) = self.ident("a parameter name")?;
+                self.expect_sym(":")?;
+                let ty = self.ty()?;
+                params.push(SParam { name: pname, ty, span: span.to(self.prev_span()) });
+                if !self.eat_sym(",") {
+                    break;
+                }
+            }
+        }
+        self.expect_sym(")")?;
+        let ret = if self.eat_sym(":") { Some((self.ty()?, self.prev_span())) } else { None };
+        self.expect_sym("=")?;
+        let body = self.expr()?;
+        if *self.peek() != Tok::Eof {
+            return Err(self.expected("end of file (one `def` per file)"));
+        }
+        Ok(SFile { sizes, name, params, ret, body })
+    }
+
+    /// sizedecl := IDENT ['in' INT '..' [INT]] ['=' INT]
+    fn size_decl(&mut self) -> PResult<SSizeDecl> {
+        let (name, span) = self.ident("a size variable name")?;
+        let (mut min, mut max) = (1, None);
+        if self.is_kw("in") {
+            self.bump();
+            min = self.signed_int("the smallest value")?;
+            self.expect_sym("..")?;
+            if let Tok::Int(_) | Tok::Sym("-") = self.peek() {
+                max = Some(self.signed_int("the largest value")?);
+            }
+        }
+        let default = if self.eat_sym("=") { Some(self.signed_int("a default value")?) } else { None };
+        Ok(SSizeDecl { name, min, max, default, span: span.to(self.prev_span()) })
+    }
+
+    fn signed_int(&mut self, what: &str) -> PResult<i64> {
+        let neg = self.eat_sym("-");
+        let (v, _) = self.int(what)?;
+        Ok(if neg { -v } else { v })
+    }
+
+    /// type := scalar | vector | '(' type (',' type)+ ')' | '[' type ']' sizeatom
+    pub(crate) fn ty(&mut self) -> PResult<Type> {
+        self.enter()?;
+        let t = self.ty_inner();
+        self.leave();
+        t
+    }
+
+    fn ty_inner(&mut self) -> PResult<Type> {
+        if self.eat_sym("[") {
+            let elem = self.ty()?;
+            self.expect_sym("]")?;
+            let len = self.size_atom()?;
+            return Ok(Type::array(elem, len));
+        }
+        if self.eat_sym("(") {
+            let mut ts = vec![self.ty()?];
+            while self.eat_sym(",") {
+                ts.push(self.ty()?);
+            }
+            self.expect_sym(")")?;
+            if ts.len() == 1 {
+                return Ok(ts.pop().expect("one element"));
+            }
+            return Ok(Type::Tuple(ts));
+        }
+        if let Tok::Ident(name) = self.peek().clone() {
+            if let Some(t) = scalar_or_vector(&name) {
+                self.bump();
+                return Ok(t);
+            }
+        }
+        Err(self.expected("a type (`f32`, `i32`, `bool`, `f32x4`, `(T, U)` or `[T]n`)"))
+    }
+
+    /// sizeatom := INT | IDENT | '(' size ')'
+    fn size_atom(&mut self) -> PResult<Size> {
+        match self.peek().clone() {
+            Tok::Int(i) => {
+                self.bump();
+                Ok(Size::constant(i))
+            }
+            Tok::Ident(name) if !super::KEYWORDS.contains(&name.as_str()) => {
+                self.bump();
+                if name == "min" || name == "max" {
+                    self.expect_sym("(")?;
+                    let a = self.size()?;
+                    self.expect_sym(",")?;
+                    let b = self.size()?;
+                    self.expect_sym(")")?;
+                    return Ok(if name == "min" { a.minimum(&b) } else { a.maximum(&b) });
+                }
+                Ok(Size::var(&name))
+            }
+            Tok::Sym("(") => {
+                self.bump();
+                let s = self.size()?;
+                self.expect_sym(")")?;
+                Ok(s)
+            }
+            _ => Err(self.expected("a size (an integer, a size variable or a parenthesized size)")),
+        }
+    }
+
+    /// size := term (('+'|'-') term)*; term := unary (('*'|'/'|'%') unary)*
+    pub(crate) fn size(&mut self) -> PResult<Size> {
+        self.enter()?;
+        let r = self.size_sum();
+        self.leave();
+        r
+    }
+
+    fn size_sum(&mut self) -> PResult<Size> {
+        let mut acc = self.size_term()?;
+        loop {
+            if self.eat_sym("+") {
+                acc = acc.add(&self.size_term()?);
+            } else if self.eat_sym("-") {
+                acc = acc.sub(&self.size_term()?);
+            } else {
+                return Ok(acc);
+            }
+        }
+    }
+
+    fn size_term(&mut self) -> PResult<Size> {
+        let mut acc = self.size_unary()?;
+        loop {
+            if self.eat_sym("*") {
+                acc = acc.mul(&self.size_unary()?);
+            } else if self.eat_sym("/") {
+                acc = acc.div(&self.size_unary()?);
+            } else if self.eat_sym("%") {
+                acc = acc.rem(&self.size_unary()?);
+            } else {
+                return Ok(acc);
+            }
+        }
+    }
+
+    fn size_unary(&mut self) -> PResult<Size> {
+        if self.eat_sym("-") {
+            return Ok(Size::default().sub(&self.size_unary()?));
+        }
+        self.size_atom()
+    }
+
+    /// expr := comp ('$' expr)?
+    pub(crate) fn expr(&mut self) -> PResult<SExpr> {
+        self.enter()?;
+        let r = self.expr_inner();
+        self.leave();
+        r
+    }
+
+    fn expr_inner(&mut self) -> PResult<SExpr> {
+        if self.is_kw("let") {
+            let start = self.bump().span;
+            let (name, nspan) = self.ident("a variable name")?;
+            self.expect_sym("=")?;
+            let value = self.expr()?;
+            self.expect_kw("in")?;
+            let body = self.expr()?;
+            let span = start.to(body.span());
+            return Ok(SExpr::Let { name, name_span: nspan, value: Box::new(value), body: Box::new(body), span });
+        }
+        let f = self.comp()?;
+        if self.eat_sym("$") {
+            let x = self.expr()?;
+            let span = f.span().to(x.span());
+            return Ok(SExpr::Apply(Box::new(f), Box::new(x), span));
+        }
+        Ok(f)
+    }
+
+    /// comp := binary ('o' binary)*
+    fn comp(&mut self) -> PResult<SExpr> {
+        let first = self.binary(1)?;
+        if !self.is_kw("o") {
+            return Ok(first);
+        }
+        let mut fs = vec![first];
+        while self.is_kw("o") {
+            self.bump();
+            fs.push(self.binary(1)?);
+        }
+        let span = fs[0].span().to(fs[fs.len() - 1].span());
+        Ok(SExpr::Comp(fs, span))
+    }
+
+    /// Binary operators by precedence climbing; comparisons do not chain.
+    fn binary(&mut self, min_prec: u8) -> PResult<SExpr> {
+        let mut lhs = self.unary()?;
+        loop {
+            let Some((op, prec)) = self.peek_binop() else { return Ok(lhs) };
+            if prec < min_prec {
+                return Ok(lhs);
+            }
+            self.bump();
+            self.enter()?;
+            let rhs = self.binary(prec + 1);
+            self.leave();
+            let rhs = rhs?;
+            if op.is_comparison() {
+                if let Some((op2, _)) = self.peek_binop().filter(|(o, _)| o.is_comparison()) {
+                    return Err(ParseError::new(
+                        self.span(),
+                        format!("comparisons do not chain: put parentheses around one side of `{}`", op2.infix().map_or("", |x| x.0)),
+                    ));
+                }
+            }
+            let span = lhs.span().to(rhs.span());
+            lhs = SExpr::Bin(op, Box::new(lhs), Box::new(rhs), span);
+        }
+    }
+
+    fn peek_binop(&self) -> Option<(crate::ast::BinOp, u8)> {
+        let Tok::Sym(s) = self.peek() else { return None };
+        crate::ast::BinOp::ALL.into_iter().find_map(|op| op.infix().filter(|(sym, _)| sym == s).map(|(_, p)| (op, p)))
+    }
+
+    /// unary := ('-' | '!') unary | postfix
+    fn unary(&mut self) -> PResult<SExpr> {
+        let start = self.span();
+        let op = if self.is_sym("-") {
+            crate::ast::UnOp::Neg
+        } else if self.is_sym("!") {
+            crate::ast::UnOp::Not
+        } else {
+            return self.postfix();
+        };
+        self.bump();
+        self.enter()?;
+        let e = self.unary();
+        self.leave();
+        let e = e?;
+        let span = start.to(e.span());
+        Ok(SExpr::Un(op, Box::new(e), span))
+    }
+
+    /// postfix := primary ('(' args ')' | '.' INT)*
+    fn postfix(&mut self) -> PResult<SExpr> {
+        let mut e = self.primary()?;
+        loop {
+            if self.is_sym("(") {
+                self.bump();
+                let args = self.args()?;
+                let span = e.span().to(self.prev_span());
+                e = SExpr::Call(Box::new(e), args, span);
+            } else if self.is_sym(".") {
+                self.bump();
+                let (i, isp) = self.int("a tuple component number after `.`")?;
+                let span = e.span().to(isp);
+                e = SExpr::Field(Box::new(e), i, isp, span);
+            } else {
+                return Ok(e);
+            }
+        }
+    }
+
+    /// Arguments up to and including `)`.
+    fn args(&mut self) -> PResult<Vec<SExpr>> {
+        let mut args = Vec::new();
+        if self.eat_sym(")") {
+            return Ok(args);
+        }
+        loop {
+            args.push(self.expr()?);
+            if self.eat_sym(")") {
+                return Ok(args);
+            }
+            if !self.eat_sym(",") {
+                return Err(self.expected("`,` or `)`"));
+            }
+        }
+    }
+
+    fn primary(&mut self) -> PResult<SExpr> {
+        let span = self.span();
+        match self.peek().clone() {
+            Tok::Int(i) => {
+                self.bump();
+                let v = i32::try_from(i).map_err(|_| ParseError::new(span, format!("`{i}` does not fit in an i32")))?;
+                Ok(SExpr::Lit(Lit::I32(v), span))
+            }
+            Tok::Float(text) => {
+                self.bump();
+                let v: f32 = text.parse().map_err(|_| ParseError::new(span, format!("bad float `{text}`")))?;
+                if !v.is_finite() {
+                    return Err(ParseError::new(span, format!("`{text}` does not fit in an f32")));
+                }
+                Ok(SExpr::Lit(Lit::f32(v), span))
+            }
+            Tok::Sym("(") => {
+                self.bump();
+                let mut es = vec![self.expr()?];
+                while self.eat_sym(",") {
+                    es.push(self.expr()?);
+                }
+                self.expect_sym(")")?;
+                let full = span.to(self.prev_span());
+                if es.len() == 1 {
+                    Ok(es.pop().expect("one element"))
+                } else {
+                    Ok(SExpr::Tuple(es, full))
+                }
+            }
+            Tok::Ident(name) => match name.as_str() {
+                "true" | "false" => {
+                    self.bump();
+                    Ok(SExpr::Lit(Lit::Bool(name == "true"), span))
+                }
+                "fun" => self.lambda(),
+                "let" => self.expr(),
+                _ if super::KEYWORDS.contains(&name.as_str()) => Err(self.expected("an expression")),
+                _ => {
+                    self.bump();
+                    self.named(name, span)
+                }
+            },
+            _ => Err(self.expected("an expression")),
+        }
+    }
+
+    /// fun '(' IDENT [':' type] (',' IDENT [':' type])* '=>' expr ')'
+    fn lambda(&mut self) -> PResult<SExpr> {
+        let start = self.bump().span;
+        self.expect_sym("(")?;
+        let mut params = Vec::new();
+        loop {
+            let (name, sp) = self.ident("a parameter name")?;
+            let ty = if self.eat_sym(":") { Some(self.ty()?) } else { None };
+            params.push((name, ty, sp));
+            if self.eat_sym("=>") {
+                break;
+            }
+            if !self.eat_sym(",") {
+                return Err(self.expected("`,` or `=>`"));
+            }
+        }
+        let body = self.expr()?;
+        self.expect_sym(")")?;
+        Ok(SExpr::Lam { params, body: Box::new(body), span: start.to(self.prev_span()) })
+    }
+
+    /// A name, possibly a primitive with a label and static arguments.
+    fn named(&mut self, name: String, span: Span) -> PResult<SExpr> {
+        let Some(statics) = prim_statics(&name) else {
+            if self.is_sym("@") {
+                return Err(ParseError::new(self.span(), format!("only maps have labels, and `{name}` is not a map")));
+            }
+            return Ok(SExpr::Ident(name, span));
+        };
+        let label = if self.eat_sym("@") {
+            if !super::is_map_name(&name) {
+                return Err(ParseError::new(self.prev_span(), format!("only maps have labels, and `{name}` is not a map")));
+            }
+            Some(self.ident("a label after `@`")?)
+        } else {
+            None
+        };
+        let mut stat = Vec::new();
+        let mut args = Vec::new();
+        let mut full = span.to(self.prev_span());
+        if self.eat_sym("(") {
+            for (k, kind) in statics.iter().enumerate() {
+                if k > 0 {
+                    self.expect_sym(",").map_err(|e| e.with_note(super::signature_note(&name)))?;
+                }
+                let sp = self.span();
+                let value = match kind {
+                    StaticKind::Size => Static::Size(self.size().map_err(|e| e.with_note(super::signature_note(&name)))?),
+                    StaticKind::Int => Static::Int(self.signed_int("an integer").map_err(|e| e.with_note(super::signature_note(&name)))?),
+                    StaticKind::Lit => Static::Lit(self.static_lit()?),
+                };
+                stat.push((value, sp.to(self.prev_span())));
+            }
+            if self.eat_sym(")") {
+            } else {
+                if !statics.is_empty() {
+                    self.expect_sym(",").map_err(|e| e.with_note(super::signature_note(&name)))?;
+                }
+                args = self.args()?;
+            }
+            full = span.to(self.prev_span());
+        } else if !statics.is_empty() {
+            return Err(ParseError::new(span, format!("`{name}` needs its static arguments")).with_note(super::signature_note(&name)));
+        }
+        Ok(SExpr::Prim { name, name_span: span, label, statics: stat, args, span: full })
+    }
+
+    fn static_lit(&mut self) -> PResult<Lit> {
+        let neg = self.eat_sym("-");
+        let span = self.span();
+        let lit = match self.peek().clone() {
+            Tok::Int(i) => Lit::I32(i32::try_from(if neg { -i } else { i }).map_err(|_| ParseError::new(span, "integer does not fit in an i32"))?),
+            Tok::Float(text) => {
+                let v: f32 = text.parse().map_err(|_| ParseError::new(span, "bad float"))?;
+                Lit::f32(if neg { -v } else { v })
+            }
+            Tok::Ident(b) if !neg && (b == "true" || b == "false") => Lit::Bool(b == "true"),
+            _ => return Err(self.expected("a literal value")),
+        };
+        self.bump();
+        Ok(lit)
+    }
+}
+
+/// `f32`, `i32`, `bool` and vector types like `f32x4`.
+pub(crate) fn scalar_or_vector(name: &str) -> Option<Type> {
+    let scalar = |s: &str| match s {
+        "f32" => Some(ScalarKind::F32),
+        "i32" => Some(ScalarKind::I32),
+        "bool" => Some(ScalarKind::Bool),
+        _ => None,
+    };
+    if let Some(k) = scalar(name) {
+        return Some(Type::Scalar(k));
+    }
+    let (base, width) = name.split_once('x')?;
+    let k = scalar(base)?;
+    let w: u32 = width.parse().ok()?;
+    matches!(w, 2 | 3 | 4 | 8 | 16).then_some(Type::Vector(k, w))
+}
