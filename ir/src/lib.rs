@@ -15,3 +15,5 @@ pub use ast::{Node, NodeId, Prim, Program};
 pub use size::Size;
 pub use syntax::{parse, print, ParseError};
 pub use types::{ScalarKind, Type};
+pub mod check;
+pub mod interp;

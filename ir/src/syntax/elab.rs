@@ -424,6 +424,23 @@ impl Elab {
             return Err(ParseError::new(span, format!("`{name}` takes {data_arity} arguments but {} were given", args.len()))
                 .with_note(signature_note(&name)));
         }
+        // One-dimensional forms are the primitives themselves (partial application included).
+        if n == 1 && base != "mapND" {
+            let args = args.iter().map(|a| (*a).clone()).collect();
+            return Ok(match base {
+                "zipND" => sprim("zip", None, vec![], args, span),
+                "joinND" => match args.into_iter().next() {
+                    Some(x) => x,
+                    None => {
+                        let v = self.fresh("x");
+                        slam(&v, ident(&v, span), span)
+                    }
+                },
+                "slideND" => sprim("slide", None, statics.to_vec(), args, span),
+                "padND" => sprim("pad", None, statics.to_vec(), args, span),
+                _ => sprim("padClamp", None, statics.to_vec(), args, span),
+            });
+        }
         if args.len() < data_arity {
             // Partial application: a function of the missing arguments.
             let mut vars = Vec::new();
@@ -450,7 +467,6 @@ impl Elab {
                 }
                 sprim("map", lab(0), vec![], vec![f, args[1].clone()], span)
             }
-            "zipND" if n == 1 => sprim("zip", None, vec![], args, span),
             "zipND" => {
                 let p = self.fresh("p");
                 let fields = (0..args.len()).map(|i| SExpr::Field(Box::new(ident(&p, span)), i as i64, span, span)).collect();
@@ -464,23 +480,21 @@ impl Elab {
                 }
                 e
             }
-            "slideND" if n == 1 => sprim("slide", None, statics.to_vec(), args, span),
             "slideND" => {
                 let inner = sprim(&lower("slideND"), None, statics[2..].to_vec(), vec![], span);
                 let slid = sprim("slide", None, statics[..2].to_vec(), vec![sprim("map", None, vec![], vec![inner, args[0].clone()], span)], span);
                 // Each window is [size1][outs2..outsn][sizes2..sizesn]: move size1 after the outs.
-                let y = self.fresh("w");
-                let mut body = sprim("transpose", None, vec![], vec![ident(&y, span)], span);
+                let mut steps = vec![sprim("transpose", None, vec![], vec![], span)];
                 for depth in 1..n - 1 {
                     let mut f = sprim("transpose", None, vec![], vec![], span);
                     for _ in 0..depth {
                         f = sprim("map", None, vec![], vec![f], span);
                     }
-                    body = SExpr::Call(Box::new(f), vec![body], span);
+                    steps.insert(0, f);
                 }
-                sprim("map", None, vec![], vec![slam(&y, body, span), slid], span)
+                let move_dim = if steps.len() == 1 { steps.pop().expect("one step") } else { SExpr::Comp(steps, span) };
+                sprim("map", None, vec![], vec![move_dim, slid], span)
             }
-            "padND" | "padClampND" if n == 1 => sprim(if base == "padND" { "pad" } else { "padClamp" }, None, statics.to_vec(), args, span),
             "padND" | "padClampND" => {
                 let one = if base == "padND" { "pad" } else { "padClamp" };
                 let inner = sprim(&lower(base), None, statics.to_vec(), vec![], span);

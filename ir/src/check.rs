@@ -1,0 +1,1 @@
+//! Type checker (in progress).
