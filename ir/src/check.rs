@@ -1,1 +1,646 @@
-//! Type checker (in progress).
+//! The type checker: infers the type of every node, sizes included, and rejects ill-typed
+//! programs with a message pointing at the source.
+//!
+//! Functions are not values in this IR: a function (a lambda, a partially applied primitive)
+//! appears as the argument of a primitive that applies it (`map`, `reduce`), or applied
+//! directly. The checker therefore types a function when it is applied, from the types of its
+//! arguments, and records the resulting function type on the node.
+
+use crate::ast::{AddressSpace, BinOp, Lit, Node, NodeId, PadMode, Prim, Program, Span, UnOp};
+use crate::size::{Ranges, Size};
+use crate::types::{ScalarKind, Type};
+use std::collections::HashMap;
+
+/// A type error, with the span it points at.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("{message}")]
+pub struct TypeError {
+    /// Where.
+    pub span: Span,
+    /// What is wrong.
+    pub message: String,
+    /// Extra help.
+    pub notes: Vec<String>,
+}
+
+impl TypeError {
+    fn new(span: Span, message: impl Into<String>) -> Self {
+        TypeError { span, message: message.into(), notes: Vec::new() }
+    }
+
+    fn note(mut self, note: impl Into<String>) -> Self {
+        let note = note.into();
+        if !note.is_empty() {
+            self.notes.push(note);
+        }
+        self
+    }
+}
+
+type TResult<T> = Result<T, TypeError>;
+
+/// The result of checking: the type of every node, and the program's result type.
+#[derive(Clone, Debug)]
+pub struct TypeInfo {
+    /// Type of each node, indexed by `NodeId`; `None` for nodes not reachable from the root.
+    pub types: Vec<Option<Type>>,
+    /// The type of the program's body.
+    pub result: Type,
+}
+
+impl TypeInfo {
+    /// The type of a node.
+    pub fn of(&self, id: NodeId) -> Option<&Type> {
+        self.types.get(id.index()).and_then(Option::as_ref)
+    }
+}
+
+/// Checks a program with symbolic sizes.
+pub fn check(p: &Program) -> TResult<TypeInfo> {
+    Checker::new(p, HashMap::new()).run()
+}
+
+/// Checks a program with some size variables replaced by concrete values: what `eval` and code
+/// generation use, so that, e.g., a `split` that does not divide a concrete length is caught.
+pub fn check_with_sizes(p: &Program, sizes: &HashMap<String, i64>) -> TResult<TypeInfo> {
+    for s in &p.sizes {
+        if let Some(&v) = sizes.get(&s.name) {
+            if v < s.min || s.max.is_some_and(|m| v > m) {
+                let range = match s.max {
+                    Some(m) => format!("{}..{m}", s.min),
+                    None => format!("at least {}", s.min),
+                };
+                return Err(TypeError::new(Span::default(), format!("size `{}` = {v} is outside its range ({range})", s.name)));
+            }
+        }
+    }
+    let subst = sizes.iter().map(|(k, v)| (k.clone(), Size::constant(*v))).collect();
+    Checker::new(p, subst).run()
+}
+
+enum Arg {
+    Node(NodeId),
+    Ty(Type, Span),
+}
+
+struct Checker<'a> {
+    p: &'a Program,
+    subst: HashMap<String, Size>,
+    ranges: Ranges,
+    env: Vec<Type>,
+    types: Vec<Option<Type>>,
+    /// Divisions known to be exact: `(n, m)` when the program splits a length `n` by `m`.
+    exact: Vec<(Size, Size)>,
+}
+
+fn describe(t: &Type) -> String {
+    match t {
+        Type::Fun(..) => format!("a function {t}"),
+        _ => t.to_string(),
+    }
+}
+
+fn fun_type(args: &[Type], res: Type) -> Type {
+    args.iter().rev().fold(res, |acc, a| Type::fun(a.clone(), acc))
+}
+
+impl<'a> Checker<'a> {
+    fn new(p: &'a Program, subst: HashMap<String, Size>) -> Self {
+        let mut ranges = Ranges::default();
+        for s in &p.sizes {
+            ranges.set(&s.name, s.min, s.max);
+        }
+        Checker { p, subst, ranges, env: Vec::new(), types: vec![None; p.nodes.len()], exact: Vec::new() }
+    }
+
+    fn run(mut self) -> TResult<TypeInfo> {
+        if self.p.root.index() >= self.p.nodes.len() {
+            return Err(TypeError::new(Span::default(), "the program has no body"));
+        }
+        let result = self.infer(self.p.root)?;
+        if let Some(ret) = &self.p.ret {
+            let ret = self.ty(ret);
+            if !self.same(&ret, &result) {
+                return Err(TypeError::new(
+                    self.p.span(self.p.root),
+                    format!("the body has type {result}, but the declared result type is {ret}"),
+                ));
+            }
+        }
+        Ok(TypeInfo { types: self.types, result })
+    }
+
+    fn sz(&self, s: &Size) -> Size {
+        if self.subst.is_empty() {
+            s.clone()
+        } else {
+            s.substitute(&self.subst)
+        }
+    }
+
+    fn ty(&self, t: &Type) -> Type {
+        if self.subst.is_empty() {
+            t.clone()
+        } else {
+            t.substitute(&self.subst)
+        }
+    }
+
+    fn same(&self, a: &Type, b: &Type) -> bool {
+        match (a, b) {
+            (Type::Array(ea, na), Type::Array(eb, nb)) => self.same_size(na, nb) && self.same(ea, eb),
+            (Type::Tuple(xs), Type::Tuple(ys)) => xs.len() == ys.len() && xs.iter().zip(ys).all(|(x, y)| self.same(x, y)),
+            (Type::Fun(a1, r1), Type::Fun(a2, r2)) => self.same(a1, a2) && self.same(r1, r2),
+            _ => a == b,
+        }
+    }
+
+    /// True when two sizes are provably equal.
+    fn same_size(&self, a: &Size, b: &Size) -> bool {
+        let d = a.cancel_exact(&self.exact).sub(&b.cancel_exact(&self.exact));
+        let zero = Size::constant(0);
+        d == zero || (d.minimum_in(&zero, &self.ranges) == zero && d.maximum_in(&zero, &self.ranges) == zero)
+    }
+
+    /// Simplifies the sizes of a type with the exact divisions known so far.
+    fn norm(&self, t: Type) -> Type {
+        match t {
+            Type::Array(e, n) => Type::array(self.norm(*e), n.cancel_exact(&self.exact)),
+            Type::Tuple(ts) => Type::Tuple(ts.into_iter().map(|t| self.norm(t)).collect()),
+            Type::Fun(a, r) => Type::fun(self.norm(*a), self.norm(*r)),
+            t => t,
+        }
+    }
+
+    fn record(&mut self, id: NodeId, t: &Type) {
+        self.types[id.index()] = Some(t.clone());
+    }
+
+    /// The type of a data expression.
+    fn infer(&mut self, id: NodeId) -> TResult<Type> {
+        self.infer_app(id, Vec::new())
+    }
+
+    /// The type of `id` applied to `extra` further arguments.
+    fn infer_app(&mut self, id: NodeId, extra: Vec<(Type, Span)>) -> TResult<Type> {
+        // Walk the spine: the App nodes from the root down, then the head.
+        let mut apps = Vec::new();
+        let mut arg_nodes = Vec::new();
+        let mut head = id;
+        while let Node::App(f, a) = self.p.node(head) {
+            apps.push(head);
+            arg_nodes.push(*a);
+            head = *f;
+        }
+        arg_nodes.reverse();
+        apps.reverse(); // apps[j] has j+1 arguments applied
+        let mut args: Vec<Arg> = arg_nodes.into_iter().map(Arg::Node).collect();
+        args.extend(extra.into_iter().map(|(t, s)| Arg::Ty(t, s)));
+        let span = self.p.span(id);
+
+        let (arg_tys, res) = match self.p.node(head).clone() {
+            Node::Prim(prim) => {
+                let (tys, res) = self.prim(&prim, head, &args, span)?;
+                (tys, self.norm(res))
+            }
+            Node::Param(i) => {
+                let t = match self.p.params.get(i as usize) {
+                    Some(p) => self.ty(&p.ty),
+                    None => return Err(TypeError::new(span, format!("no parameter number {i}"))),
+                };
+                self.no_args(head, &t, &args)?;
+                (vec![], t)
+            }
+            Node::Var(k) => {
+                let k = k as usize;
+                if k >= self.env.len() {
+                    return Err(TypeError::new(span, format!("unbound variable (de Bruijn index {k})")));
+                }
+                let t = self.env[self.env.len() - 1 - k].clone();
+                self.no_args(head, &t, &args)?;
+                (vec![], t)
+            }
+            Node::Lit(l) => {
+                let t = Type::Scalar(l.kind());
+                self.no_args(head, &t, &args)?;
+                (vec![], t)
+            }
+            Node::Lam(..) | Node::Let(..) => {
+                // Arguments of a lambda are data, typed here in the outer scope.
+                let mut tys = Vec::new();
+                for a in &args {
+                    tys.push(self.data(a)?);
+                }
+                let res = self.apply_binder(head, &tys, span)?;
+                (tys, res)
+            }
+            Node::App(..) => unreachable!("the spine walk stops at a non-App head"),
+        };
+        self.record(head, &fun_type(&arg_tys, res.clone()));
+        for (j, app) in apps.iter().enumerate() {
+            let t = fun_type(arg_tys.get(j + 1..).unwrap_or(&[]), res.clone());
+            self.record(*app, &t);
+        }
+        Ok(res)
+    }
+
+    fn no_args(&self, head: NodeId, t: &Type, args: &[Arg]) -> TResult<()> {
+        if args.is_empty() {
+            return Ok(());
+        }
+        let what = match self.p.node(head) {
+            Node::Param(i) => format!("parameter `{}`", self.p.params[*i as usize].name),
+            Node::Var(_) => "this variable".to_string(),
+            _ => "this literal".to_string(),
+        };
+        Err(TypeError::new(self.arg_span(&args[0]), format!("{what} has type {t} and cannot be applied to arguments")))
+    }
+
+    /// A lambda or `let` in head position, applied to arguments of the given types.
+    fn apply_binder(&mut self, id: NodeId, args: &[Type], span: Span) -> TResult<Type> {
+        match self.p.node(id).clone() {
+            Node::Lam(body, ann) => {
+                let Some((first, rest)) = args.split_first() else {
+                    return Err(TypeError::new(
+                        self.p.span(id),
+                        "a function cannot be used as a value: lambdas are given to map or reduce, or applied directly",
+                    ));
+                };
+                if let Some(ann) = ann {
+                    let ann = self.ty(&ann);
+                    if !self.same(&ann, first) {
+                        return Err(TypeError::new(
+                            self.p.span(id),
+                            format!("this function expects {ann} but is applied to {}", describe(first)),
+                        ));
+                    }
+                }
+                self.env.push(first.clone());
+                let r = if matches!(self.p.node(body), Node::Lam(..) | Node::Let(..)) && !rest.is_empty() {
+                    self.apply_binder(body, rest, span)
+                } else {
+                    let extra = rest.iter().map(|t| (t.clone(), span)).collect();
+                    self.infer_app(body, extra)
+                };
+                self.env.pop();
+                let r = r?;
+                self.record(body, &fun_type(rest, r.clone()));
+                Ok(r)
+            }
+            Node::Let(v, b) => {
+                let tv = self.infer(v)?;
+                if matches!(tv, Type::Fun(..)) {
+                    return Err(TypeError::new(self.p.span(v), "`let` binds values, not functions"));
+                }
+                self.env.push(tv);
+                let extra = args.iter().map(|t| (t.clone(), span)).collect();
+                let r = self.infer_app(b, extra);
+                self.env.pop();
+                r
+            }
+            _ => unreachable!("called on binders only"),
+        }
+    }
+
+    fn arg_span(&self, a: &Arg) -> Span {
+        match a {
+            Arg::Node(n) => self.p.span(*n),
+            Arg::Ty(_, s) => *s,
+        }
+    }
+
+    /// The type of a data argument.
+    fn data(&mut self, a: &Arg) -> TResult<Type> {
+        match a {
+            Arg::Node(n) => self.infer(*n),
+            Arg::Ty(t, _) => Ok(t.clone()),
+        }
+    }
+
+    /// The result type of a function argument applied to arguments of the given types.
+    fn call(&mut self, f: &Arg, args: &[Type]) -> TResult<Type> {
+        match f {
+            Arg::Node(n) => {
+                let span = self.p.span(*n);
+                let extra = args.iter().map(|t| (t.clone(), span)).collect();
+                self.infer_app(*n, extra)
+            }
+            Arg::Ty(t, s) => Err(TypeError::new(*s, format!("expected a function, found a value of type {t}"))),
+        }
+    }
+
+    fn array<'t>(&self, t: &'t Type, a: &Arg, what: &str) -> TResult<(&'t Type, Size)> {
+        match t {
+            Type::Array(e, n) => Ok((e, n.clone())),
+            _ => Err(TypeError::new(self.arg_span(a), format!("{what} expects an array, found {}", describe(t)))),
+        }
+    }
+
+    /// Rejects `m` as a divisor of `n` when it provably does not divide it.
+    fn divides(&self, n: &Size, m: &Size, span: Span, what: &str) -> TResult<()> {
+        if m.as_const().is_some_and(|c| c <= 0) {
+            return Err(TypeError::new(span, format!("{what} must be positive, not {m}")));
+        }
+        let r = n.rem_in(m, &self.ranges);
+        if r.as_const().is_some_and(|c| c != 0) {
+            return Err(TypeError::new(span, format!("{what} {m} does not divide the length {n} of its input")));
+        }
+        Ok(())
+    }
+
+    /// Typing rules of the primitives. Returns the types of all arguments and the result.
+    fn prim(&mut self, prim: &Prim, head: NodeId, args: &[Arg], span: Span) -> TResult<(Vec<Type>, Type)> {
+        let name = prim.name();
+        let note = crate::syntax::signature_note(name);
+        let arity = prim.arity();
+        if args.len() > arity {
+            return Err(TypeError::new(span, format!("`{name}` takes {arity} argument(s) but is given {}", args.len())).note(note));
+        }
+        if args.len() < arity {
+            let missing = arity - args.len();
+            return Err(TypeError::new(
+                span,
+                format!(
+                    "`{name}` is missing {missing} argument(s): a partially applied primitive is a function, which cannot be used as a value here"
+                ),
+            )
+            .note(note));
+        }
+        let pspan = self.p.span(head);
+        let e = |msg: String| TypeError::new(span, msg).note(crate::syntax::signature_note(name));
+        match prim {
+            Prim::Map { .. } => {
+                let txs = self.data(&args[1])?;
+                let (elem, n) = self.array(&txs, &args[1], name)?;
+                let elem = elem.clone();
+                let u = self.call(&args[0], std::slice::from_ref(&elem))?;
+                if matches!(u, Type::Fun(..)) {
+                    return Err(e(format!("the function given to `{name}` returns a function")));
+                }
+                Ok((vec![Type::fun(elem.clone(), u.clone()), txs.clone()], Type::array(u, n)))
+            }
+            Prim::Reduce { .. } => {
+                let tinit = self.data(&args[1])?;
+                let txs = self.data(&args[2])?;
+                let (elem, _) = self.array(&txs, &args[2], name)?;
+                let elem = elem.clone();
+                let r = self.call(&args[0], &[tinit.clone(), elem.clone()])?;
+                if !self.same(&r, &tinit) {
+                    return Err(e(format!("the function given to `{name}` returns {r}, but the accumulator has type {tinit}")));
+                }
+                Ok((vec![fun_type(&[tinit.clone(), elem], r), tinit.clone(), txs.clone()], tinit))
+            }
+            Prim::Zip(_) => {
+                let mut tys = Vec::new();
+                let mut elems = Vec::new();
+                let mut len: Option<Size> = None;
+                for (i, a) in args.iter().enumerate() {
+                    let t = self.data(a)?;
+                    let (el, n) = self.array(&t, a, "zip")?;
+                    if let Some(l) = &len {
+                        if !self.same_size(l, &n) {
+                            return Err(TypeError::new(
+                                span,
+                                format!("zip of arrays of different lengths: argument 1 has length {l}, argument {} has length {n}", i + 1),
+                            ));
+                        }
+                    }
+                    len = Some(n.clone());
+                    elems.push(el.clone());
+                    tys.push(t);
+                }
+                Ok((tys, Type::array(Type::Tuple(elems), len.expect("zip has arguments"))))
+            }
+            Prim::Split(m) => {
+                let m = self.sz(m);
+                let t = self.data(&args[0])?;
+                let (el, n) = self.array(&t, &args[0], "split")?;
+                self.divides(&n, &m, pspan, "split factor")?;
+                self.exact.push((n.clone(), m.clone()));
+                let r = Type::array(Type::array(el.clone(), m.clone()), n.div_in(&m, &self.ranges));
+                Ok((vec![t.clone()], r))
+            }
+            Prim::Join => {
+                let t = self.data(&args[0])?;
+                let (inner, n) = self.array(&t, &args[0], "join")?;
+                let (el, m) = self.array(inner, &args[0], "join (on its elements)")?;
+                Ok((vec![t.clone()], Type::array(el.clone(), n.mul(&m))))
+            }
+            Prim::Transpose => {
+                let t = self.data(&args[0])?;
+                let (inner, n) = self.array(&t, &args[0], "transpose")?;
+                let (el, m) = self.array(inner, &args[0], "transpose (on its elements)")?;
+                Ok((vec![t.clone()], Type::array(Type::array(el.clone(), n), m)))
+            }
+            Prim::Slide(size, step) => {
+                let (size, step) = (self.sz(size), self.sz(step));
+                let t = self.data(&args[0])?;
+                let (el, n) = self.array(&t, &args[0], "slide")?;
+                if step.as_const().is_some_and(|c| c <= 0) || size.as_const().is_some_and(|c| c <= 0) {
+                    return Err(TypeError::new(pspan, "slide's window size and step must be positive"));
+                }
+                if let (Some(a), Some(b)) = (n.as_const(), size.as_const()) {
+                    if b > a {
+                        return Err(TypeError::new(pspan, format!("slide window of size {b} is larger than the input length {a}")));
+                    }
+                }
+                let count = n.sub(&size).div_in(&step, &self.ranges).add(&Size::constant(1));
+                Ok((vec![t.clone()], Type::array(Type::array(el.clone(), size), count)))
+            }
+            Prim::Pad(l, r, mode) => {
+                let (l, r) = (self.sz(l), self.sz(r));
+                let t = self.data(&args[0])?;
+                let (el, n) = self.array(&t, &args[0], name)?;
+                if l.as_const().is_some_and(|c| c < 0) || r.as_const().is_some_and(|c| c < 0) {
+                    return Err(TypeError::new(pspan, "pad amounts must not be negative"));
+                }
+                if let PadMode::Constant(v) = mode {
+                    let (_, base) = el.dims();
+                    if *base != Type::Scalar(v.kind()) {
+                        return Err(TypeError::new(pspan, format!("pad value {v} has type {}, but the elements are made of {base}", v.kind().name())));
+                    }
+                }
+                if matches!(mode, PadMode::Clamp) && n.as_const() == Some(0) {
+                    return Err(TypeError::new(pspan, "padClamp of an empty array"));
+                }
+                Ok((vec![t.clone()], Type::array(el.clone(), l.add(&n).add(&r))))
+            }
+            Prim::At(i) => {
+                let i = self.sz(i);
+                let t = self.data(&args[0])?;
+                let (el, n) = self.array(&t, &args[0], "at")?;
+                let bad = i.as_const().is_some_and(|c| c < 0) || n.sub(&i).maximum_in(&Size::constant(0), &self.ranges) == Size::constant(0);
+                if bad {
+                    return Err(TypeError::new(pspan, format!("index {i} is out of bounds for an array of length {n}")));
+                }
+                Ok((vec![t.clone()], el.clone()))
+            }
+            Prim::Get(i) => {
+                let t = self.data(&args[0])?;
+                match &t {
+                    Type::Tuple(ts) if (*i as usize) < ts.len() => Ok((vec![t.clone()], ts[*i as usize].clone())),
+                    Type::Tuple(ts) => Err(TypeError::new(span, format!("component {i} of a {}-tuple does not exist", ts.len()))),
+                    _ => Err(TypeError::new(span, format!("`.{i}` expects a tuple, found {}", describe(&t)))),
+                }
+            }
+            Prim::Tuple(_) => {
+                let mut tys = Vec::new();
+                for a in args {
+                    let t = self.data(a)?;
+                    if matches!(t, Type::Fun(..)) {
+                        return Err(TypeError::new(self.arg_span(a), "tuples hold values, not functions"));
+                    }
+                    tys.push(t);
+                }
+                Ok((tys.clone(), Type::Tuple(tys)))
+            }
+            Prim::To(space) => {
+                self.check_write_target(*space, &args[0], span)?;
+                let t = self.data(&args[0])?;
+                Ok((vec![t.clone()], t))
+            }
+            Prim::AsVector(w) => {
+                let t = self.data(&args[0])?;
+                let (el, n) = self.array(&t, &args[0], "asVector")?;
+                let Type::Scalar(k) = el else {
+                    return Err(e(format!("asVector expects an array of scalars, found an array of {el}")));
+                };
+                if *k == ScalarKind::Bool {
+                    return Err(e("asVector expects numbers, not bool".into()));
+                }
+                let ws = Size::constant(*w as i64);
+                self.divides(&n, &ws, pspan, "vector width")?;
+                self.exact.push((n.clone(), ws.clone()));
+                Ok((vec![t.clone()], Type::array(Type::Vector(*k, *w), n.div_in(&ws, &self.ranges))))
+            }
+            Prim::AsScalar => {
+                let t = self.data(&args[0])?;
+                let (el, n) = self.array(&t, &args[0], "asScalar")?;
+                let Type::Vector(k, w) = el else {
+                    return Err(e(format!("asScalar expects an array of vectors, found an array of {el}")));
+                };
+                Ok((vec![t.clone()], Type::array(Type::Scalar(*k), n.mul(&Size::constant(*w as i64)))))
+            }
+            Prim::Bin(op) => {
+                let a = self.data(&args[0])?;
+                let b = self.data(&args[1])?;
+                let sym = op.infix().map_or(op.name(), |x| x.0);
+                if a != b {
+                    return Err(TypeError::new(span, format!("`{sym}` needs two operands of the same type, found {} and {}", describe(&a), describe(&b))));
+                }
+                let (kind, width) = match &a {
+                    Type::Scalar(k) => (*k, None),
+                    Type::Vector(k, w) => (*k, Some(*w)),
+                    _ => return Err(TypeError::new(span, format!("`{sym}` works on scalars and vectors, not on {}", describe(&a)))),
+                };
+                let ok = if op.is_logical() { kind == ScalarKind::Bool } else if matches!(op, BinOp::Eq | BinOp::Ne) { true } else { kind != ScalarKind::Bool };
+                if !ok {
+                    return Err(TypeError::new(span, format!("`{sym}` is not defined on {a}")));
+                }
+                let r = if op.is_comparison() {
+                    match width {
+                        None => Type::BOOL,
+                        Some(_) => return Err(TypeError::new(span, format!("`{sym}` compares scalars, not vectors"))),
+                    }
+                } else {
+                    a.clone()
+                };
+                Ok((vec![a, b], r))
+            }
+            Prim::Un(op) => {
+                let a = self.data(&args[0])?;
+                let kind = match &a {
+                    Type::Scalar(k) | Type::Vector(k, _) => *k,
+                    _ => return Err(TypeError::new(span, format!("`{}` works on scalars and vectors, not on {}", op.name(), describe(&a)))),
+                };
+                let ok = match op {
+                    UnOp::Not => kind == ScalarKind::Bool,
+                    UnOp::Neg | UnOp::Abs => kind != ScalarKind::Bool,
+                    _ => kind == ScalarKind::F32,
+                };
+                if !ok {
+                    return Err(TypeError::new(span, format!("`{}` is not defined on {a}", op.name())));
+                }
+                Ok((vec![a.clone()], a))
+            }
+            Prim::Select => {
+                let c = self.data(&args[0])?;
+                let a = self.data(&args[1])?;
+                let b = self.data(&args[2])?;
+                if c != Type::BOOL {
+                    return Err(TypeError::new(self.arg_span(&args[0]), format!("select's condition must be bool, found {}", describe(&c))));
+                }
+                if !self.same(&a, &b) || matches!(a, Type::Fun(..)) {
+                    return Err(TypeError::new(span, format!("select's branches must have the same value type, found {} and {}", describe(&a), describe(&b))));
+                }
+                Ok((vec![c, a.clone(), b], a))
+            }
+            Prim::Cast(k) => {
+                let a = self.data(&args[0])?;
+                match a {
+                    Type::Scalar(ScalarKind::F32 | ScalarKind::I32) => Ok((vec![a], Type::Scalar(*k))),
+                    _ => Err(TypeError::new(span, format!("`{}` converts f32 and i32, not {}", k.name(), describe(&a)))),
+                }
+            }
+        }
+    }
+
+    /// `toLocal(e)` and friends: `e` must be a fully applied map or reduce, whose result is
+    /// what gets written.
+    fn check_write_target(&self, space: AddressSpace, a: &Arg, span: Span) -> TResult<()> {
+        let what = match a {
+            Arg::Node(n) => {
+                let (head, args) = self.p.spine(*n);
+                match self.p.node(head) {
+                    Node::Prim(p @ (Prim::Map { .. } | Prim::Reduce { .. })) if args.len() == p.arity() => return Ok(()),
+                    Node::Prim(p) => format!("`{}`", p.name()),
+                    Node::Lit(Lit::F32(_) | Lit::I32(_) | Lit::Bool(_)) => "a literal".to_string(),
+                    Node::Param(_) => "a parameter".to_string(),
+                    Node::Var(_) => "a variable".to_string(),
+                    _ => "an expression".to_string(),
+                }
+            }
+            Arg::Ty(..) => "a function argument".to_string(),
+        };
+        Err(TypeError::new(
+            span,
+            format!("`{}` must wrap the map or reduce whose result it writes, but wraps {what}", space.prim_name()),
+        )
+        .note(crate::syntax::signature_note(space.prim_name())))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::parse;
+
+    fn ty(src: &str) -> String {
+        let p = parse(src).unwrap_or_else(|e| panic!("{e:?}"));
+        match check(&p) {
+            Ok(info) => info.result.to_string(),
+            Err(e) => format!("error: {}", e.message),
+        }
+    }
+
+    #[test]
+    fn listing3_type() {
+        let t = ty("size n, s0, s1\n def f(X: [f32]n, y: f32, z: f32) = join o map@A(map@B(fun(a => a + z)) o join o map@C(map@D(fun(a => a * y))) o split(s1)) o split(s0) $ X");
+        assert_eq!(t, "[f32]n");
+    }
+
+    #[test]
+    fn conv_type() {
+        let t = ty("def conv(inp: [[[f32]C]W]H, ks: [[[[f32]C]KW]KH]K) = mapND2@A(fun(win => map@B(fun(k => reduce(add, 0.0, map(fun(p => p.0 * p.1), joinND3(zipND3(win, k))))), ks)), slideND2(KH, 1, KW, 1, padND2(1, 1, 0.0, inp)))");
+        assert_eq!(t, "[[[f32]K](W - KW + 3)](H - KH + 3)");
+    }
+
+    #[test]
+    fn errors() {
+        assert!(ty("def f(a: [f32]N, b: [f32]M) = zip(a, b)").contains("different lengths"));
+        assert!(ty("def f(a: [f32]8) = split(3, a)").contains("does not divide"));
+        assert!(ty("def f(a: [f32]N) = map(fun(x => x + 1), a)").contains("same type"));
+        assert!(ty("def f(a: [f32]N) = toLocal(join(split(2, a)))").contains("must wrap"));
+        assert!(ty("def f(a: [f32]N) = map(split(2))").contains("missing"));
+    }
+}

@@ -16,4 +16,5 @@ pub use size::Size;
 pub use syntax::{parse, print, ParseError};
 pub use types::{ScalarKind, Type};
 pub mod check;
+pub mod diag;
 pub mod interp;

@@ -315,6 +315,46 @@ impl Size {
         Some((lo?, hi))
     }
 
+    /// Cancels `(x/y)*y` to `x` for the divisions `x/y` listed as exact (where `y` is known to
+    /// divide `x`, e.g. because the program splits an array of length `x` into chunks of `y`).
+    pub fn cancel_exact(&self, exact: &[(Size, Size)]) -> Size {
+        if exact.is_empty() {
+            return self.clone();
+        }
+        let mut cur = self.clone();
+        for _ in 0..8 {
+            let mut out = Size::default();
+            for (m, &c) in &cur.terms {
+                let mut term = Size { terms: BTreeMap::from([(m.clone(), c)]) };
+                for a in m.keys() {
+                    let Atom::Div(x, y) = a else { continue };
+                    if !exact.iter().any(|(ex, ey)| ex == x && ey == y) {
+                        continue;
+                    }
+                    let Some((ym, yc)) = y.as_monomial() else { continue };
+                    let mut rest = m.clone();
+                    let p = rest.get_mut(a).expect("a is in m");
+                    *p -= 1;
+                    if *p == 0 {
+                        rest.remove(a);
+                    }
+                    let rest = Size { terms: BTreeMap::from([(rest, c)]) };
+                    let (q, r) = rest.split_divisible(ym, yc);
+                    if r.terms.is_empty() {
+                        term = q.mul(x);
+                        break;
+                    }
+                }
+                out = out.add(&term);
+            }
+            if out == cur {
+                break;
+            }
+            cur = out;
+        }
+        cur
+    }
+
     /// Substitutes values for variables and simplifies; unknown variables stay symbolic.
     pub fn substitute(&self, values: &HashMap<String, Size>) -> Size {
         let mut out = Size::default();
@@ -502,7 +542,7 @@ impl fmt::Display for Size {
             return write!(f, "0");
         }
         let mut terms: Vec<(&Monomial, &i64)> = self.terms.iter().collect();
-        terms.sort_by_key(|(m, _)| std::cmp::Reverse(m.values().sum::<u32>()));
+        terms.sort_by_key(|(m, c)| (std::cmp::Reverse(m.values().sum::<u32>()), **c < 0));
         for (i, (m, &c)) in terms.into_iter().enumerate() {
             let (neg, mag) = (c < 0, c.unsigned_abs());
             match (i, neg) {
@@ -589,6 +629,15 @@ mod tests {
         assert_eq!(n().div_in(&Size::constant(16), &r), Size::constant(0));
         // min is commutative in canonical form
         assert_eq!(n().minimum(&Size::var("M")), Size::var("M").minimum(&n()));
+    }
+
+    #[test]
+    fn exact_division_cancels() {
+        let (s0, s1) = (Size::var("s0"), Size::var("s1"));
+        let t = s1.mul(&n().div(&s0)).mul(&s0.div(&s1));
+        let exact = [(n(), s0.clone()), (s0.clone(), s1.clone())];
+        assert_eq!(t.cancel_exact(&exact), n());
+        assert_eq!(t.cancel_exact(&exact[..1]), t, "not cancelled without the fact");
     }
 
     #[test]

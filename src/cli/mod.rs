@@ -1,0 +1,226 @@
+//! Subcommands of the `mapsat` binary. Exit codes: 0 success, 1 the input was rejected (with a
+//! message), 2 bad usage.
+
+use clap::{Parser, Subcommand};
+use mapsat::ir::{self, diag, interp, Program};
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+#[derive(Parser)]
+#[command(name = "mapsat", version, about = "From a Lift-like functional IR to fast OpenCL and CUDA kernels")]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(clap::Args)]
+struct SizeArgs {
+    /// Size variable values, `N=64` (repeat the flag or separate with commas).
+    #[arg(long = "size", value_name = "NAME=VALUE", value_delimiter = ',')]
+    sizes: Vec<String>,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Type-check a program and print its type and its map labels.
+    Check {
+        /// The IR file.
+        file: PathBuf,
+        #[command(flatten)]
+        sizes: SizeArgs,
+    },
+    /// Print a program in canonical form.
+    Fmt {
+        /// The IR file.
+        file: PathBuf,
+    },
+    /// Evaluate a program with the reference interpreter.
+    Eval {
+        /// The IR file.
+        file: PathBuf,
+        #[command(flatten)]
+        sizes: SizeArgs,
+        /// Input for a parameter, `x=a.npy` (repeatable).
+        #[arg(long = "input", value_name = "PARAM=FILE")]
+        inputs: Vec<String>,
+        /// Random data from this seed for parameters without `--input`.
+        #[arg(long, value_name = "SEED")]
+        random: Option<u64>,
+        /// Write the result to this `.npy` file.
+        #[arg(long, short, value_name = "FILE")]
+        output: Option<PathBuf>,
+    },
+}
+
+/// Why a command failed, and so its exit code.
+enum Failure {
+    /// The input was rejected: message already rendered.
+    Rejected(String),
+    /// Bad usage.
+    Usage(String),
+}
+
+type CliResult<T> = Result<T, Failure>;
+
+pub fn main() -> ExitCode {
+    let cli = match Cli::try_parse() {
+        Ok(c) => c,
+        Err(e) => {
+            let _ = e.print();
+            return ExitCode::from(if e.use_stderr() { 2 } else { 0 });
+        }
+    };
+    let r = match cli.command {
+        Command::Check { file, sizes } => check(&file, &sizes),
+        Command::Fmt { file } => fmt(&file),
+        Command::Eval { file, sizes, inputs, random, output } => eval(&file, &sizes, &inputs, random, output.as_deref()),
+    };
+    match r {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(Failure::Rejected(msg)) => {
+            eprint!("{msg}");
+            if !msg.ends_with('\n') {
+                eprintln!();
+            }
+            ExitCode::from(1)
+        }
+        Err(Failure::Usage(msg)) => {
+            eprintln!("error: {msg}");
+            ExitCode::from(2)
+        }
+    }
+}
+
+/// A source file, kept for error messages.
+struct Source {
+    name: String,
+    text: String,
+}
+
+impl Source {
+    fn read(path: &Path) -> CliResult<Source> {
+        let text = std::fs::read_to_string(path).map_err(|e| Failure::Rejected(format!("error: cannot read {}: {e}", path.display())))?;
+        Ok(Source { name: path.display().to_string(), text })
+    }
+
+    fn reject(&self, e: &dyn diag::Diagnose) -> Failure {
+        Failure::Rejected(diag::render(&self.name, &self.text, e))
+    }
+
+    fn parse(&self) -> CliResult<Program> {
+        ir::parse(&self.text).map_err(|e| self.reject(&e))
+    }
+}
+
+/// Size values from the flags, checked against the program's size variables.
+fn given_sizes(p: &Program, args: &SizeArgs) -> CliResult<HashMap<String, i64>> {
+    let mut out = HashMap::new();
+    for s in &args.sizes {
+        let (name, value) = s.split_once('=').ok_or_else(|| Failure::Usage(format!("--size expects NAME=VALUE, got `{s}`")))?;
+        let name = name.trim();
+        if !p.sizes.iter().any(|v| v.name == name) {
+            let known: Vec<&str> = p.sizes.iter().map(|v| v.name.as_str()).collect();
+            return Err(Failure::Usage(format!("the program has no size variable `{name}` (it has: {})", known.join(", "))));
+        }
+        let v: i64 = value.trim().parse().map_err(|_| Failure::Usage(format!("--size {name}: `{value}` is not an integer")))?;
+        out.insert(name.to_string(), v);
+    }
+    Ok(out)
+}
+
+/// Every size variable's value: flags first, then the file's defaults.
+fn all_sizes(p: &Program, args: &SizeArgs) -> CliResult<HashMap<String, i64>> {
+    let mut sizes = given_sizes(p, args)?;
+    for v in &p.sizes {
+        if !sizes.contains_key(&v.name) {
+            match v.default {
+                Some(d) => {
+                    sizes.insert(v.name.clone(), d);
+                }
+                None => return Err(Failure::Usage(format!("size `{0}` has no default value: give --size {0}=VALUE", v.name))),
+            }
+        }
+    }
+    Ok(sizes)
+}
+
+fn signature(p: &Program, result: &ir::Type, subst: Option<&HashMap<String, i64>>) -> String {
+    let s: HashMap<String, ir::Size> = subst.map(|m| m.iter().map(|(k, v)| (k.clone(), ir::Size::constant(*v))).collect()).unwrap_or_default();
+    let params: Vec<String> = p.params.iter().map(|q| format!("{}: {}", q.name, q.ty.substitute(&s))).collect();
+    format!("{}({}) : {}", p.name, params.join(", "), result)
+}
+
+fn check(file: &Path, args: &SizeArgs) -> CliResult<()> {
+    let src = Source::read(file)?;
+    let p = src.parse()?;
+    let info = ir::check::check(&p).map_err(|e| src.reject(&e))?;
+    println!("{}", signature(&p, &info.result, None));
+    let given = given_sizes(&p, args)?;
+    if !given.is_empty() {
+        let info = ir::check::check_with_sizes(&p, &given).map_err(|e| src.reject(&e))?;
+        println!("{}", signature(&p, &info.result, Some(&given)));
+    }
+    let labels = p.map_labels();
+    if !labels.is_empty() {
+        println!("maps: {}", labels.join(" "));
+    }
+    Ok(())
+}
+
+fn fmt(file: &Path) -> CliResult<()> {
+    let src = Source::read(file)?;
+    let p = src.parse()?;
+    print!("{}", ir::print(&p));
+    Ok(())
+}
+
+fn eval(file: &Path, args: &SizeArgs, inputs: &[String], random: Option<u64>, output: Option<&Path>) -> CliResult<()> {
+    let src = Source::read(file)?;
+    let p = src.parse()?;
+    ir::check::check(&p).map_err(|e| src.reject(&e))?;
+    let sizes = all_sizes(&p, args)?;
+    ir::check::check_with_sizes(&p, &sizes).map_err(|e| src.reject(&e))?;
+
+    let mut files: HashMap<String, PathBuf> = HashMap::new();
+    for s in inputs {
+        let (name, path) = s.split_once('=').ok_or_else(|| Failure::Usage(format!("--input expects PARAM=FILE, got `{s}`")))?;
+        if !p.params.iter().any(|q| q.name == name) {
+            return Err(Failure::Usage(format!("the program has no parameter `{name}`")));
+        }
+        files.insert(name.to_string(), PathBuf::from(path));
+    }
+    let mut random_data: Vec<Option<interp::Tensor>> = match random {
+        Some(seed) => interp::random_inputs(&p, &sizes, seed).map_err(|e| src.reject(&e))?.into_iter().map(Some).collect(),
+        None => Vec::new(),
+    };
+    let mut tensors = Vec::new();
+    for (i, q) in p.params.iter().enumerate() {
+        let t = match (files.get(&q.name), random_data.get_mut(i).and_then(Option::take)) {
+            (Some(path), _) => interp::read_npy(path).map_err(|e| Failure::Rejected(format!("error: {}: {e}", path.display())))?,
+            (None, Some(r)) => r,
+            (None, None) => {
+                return Err(Failure::Usage(format!("no input for parameter `{0}`: give --input {0}=FILE.npy or --random SEED", q.name)));
+            }
+        };
+        tensors.push(t);
+    }
+    let result = interp::eval(&p, &sizes, &tensors).map_err(|e| src.reject(&e))?;
+    println!("{}", summary(&result));
+    if let Some(out) = output {
+        interp::write_npy(out, &result).map_err(|e| Failure::Rejected(format!("error: {}: {e}", out.display())))?;
+    }
+    Ok(())
+}
+
+/// Shape, the first values and the sum of a result.
+fn summary(t: &interp::Tensor) -> String {
+    let (kind, first, sum): (&str, Vec<String>, String) = match &t.data {
+        interp::TensorData::F32(v) => ("f32", v.iter().take(6).map(|x| format!("{x:.6}")).collect(), format!("{:.6}", v.iter().map(|x| *x as f64).sum::<f64>())),
+        interp::TensorData::I32(v) => ("i32", v.iter().take(6).map(|x| x.to_string()).collect(), v.iter().map(|x| *x as i64).sum::<i64>().to_string()),
+        interp::TensorData::Bool(v) => ("bool", v.iter().take(6).map(|x| x.to_string()).collect(), v.iter().filter(|x| **x).count().to_string()),
+    };
+    let n: usize = t.shape.iter().product();
+    let more = if n > first.len() { ", ..." } else { "" };
+    format!("result: {kind} {:?}\nvalues: [{}{more}]\nsum: {sum}", t.shape, first.join(", "))
+}
