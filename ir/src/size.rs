@@ -296,10 +296,10 @@ impl Size {
 
     /// Compares two sizes when their difference has a known sign everywhere.
     fn compare(&self, other: &Size, ranges: &Ranges) -> Option<std::cmp::Ordering> {
-        let (lo, hi) = self.sub(other).bounds(ranges)?;
-        if lo == 0 && hi == Some(0) {
+        let (lo, hi) = interval_poly(&self.sub(other), ranges);
+        if lo == Some(0) && hi == Some(0) {
             Some(std::cmp::Ordering::Equal)
-        } else if lo >= 0 {
+        } else if lo.is_some_and(|l| l >= 0) {
             // lo >= 0 means self >= other; report Greater unless provably equal.
             Some(std::cmp::Ordering::Greater)
         } else if hi.is_some_and(|h| h <= 0) {
@@ -559,7 +559,8 @@ impl fmt::Display for Size {
                 write!(f, "{mag}*")?;
             }
             // `/` and `%` bind like `*`, so inside a product they need parentheses.
-            let alone = mag == 1 && m.len() == 1 && m.values().all(|p| *p == 1);
+            // A leading `-` binds tighter than `/` too: `-(x/y)` is not `-x/y`.
+            let alone = mag == 1 && !(i == 0 && neg) && m.len() == 1 && m.values().all(|p| *p == 1);
             let mut first = true;
             for (a, p) in m {
                 for _ in 0..*p {

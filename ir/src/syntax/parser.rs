@@ -318,8 +318,10 @@ impl<'a> Parser<'a> {
         let mut fs = vec![first];
         while self.is_kw("o") {
             self.bump();
+            self.enter()?;
             fs.push(self.binary(1)?);
         }
+        self.depth -= fs.len() - 1;
         let span = fs[0].span().to(fs[fs.len() - 1].span());
         Ok(SExpr::Comp(fs, span))
     }
@@ -327,11 +329,15 @@ impl<'a> Parser<'a> {
     /// Binary operators by precedence climbing; comparisons do not chain.
     fn binary(&mut self, min_prec: u8) -> PResult<SExpr> {
         let mut lhs = self.unary()?;
+        let mut chain = 0;
         loop {
-            let Some((op, prec)) = self.peek_binop() else { return Ok(lhs) };
-            if prec < min_prec {
+            let Some((op, prec)) = self.peek_binop().filter(|(_, p)| *p >= min_prec) else {
+                self.depth -= chain;
                 return Ok(lhs);
-            }
+            };
+            // A long chain `a + b + c ...` nests as deeply as parentheses would.
+            self.enter()?;
+            chain += 1;
             self.bump();
             self.enter()?;
             let rhs = self.binary(prec + 1);
@@ -377,7 +383,12 @@ impl<'a> Parser<'a> {
     /// postfix := primary ('(' args ')' | '.' INT)*
     fn postfix(&mut self) -> PResult<SExpr> {
         let mut e = self.primary()?;
+        let mut chain = 0;
         loop {
+            if self.is_sym("(") || self.is_sym(".") {
+                self.enter()?;
+                chain += 1;
+            }
             if self.is_sym("(") {
                 self.bump();
                 let args = self.args()?;
@@ -389,6 +400,7 @@ impl<'a> Parser<'a> {
                 let span = e.span().to(isp);
                 e = SExpr::Field(Box::new(e), i, isp, span);
             } else {
+                self.depth -= chain;
                 return Ok(e);
             }
         }
