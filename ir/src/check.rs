@@ -70,7 +70,10 @@ pub fn check_with_sizes(p: &Program, sizes: &HashMap<String, i64>) -> TResult<Ty
                     Some(m) => format!("{}..{m}", s.min),
                     None => format!("at least {}", s.min),
                 };
-                return Err(TypeError::new(Span::default(), format!("size `{}` = {v} is outside its range ({range})", s.name)));
+                return Err(TypeError::new(
+                    Span::default(),
+                    format!("size `{}` = {v} is outside its range ({range})", s.name),
+                ));
             }
         }
     }
@@ -149,7 +152,9 @@ impl<'a> Checker<'a> {
     fn same(&self, a: &Type, b: &Type) -> bool {
         match (a, b) {
             (Type::Array(ea, na), Type::Array(eb, nb)) => self.same_size(na, nb) && self.same(ea, eb),
-            (Type::Tuple(xs), Type::Tuple(ys)) => xs.len() == ys.len() && xs.iter().zip(ys).all(|(x, y)| self.same(x, y)),
+            (Type::Tuple(xs), Type::Tuple(ys)) => {
+                xs.len() == ys.len() && xs.iter().zip(ys).all(|(x, y)| self.same(x, y))
+            }
             (Type::Fun(a1, r1), Type::Fun(a2, r2)) => self.same(a1, a2) && self.same(r1, r2),
             _ => a == b,
         }
@@ -354,7 +359,11 @@ impl<'a> Checker<'a> {
         let note = crate::syntax::signature_note(name);
         let arity = prim.arity();
         if args.len() > arity {
-            return Err(TypeError::new(span, format!("`{name}` takes {arity} argument(s) but is given {}", args.len())).note(note));
+            return Err(TypeError::new(
+                span,
+                format!("`{name}` takes {arity} argument(s) but is given {}", args.len()),
+            )
+            .note(note));
         }
         if args.len() < arity {
             let missing = arity - args.len();
@@ -386,7 +395,9 @@ impl<'a> Checker<'a> {
                 let elem = elem.clone();
                 let r = self.call(&args[0], &[tinit.clone(), elem.clone()])?;
                 if !self.same(&r, &tinit) {
-                    return Err(e(format!("the function given to `{name}` returns {r}, but the accumulator has type {tinit}")));
+                    return Err(e(format!(
+                        "the function given to `{name}` returns {r}, but the accumulator has type {tinit}"
+                    )));
                 }
                 Ok((vec![fun_type(&[tinit.clone(), elem], r), tinit.clone(), txs.clone()], tinit))
             }
@@ -441,7 +452,10 @@ impl<'a> Checker<'a> {
                 }
                 if let (Some(a), Some(b)) = (n.as_const(), size.as_const()) {
                     if b > a {
-                        return Err(TypeError::new(pspan, format!("slide window of size {b} is larger than the input length {a}")));
+                        return Err(TypeError::new(
+                            pspan,
+                            format!("slide window of size {b} is larger than the input length {a}"),
+                        ));
                     }
                 }
                 let count = n.sub(&size).div_in(&step, &self.ranges).add(&Size::constant(1));
@@ -457,7 +471,10 @@ impl<'a> Checker<'a> {
                 if let PadMode::Constant(v) = mode {
                     let (_, base) = el.dims();
                     if *base != Type::Scalar(v.kind()) {
-                        return Err(TypeError::new(pspan, format!("pad value {v} has type {}, but the elements are made of {base}", v.kind().name())));
+                        return Err(TypeError::new(
+                            pspan,
+                            format!("pad value {v} has type {}, but the elements are made of {base}", v.kind().name()),
+                        ));
                     }
                 }
                 if matches!(mode, PadMode::Clamp) && n.as_const() == Some(0) {
@@ -469,9 +486,13 @@ impl<'a> Checker<'a> {
                 let i = self.sz(i);
                 let t = self.data(&args[0])?;
                 let (el, n) = self.array(&t, &args[0], "at")?;
-                let bad = i.as_const().is_some_and(|c| c < 0) || n.sub(&i).maximum_in(&Size::constant(0), &self.ranges) == Size::constant(0);
+                let bad = i.as_const().is_some_and(|c| c < 0)
+                    || n.sub(&i).maximum_in(&Size::constant(0), &self.ranges) == Size::constant(0);
                 if bad {
-                    return Err(TypeError::new(pspan, format!("index {i} is out of bounds for an array of length {n}")));
+                    return Err(TypeError::new(
+                        pspan,
+                        format!("index {i} is out of bounds for an array of length {n}"),
+                    ));
                 }
                 Ok((vec![t.clone()], el.clone()))
             }
@@ -479,7 +500,9 @@ impl<'a> Checker<'a> {
                 let t = self.data(&args[0])?;
                 match &t {
                     Type::Tuple(ts) if (*i as usize) < ts.len() => Ok((vec![t.clone()], ts[*i as usize].clone())),
-                    Type::Tuple(ts) => Err(TypeError::new(span, format!("component {i} of a {}-tuple does not exist", ts.len()))),
+                    Type::Tuple(ts) => {
+                        Err(TypeError::new(span, format!("component {i} of a {}-tuple does not exist", ts.len())))
+                    }
                     _ => Err(TypeError::new(span, format!("`.{i}` expects a tuple, found {}", describe(&t)))),
                 }
             }
@@ -526,14 +549,32 @@ impl<'a> Checker<'a> {
                 let b = self.data(&args[1])?;
                 let sym = op.infix().map_or(op.name(), |x| x.0);
                 if a != b {
-                    return Err(TypeError::new(span, format!("`{sym}` needs two operands of the same type, found {} and {}", describe(&a), describe(&b))));
+                    return Err(TypeError::new(
+                        span,
+                        format!(
+                            "`{sym}` needs two operands of the same type, found {} and {}",
+                            describe(&a),
+                            describe(&b)
+                        ),
+                    ));
                 }
                 let (kind, width) = match &a {
                     Type::Scalar(k) => (*k, None),
                     Type::Vector(k, w) => (*k, Some(*w)),
-                    _ => return Err(TypeError::new(span, format!("`{sym}` works on scalars and vectors, not on {}", describe(&a)))),
+                    _ => {
+                        return Err(TypeError::new(
+                            span,
+                            format!("`{sym}` works on scalars and vectors, not on {}", describe(&a)),
+                        ))
+                    }
                 };
-                let ok = if op.is_logical() { kind == ScalarKind::Bool } else if matches!(op, BinOp::Eq | BinOp::Ne) { true } else { kind != ScalarKind::Bool };
+                let ok = if op.is_logical() {
+                    kind == ScalarKind::Bool
+                } else if matches!(op, BinOp::Eq | BinOp::Ne) {
+                    true
+                } else {
+                    kind != ScalarKind::Bool
+                };
                 if !ok {
                     return Err(TypeError::new(span, format!("`{sym}` is not defined on {a}")));
                 }
@@ -551,7 +592,12 @@ impl<'a> Checker<'a> {
                 let a = self.data(&args[0])?;
                 let kind = match &a {
                     Type::Scalar(k) | Type::Vector(k, _) => *k,
-                    _ => return Err(TypeError::new(span, format!("`{}` works on scalars and vectors, not on {}", op.name(), describe(&a)))),
+                    _ => {
+                        return Err(TypeError::new(
+                            span,
+                            format!("`{}` works on scalars and vectors, not on {}", op.name(), describe(&a)),
+                        ))
+                    }
                 };
                 let ok = match op {
                     UnOp::Not => kind == ScalarKind::Bool,
@@ -568,10 +614,20 @@ impl<'a> Checker<'a> {
                 let a = self.data(&args[1])?;
                 let b = self.data(&args[2])?;
                 if c != Type::BOOL {
-                    return Err(TypeError::new(self.arg_span(&args[0]), format!("select's condition must be bool, found {}", describe(&c))));
+                    return Err(TypeError::new(
+                        self.arg_span(&args[0]),
+                        format!("select's condition must be bool, found {}", describe(&c)),
+                    ));
                 }
                 if !self.same(&a, &b) || matches!(a, Type::Fun(..)) {
-                    return Err(TypeError::new(span, format!("select's branches must have the same value type, found {} and {}", describe(&a), describe(&b))));
+                    return Err(TypeError::new(
+                        span,
+                        format!(
+                            "select's branches must have the same value type, found {} and {}",
+                            describe(&a),
+                            describe(&b)
+                        ),
+                    ));
                 }
                 Ok((vec![c, a.clone(), b], a))
             }
@@ -579,7 +635,9 @@ impl<'a> Checker<'a> {
                 let a = self.data(&args[0])?;
                 match a {
                     Type::Scalar(ScalarKind::F32 | ScalarKind::I32) => Ok((vec![a], Type::Scalar(*k))),
-                    _ => Err(TypeError::new(span, format!("`{}` converts f32 and i32, not {}", k.name(), describe(&a)))),
+                    _ => {
+                        Err(TypeError::new(span, format!("`{}` converts f32 and i32, not {}", k.name(), describe(&a))))
+                    }
                 }
             }
         }
@@ -592,7 +650,9 @@ impl<'a> Checker<'a> {
             Arg::Node(n) => {
                 let (head, args) = self.p.spine(*n);
                 match self.p.node(head) {
-                    Node::Prim(p @ (Prim::Map { .. } | Prim::Reduce { .. })) if args.len() == p.arity() => return Ok(()),
+                    Node::Prim(p @ (Prim::Map { .. } | Prim::Reduce { .. })) if args.len() == p.arity() => {
+                        return Ok(())
+                    }
                     Node::Prim(p) => format!("`{}`", p.name()),
                     Node::Lit(Lit::F32(_) | Lit::I32(_) | Lit::Bool(_)) => "a literal".to_string(),
                     Node::Param(_) => "a parameter".to_string(),

@@ -136,9 +136,7 @@ impl Size {
         if k == 0 {
             return Size::default();
         }
-        Size {
-            terms: self.terms.iter().map(|(m, c)| (m.clone(), c * k)).collect(),
-        }
+        Size { terms: self.terms.iter().map(|(m, c)| (m.clone(), c * k)).collect() }
     }
 
     /// Product.

@@ -65,7 +65,9 @@ impl E {
 
 fn expr() -> impl Strategy<Value = E> {
     let leaf = prop_oneof![(-6i64..12).prop_map(E::C), (0usize..3).prop_map(E::V)];
-    leaf.prop_recursive(4, 24, 2, |inner| (0u8..7, inner.clone(), inner).prop_map(|(op, x, y)| E::Bin(op, Box::new(x), Box::new(y))))
+    leaf.prop_recursive(4, 24, 2, |inner| {
+        (0u8..7, inner.clone(), inner).prop_map(|(op, x, y)| E::Bin(op, Box::new(x), Box::new(y)))
+    })
 }
 
 proptest! {
@@ -112,7 +114,10 @@ const STAGES: &[Stage] = &[
     Stage { text: "map(fun(x => select(x > 0.0, x, -x)), {})", len: Some },
     Stage { text: "(map(fun(x => x + 1.0)) o map(fun(x => min(x, 3.0)))) $ {}", len: Some },
     Stage { text: "mapSeq@S(fun(x => f32(i32(x * 10.0)) / 10.0), {})", len: Some },
-    Stage { text: "join(mapWrg(0, fun(r => toLocal(mapLcl(0, fun(v => v * 0.5), r))), split(2, {})))", len: |n| (n % 2 == 0).then_some(n) },
+    Stage {
+        text: "join(mapWrg(0, fun(r => toLocal(mapLcl(0, fun(v => v * 0.5), r))), split(2, {})))",
+        len: |n| (n % 2 == 0).then_some(n),
+    },
     Stage { text: "map(fun(w => at(1, w) - at(0, w)), slide(2, 2, {}))", len: |n| (n % 2 == 0).then_some(n / 2) },
 ];
 

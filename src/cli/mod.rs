@@ -74,7 +74,9 @@ pub fn main() -> ExitCode {
     let r = match cli.command {
         Command::Check { file, sizes } => check(&file, &sizes),
         Command::Fmt { file } => fmt(&file),
-        Command::Eval { file, sizes, inputs, random, output } => eval(&file, &sizes, &inputs, random, output.as_deref()),
+        Command::Eval { file, sizes, inputs, random, output } => {
+            eval(&file, &sizes, &inputs, random, output.as_deref())
+        }
     };
     match r {
         Ok(()) => ExitCode::SUCCESS,
@@ -100,7 +102,8 @@ struct Source {
 
 impl Source {
     fn read(path: &Path) -> CliResult<Source> {
-        let text = std::fs::read_to_string(path).map_err(|e| Failure::Rejected(format!("error: cannot read {}: {e}", path.display())))?;
+        let text = std::fs::read_to_string(path)
+            .map_err(|e| Failure::Rejected(format!("error: cannot read {}: {e}", path.display())))?;
         Ok(Source { name: path.display().to_string(), text })
     }
 
@@ -117,13 +120,18 @@ impl Source {
 fn given_sizes(p: &Program, args: &SizeArgs) -> CliResult<HashMap<String, i64>> {
     let mut out = HashMap::new();
     for s in &args.sizes {
-        let (name, value) = s.split_once('=').ok_or_else(|| Failure::Usage(format!("--size expects NAME=VALUE, got `{s}`")))?;
+        let (name, value) =
+            s.split_once('=').ok_or_else(|| Failure::Usage(format!("--size expects NAME=VALUE, got `{s}`")))?;
         let name = name.trim();
         if !p.sizes.iter().any(|v| v.name == name) {
             let known: Vec<&str> = p.sizes.iter().map(|v| v.name.as_str()).collect();
-            return Err(Failure::Usage(format!("the program has no size variable `{name}` (it has: {})", known.join(", "))));
+            return Err(Failure::Usage(format!(
+                "the program has no size variable `{name}` (it has: {})",
+                known.join(", ")
+            )));
         }
-        let v: i64 = value.trim().parse().map_err(|_| Failure::Usage(format!("--size {name}: `{value}` is not an integer")))?;
+        let v: i64 =
+            value.trim().parse().map_err(|_| Failure::Usage(format!("--size {name}: `{value}` is not an integer")))?;
         out.insert(name.to_string(), v);
     }
     Ok(out)
@@ -138,7 +146,12 @@ fn all_sizes(p: &Program, args: &SizeArgs) -> CliResult<HashMap<String, i64>> {
                 Some(d) => {
                     sizes.insert(v.name.clone(), d);
                 }
-                None => return Err(Failure::Usage(format!("size `{0}` has no default value: give --size {0}=VALUE", v.name))),
+                None => {
+                    return Err(Failure::Usage(format!(
+                        "size `{0}` has no default value: give --size {0}=VALUE",
+                        v.name
+                    )))
+                }
             }
         }
     }
@@ -146,7 +159,8 @@ fn all_sizes(p: &Program, args: &SizeArgs) -> CliResult<HashMap<String, i64>> {
 }
 
 fn signature(p: &Program, result: &ir::Type, subst: Option<&HashMap<String, i64>>) -> String {
-    let s: HashMap<String, ir::Size> = subst.map(|m| m.iter().map(|(k, v)| (k.clone(), ir::Size::constant(*v))).collect()).unwrap_or_default();
+    let s: HashMap<String, ir::Size> =
+        subst.map(|m| m.iter().map(|(k, v)| (k.clone(), ir::Size::constant(*v))).collect()).unwrap_or_default();
     let params: Vec<String> = p.params.iter().map(|q| format!("{}: {}", q.name, q.ty.substitute(&s))).collect();
     format!("{}({}) : {}", p.name, params.join(", "), result)
 }
@@ -184,23 +198,31 @@ fn eval(file: &Path, args: &SizeArgs, inputs: &[String], random: Option<u64>, ou
 
     let mut files: HashMap<String, PathBuf> = HashMap::new();
     for s in inputs {
-        let (name, path) = s.split_once('=').ok_or_else(|| Failure::Usage(format!("--input expects PARAM=FILE, got `{s}`")))?;
+        let (name, path) =
+            s.split_once('=').ok_or_else(|| Failure::Usage(format!("--input expects PARAM=FILE, got `{s}`")))?;
         if !p.params.iter().any(|q| q.name == name) {
             return Err(Failure::Usage(format!("the program has no parameter `{name}`")));
         }
         files.insert(name.to_string(), PathBuf::from(path));
     }
     let mut random_data: Vec<Option<interp::Tensor>> = match random {
-        Some(seed) => interp::random_inputs(&p, &sizes, seed).map_err(|e| src.reject(&e))?.into_iter().map(Some).collect(),
+        Some(seed) => {
+            interp::random_inputs(&p, &sizes, seed).map_err(|e| src.reject(&e))?.into_iter().map(Some).collect()
+        }
         None => Vec::new(),
     };
     let mut tensors = Vec::new();
     for (i, q) in p.params.iter().enumerate() {
         let t = match (files.get(&q.name), random_data.get_mut(i).and_then(Option::take)) {
-            (Some(path), _) => interp::read_npy(path).map_err(|e| Failure::Rejected(format!("error: {}: {e}", path.display())))?,
+            (Some(path), _) => {
+                interp::read_npy(path).map_err(|e| Failure::Rejected(format!("error: {}: {e}", path.display())))?
+            }
             (None, Some(r)) => r,
             (None, None) => {
-                return Err(Failure::Usage(format!("no input for parameter `{0}`: give --input {0}=FILE.npy or --random SEED", q.name)));
+                return Err(Failure::Usage(format!(
+                    "no input for parameter `{0}`: give --input {0}=FILE.npy or --random SEED",
+                    q.name
+                )));
             }
         };
         tensors.push(t);
@@ -216,9 +238,19 @@ fn eval(file: &Path, args: &SizeArgs, inputs: &[String], random: Option<u64>, ou
 /// Shape, the first values and the sum of a result.
 fn summary(t: &interp::Tensor) -> String {
     let (kind, first, sum): (&str, Vec<String>, String) = match &t.data {
-        interp::TensorData::F32(v) => ("f32", v.iter().take(6).map(|x| format!("{x:.6}")).collect(), format!("{:.6}", v.iter().map(|x| *x as f64).sum::<f64>())),
-        interp::TensorData::I32(v) => ("i32", v.iter().take(6).map(|x| x.to_string()).collect(), v.iter().map(|x| *x as i64).sum::<i64>().to_string()),
-        interp::TensorData::Bool(v) => ("bool", v.iter().take(6).map(|x| x.to_string()).collect(), v.iter().filter(|x| **x).count().to_string()),
+        interp::TensorData::F32(v) => (
+            "f32",
+            v.iter().take(6).map(|x| format!("{x:.6}")).collect(),
+            format!("{:.6}", v.iter().map(|x| *x as f64).sum::<f64>()),
+        ),
+        interp::TensorData::I32(v) => (
+            "i32",
+            v.iter().take(6).map(|x| x.to_string()).collect(),
+            v.iter().map(|x| *x as i64).sum::<i64>().to_string(),
+        ),
+        interp::TensorData::Bool(v) => {
+            ("bool", v.iter().take(6).map(|x| x.to_string()).collect(), v.iter().filter(|x| **x).count().to_string())
+        }
     };
     let n: usize = t.shape.iter().product();
     let more = if n > first.len() { ", ..." } else { "" };

@@ -3,7 +3,9 @@
 
 use super::surface::{SExpr, SFile, Static};
 use super::{macro_parts, prim_statics, signature_note, ParseError, KEYWORDS};
-use crate::ast::{AddressSpace, BinOp, Lit, MapKind, Meta, Node, NodeId, PadMode, Param, Prim, Program, SizeVar, Span, UnOp};
+use crate::ast::{
+    AddressSpace, BinOp, Lit, MapKind, Meta, Node, NodeId, PadMode, Param, Prim, Program, SizeVar, Span, UnOp,
+};
 use crate::types::{ScalarKind, Type};
 use std::collections::{BTreeSet, HashMap};
 
@@ -118,7 +120,13 @@ fn ident(name: &str, span: Span) -> SExpr {
     SExpr::Ident(name.to_string(), span)
 }
 
-fn sprim(name: &str, label: Option<(String, Span)>, statics: Vec<(Static, Span)>, args: Vec<SExpr>, span: Span) -> SExpr {
+fn sprim(
+    name: &str,
+    label: Option<(String, Span)>,
+    statics: Vec<(Static, Span)>,
+    args: Vec<SExpr>,
+    span: Span,
+) -> SExpr {
     SExpr::Prim { name: name.to_string(), name_span: span, label, statics, args, span }
 }
 
@@ -328,7 +336,10 @@ impl Elab {
                 let label = match label_str {
                     Some((l, sp)) => {
                         if self.labels.insert(l.clone(), sp).is_some() {
-                            return Err(ParseError::new(sp, format!("label `{l}` is used by two maps: labels must be unique")));
+                            return Err(ParseError::new(
+                                sp,
+                                format!("label `{l}` is used by two maps: labels must be unique"),
+                            ));
                         }
                         l
                     }
@@ -386,7 +397,11 @@ impl Elab {
         if args.len() > arity {
             return Err(ParseError::new(
                 span,
-                format!("`{name}` takes {arity} argument{} but {} were given", if arity == 1 { "" } else { "s" }, args.len()),
+                format!(
+                    "`{name}` takes {arity} argument{} but {} were given",
+                    if arity == 1 { "" } else { "s" },
+                    args.len()
+                ),
             )
             .with_note(note()));
         }
@@ -414,15 +429,19 @@ impl Elab {
             "mapND" => 2,
             "zipND" => {
                 if args.len() < 2 {
-                    return Err(ParseError::new(span, format!("`{name}` needs at least two arrays")).with_note(signature_note(&name)));
+                    return Err(ParseError::new(span, format!("`{name}` needs at least two arrays"))
+                        .with_note(signature_note(&name)));
                 }
                 args.len()
             }
             _ => 1,
         };
         if args.len() > data_arity {
-            return Err(ParseError::new(span, format!("`{name}` takes {data_arity} arguments but {} were given", args.len()))
-                .with_note(signature_note(&name)));
+            return Err(ParseError::new(
+                span,
+                format!("`{name}` takes {data_arity} arguments but {} were given", args.len()),
+            )
+            .with_note(signature_note(&name)));
         }
         // One-dimensional forms are the primitives themselves (partial application included).
         if n == 1 && base != "mapND" {
@@ -460,7 +479,8 @@ impl Elab {
         let lower = |s: &str| format!("{s}{}", n - 1);
         Ok(match base {
             "mapND" => {
-                let lab = |d: usize| label.as_ref().map(|(l, sp)| (if n == 1 { l.clone() } else { format!("{l}_{d}") }, *sp));
+                let lab =
+                    |d: usize| label.as_ref().map(|(l, sp)| (if n == 1 { l.clone() } else { format!("{l}_{d}") }, *sp));
                 let mut f = args[0].clone();
                 for d in (1..n).rev() {
                     f = sprim("map", lab(d), vec![], vec![f], span);
@@ -469,7 +489,8 @@ impl Elab {
             }
             "zipND" => {
                 let p = self.fresh("p");
-                let fields = (0..args.len()).map(|i| SExpr::Field(Box::new(ident(&p, span)), i as i64, span, span)).collect();
+                let fields =
+                    (0..args.len()).map(|i| SExpr::Field(Box::new(ident(&p, span)), i as i64, span, span)).collect();
                 let f = slam(&p, sprim(&lower("zipND"), None, vec![], fields, span), span);
                 sprim("map", None, vec![], vec![f, sprim("zip", None, vec![], args, span)], span)
             }
@@ -482,7 +503,13 @@ impl Elab {
             }
             "slideND" => {
                 let inner = sprim(&lower("slideND"), None, statics[2..].to_vec(), vec![], span);
-                let slid = sprim("slide", None, statics[..2].to_vec(), vec![sprim("map", None, vec![], vec![inner, args[0].clone()], span)], span);
+                let slid = sprim(
+                    "slide",
+                    None,
+                    statics[..2].to_vec(),
+                    vec![sprim("map", None, vec![], vec![inner, args[0].clone()], span)],
+                    span,
+                );
                 // Each window is [size1][outs2..outsn][sizes2..sizesn]: move size1 after the outs.
                 let mut steps = vec![sprim("transpose", None, vec![], vec![], span)];
                 for depth in 1..n - 1 {
@@ -498,7 +525,13 @@ impl Elab {
             "padND" | "padClampND" => {
                 let one = if base == "padND" { "pad" } else { "padClamp" };
                 let inner = sprim(&lower(base), None, statics.to_vec(), vec![], span);
-                sprim(one, None, statics.to_vec(), vec![sprim("map", None, vec![], vec![inner, args[0].clone()], span)], span)
+                sprim(
+                    one,
+                    None,
+                    statics.to_vec(),
+                    vec![sprim("map", None, vec![], vec![inner, args[0].clone()], span)],
+                    span,
+                )
             }
             _ => unreachable!("macro_parts knows `{base}`"),
         })

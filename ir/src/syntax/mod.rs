@@ -71,12 +71,13 @@ pub(crate) fn prim_statics(name: &str) -> Option<Vec<StaticKind>> {
             _ => vec![],
         });
     }
-    if crate::ast::BinOp::ALL.iter().any(|o| o.name() == name) || crate::ast::UnOp::ALL.iter().any(|o| o.name() == name) {
+    if crate::ast::BinOp::ALL.iter().any(|o| o.name() == name) || crate::ast::UnOp::ALL.iter().any(|o| o.name() == name)
+    {
         return Some(vec![]);
     }
     Some(match name {
-        "map" | "mapSeq" | "mapVec" | "reduce" | "reduceSeq" | "zip" | "join" | "transpose" | "toGlobal" | "toLocal"
-        | "toPrivate" | "asScalar" | "select" | "f32" | "i32" => vec![],
+        "map" | "mapSeq" | "mapVec" | "reduce" | "reduceSeq" | "zip" | "join" | "transpose" | "toGlobal"
+        | "toLocal" | "toPrivate" | "asScalar" | "select" | "f32" | "i32" => vec![],
         "mapGlb" | "mapWrg" | "mapLcl" | "get" | "asVector" => vec![Int],
         "split" | "at" => vec![Size],
         "slide" | "padClamp" => vec![Size, Size],

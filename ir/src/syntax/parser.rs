@@ -347,7 +347,10 @@ impl<'a> Parser<'a> {
                 if let Some((op2, _)) = self.peek_binop().filter(|(o, _)| o.is_comparison()) {
                     return Err(ParseError::new(
                         self.span(),
-                        format!("comparisons do not chain: put parentheses around one side of `{}`", op2.infix().map_or("", |x| x.0)),
+                        format!(
+                            "comparisons do not chain: put parentheses around one side of `{}`",
+                            op2.infix().map_or("", |x| x.0)
+                        ),
                     ));
                 }
             }
@@ -501,7 +504,10 @@ impl<'a> Parser<'a> {
         };
         let label = if self.eat_sym("@") {
             if !super::is_map_name(&name) {
-                return Err(ParseError::new(self.prev_span(), format!("only maps have labels, and `{name}` is not a map")));
+                return Err(ParseError::new(
+                    self.prev_span(),
+                    format!("only maps have labels, and `{name}` is not a map"),
+                ));
             }
             Some(self.ident("a label after `@`")?)
         } else {
@@ -517,8 +523,12 @@ impl<'a> Parser<'a> {
                 }
                 let sp = self.span();
                 let value = match kind {
-                    StaticKind::Size => Static::Size(self.size().map_err(|e| e.with_note(super::signature_note(&name)))?),
-                    StaticKind::Int => Static::Int(self.signed_int("an integer").map_err(|e| e.with_note(super::signature_note(&name)))?),
+                    StaticKind::Size => {
+                        Static::Size(self.size().map_err(|e| e.with_note(super::signature_note(&name)))?)
+                    }
+                    StaticKind::Int => Static::Int(
+                        self.signed_int("an integer").map_err(|e| e.with_note(super::signature_note(&name)))?,
+                    ),
                     StaticKind::Lit => Static::Lit(self.static_lit()?),
                 };
                 stat.push((value, sp.to(self.prev_span())));
@@ -532,7 +542,8 @@ impl<'a> Parser<'a> {
             }
             full = span.to(self.prev_span());
         } else if !statics.is_empty() {
-            return Err(ParseError::new(span, format!("`{name}` needs its static arguments")).with_note(super::signature_note(&name)));
+            return Err(ParseError::new(span, format!("`{name}` needs its static arguments"))
+                .with_note(super::signature_note(&name)));
         }
         Ok(SExpr::Prim { name, name_span: span, label, statics: stat, args, span: full })
     }
@@ -541,7 +552,10 @@ impl<'a> Parser<'a> {
         let neg = self.eat_sym("-");
         let span = self.span();
         let lit = match self.peek().clone() {
-            Tok::Int(i) => Lit::I32(i32::try_from(if neg { -i } else { i }).map_err(|_| ParseError::new(span, "integer does not fit in an i32"))?),
+            Tok::Int(i) => Lit::I32(
+                i32::try_from(if neg { -i } else { i })
+                    .map_err(|_| ParseError::new(span, "integer does not fit in an i32"))?,
+            ),
             Tok::Float(text) => {
                 let v: f32 = text.parse().map_err(|_| ParseError::new(span, "bad float"))?;
                 Lit::f32(if neg { -v } else { v })

@@ -11,11 +11,21 @@ enum Doc {
     /// Concatenation.
     Seq(Vec<Doc>),
     /// `open item, item close`, or one item per line, indented.
-    Group { open: String, items: Vec<Doc>, close: &'static str },
+    Group {
+        open: String,
+        items: Vec<Doc>,
+        close: &'static str,
+    },
     /// `let x = value in body`, or the body on the next line.
-    Let { head: Box<Doc>, body: Box<Doc> },
+    Let {
+        head: Box<Doc>,
+        body: Box<Doc>,
+    },
     /// `fun(x => body)`, or the body on the next line, indented.
-    Lam { head: String, body: Box<Doc> },
+    Lam {
+        head: String,
+        body: Box<Doc>,
+    },
 }
 
 impl Doc {
@@ -28,7 +38,10 @@ impl Doc {
             Doc::Text(s) => s.len(),
             Doc::Seq(ds) => ds.iter().map(Doc::flat_len).sum(),
             Doc::Group { open, items, close } => {
-                open.len() + close.len() + items.iter().map(Doc::flat_len).sum::<usize>() + 2 * items.len().saturating_sub(1)
+                open.len()
+                    + close.len()
+                    + items.iter().map(Doc::flat_len).sum::<usize>()
+                    + 2 * items.len().saturating_sub(1)
             }
             Doc::Let { head, body } => head.flat_len() + 4 + body.flat_len(),
             Doc::Lam { head, body } => head.len() + 2 + body.flat_len(),
@@ -185,11 +198,16 @@ impl Printer<'_> {
             }
             Node::Var(k) => {
                 let k = *k as usize;
-                let name = if k < self.scope.len() { self.scope[self.scope.len() - 1 - k].clone() } else { format!("__unbound{k}") };
+                let name = if k < self.scope.len() {
+                    self.scope[self.scope.len() - 1 - k].clone()
+                } else {
+                    format!("__unbound{k}")
+                };
                 (Doc::text(name), POSTFIX + 1)
             }
             Node::Lit(l) => {
-                let neg = matches!(*l, Lit::I32(i) if i < 0) || matches!(*l, Lit::F32(b) if f32::from_bits(b).is_sign_negative());
+                let neg = matches!(*l, Lit::I32(i) if i < 0)
+                    || matches!(*l, Lit::F32(b) if f32::from_bits(b).is_sign_negative());
                 (Doc::text(l.to_string()), if neg { UNARY } else { POSTFIX + 1 })
             }
             Node::Lam(..) => (self.lambda(id), POSTFIX + 1),
