@@ -75,10 +75,10 @@ fn rendered_diagnostic_shape() {
     let stderr = String::from_utf8_lossy(&out.stderr);
     let expected = "\
 error: zip of arrays of different lengths: argument 1 has length N, argument 2 has length M
-  ┌─ tests/errors/zip_lengths.lift:3:57
+  ┌─ tests/errors/zip_lengths.lift:3:56
   │
 3 │ def f(a: [f32]N, b: [f32]M) = map(fun(p => p.0 + p.1), zip(a, b))
-  │                                                         ^^^^^^^^^
+  │                                                        ^^^^^^^^^
 ";
     assert!(stderr.starts_with(expected), "{stderr}");
 }

@@ -68,3 +68,12 @@ pub fn line_col(source: &str, offset: usize) -> (usize, usize) {
     let col = before.rfind('\n').map_or(offset, |i| offset - i - 1) + 1;
     (line, col)
 }
+
+impl Diagnose for crate::interp::EvalError {
+    fn span(&self) -> Option<Span> {
+        crate::interp::EvalError::span(self)
+    }
+    fn message(&self) -> String {
+        self.to_string()
+    }
+}
