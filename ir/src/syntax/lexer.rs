@@ -75,15 +75,17 @@ pub fn lex(src: &str) -> Result<Vec<Token>, ParseError> {
                 i += 1;
             }
             let mut is_float = false;
-            // A fraction needs a digit after the dot, so that `t.0.1` and `1..8` still lex.
-            if i + 1 < bytes.len() && bytes[i] == b'.' && bytes[i + 1].is_ascii_digit() {
+            // After `.` a number is a tuple component (`t.0.1`), never a float; a fraction needs a
+            // digit after the dot, so that `1..8` still lexes.
+            let after_dot = matches!(out.last(), Some(Token { tok: Tok::Sym("."), .. }));
+            if !after_dot && i + 1 < bytes.len() && bytes[i] == b'.' && bytes[i + 1].is_ascii_digit() {
                 is_float = true;
                 i += 1;
                 while i < bytes.len() && bytes[i].is_ascii_digit() {
                     i += 1;
                 }
             }
-            if i < bytes.len() && (bytes[i] == b'e' || bytes[i] == b'E') {
+            if !after_dot && i < bytes.len() && (bytes[i] == b'e' || bytes[i] == b'E') {
                 let mut j = i + 1;
                 if j < bytes.len() && (bytes[j] == b'+' || bytes[j] == b'-') {
                     j += 1;

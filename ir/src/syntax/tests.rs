@@ -32,3 +32,11 @@ fn show() {
     let p = parse("def conv(inp: [[[f32]C]W]H, ks: [[[[f32]C]KW]KH]K) = mapND2@A(fun(win => map@B(fun(k => reduce(add, 0.0, map(fun(p => p.0 * p.1), joinND3(zipND3(win, k))))), ks)), slideND2(KH, 1, KW, 1, padND2(1, 1, 0.0, inp)))").unwrap();
     eprintln!("{}", print(&p));
 }
+
+#[test]
+fn nested_tuple_fields() {
+    let t = roundtrip("def f(t: ((f32, i32), f32)) = t.0.1");
+    assert!(t.contains("t.0.1"), "{t}");
+    let t = roundtrip("def f(t: ((f32, i32), f32)) = get(1, get(0, t))");
+    assert!(t.contains("t.0.1"), "{t}");
+}
