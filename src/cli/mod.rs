@@ -215,7 +215,7 @@ fn eval(file: &Path, args: &SizeArgs, inputs: &[String], random: Option<u64>, ou
     for (i, q) in p.params.iter().enumerate() {
         let t = match (files.get(&q.name), random_data.get_mut(i).and_then(Option::take)) {
             (Some(path), _) => {
-                interp::read_npy(path).map_err(|e| Failure::Rejected(format!("error: {}: {e}", path.display())))?
+                interp::read_npy(path).map_err(|e| Failure::Rejected(format!("error: {e}")))?
             }
             (None, Some(r)) => r,
             (None, None) => {
@@ -230,7 +230,7 @@ fn eval(file: &Path, args: &SizeArgs, inputs: &[String], random: Option<u64>, ou
     let result = interp::eval(&p, &sizes, &tensors).map_err(|e| src.reject(&e))?;
     println!("{}", summary(&result));
     if let Some(out) = output {
-        interp::write_npy(out, &result).map_err(|e| Failure::Rejected(format!("error: {}: {e}", out.display())))?;
+        interp::write_npy(out, &result).map_err(|e| Failure::Rejected(format!("error: {e}")))?;
     }
     Ok(())
 }

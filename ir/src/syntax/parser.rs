@@ -125,7 +125,7 @@ impl<'a> Parser<'a> {
             }
         }
         if !self.is_kw("def") {
-            return Err(self.expected(if sizes.is_empty() { "`size` or `def`" } else { "`size` or `def`" }));
+            return Err(self.expected("`size` or `def`"));
         }
         self.bump();
         let (name, _) = self.ident("the program's name")?;
