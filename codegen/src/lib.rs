@@ -1,4 +1,137 @@
 //! mapsat-codegen: lowering of fully mapped programs to OpenCL C and CUDA C.
 //!
-//! This crate will compute views (index expressions), allocate memory, place barriers and print
-//! kernels for OpenCL and CUDA from one kernel IR. Nothing is implemented yet.
+//! A program whose maps are all mapped (`mapSeq`, `mapGlb`, `mapWrg`, `mapLcl`, `mapVec`) and
+//! whose reduces are `reduceSeq` is lowered, at concrete sizes, to one kernel IR ([`kir`]):
+//! buffers with their address spaces and sizes, loops, stores, barriers and simplified index
+//! expressions ([`index`]). Two printers share it ([`print`], as naga's back ends share naga's
+//! IR): OpenCL C and CUDA C differ only in spelling.
+//!
+//! ```
+//! let p = mapsat_ir::parse("size N = 1024\ndef scal(xs: [f32]N, a: f32) = mapGlb(0, fun(x => x * a), xs)").unwrap();
+//! let k = mapsat_codegen::lower(&p, &mapsat_codegen::Options::default()).unwrap();
+//! let src = mapsat_codegen::print(&k, mapsat_codegen::Dialect::OpenCl).unwrap();
+//! assert!(src.contains("out[i_x] = xs[i_x] * a;"));
+//! ```
+//!
+//! How lowering works (views, memory, barriers, launch shape) is described in [`lower`]'s
+//! module documentation; what is printed for each loop kind in [`print`].
+
+pub mod error;
+pub mod index;
+pub mod kir;
+mod lower;
+pub mod print;
+
+pub use error::{CodegenError, CodegenErrorKind};
+pub use kir::Kernel;
+pub use print::{print, Dialect};
+
+use serde::Serialize;
+use std::collections::BTreeMap;
+
+/// What the caller chooses.
+#[derive(Clone, Debug, Default)]
+pub struct Options {
+    /// Values of size variables (the program's defaults fill the others).
+    pub sizes: BTreeMap<String, i64>,
+    /// Work-group size per dimension, overriding the default derived from the map extents.
+    pub local: Option<Vec<i64>>,
+}
+
+/// Lowers a program to the kernel IR at concrete sizes.
+pub fn lower(p: &mapsat_ir::Program, opts: &Options) -> Result<Kernel, CodegenError> {
+    lower::Lower::run(p, opts)
+}
+
+/// A buffer as the host sees it.
+#[derive(Clone, Debug, Serialize)]
+pub struct BufferInfo {
+    /// Name in the kernel.
+    pub name: String,
+    /// `input`, `output` or `temp`.
+    pub role: kir::Role,
+    /// Address space.
+    pub space: kir::Space,
+    /// Element scalar type (`f32`, `i32`, `bool` stored as one byte).
+    pub elem: String,
+    /// Number of scalars.
+    pub len: i64,
+    /// Bytes.
+    pub bytes: u64,
+    /// Position of the kernel argument, if it is one.
+    pub arg: Option<usize>,
+    /// Position of the program parameter, for inputs.
+    pub param: Option<usize>,
+    /// Passed by value (scalar parameter).
+    pub by_value: bool,
+}
+
+/// What a host needs to run a kernel: written next to the source as JSON.
+#[derive(Clone, Debug, Serialize)]
+pub struct Manifest {
+    /// Entry point.
+    pub entry: String,
+    /// `opencl` or `cuda`.
+    pub target: String,
+    /// Source file name.
+    pub source: String,
+    /// Size values the kernel is specialized for.
+    pub sizes: BTreeMap<String, i64>,
+    /// Launch shape.
+    pub launch: kir::Launch,
+    /// Buffers: kernel arguments first, in argument order, then local and private ones.
+    pub buffers: Vec<BufferInfo>,
+    /// Bytes per address space.
+    pub memory: kir::MemoryTotals,
+    /// Floating-point operations of one run.
+    pub flops: u64,
+}
+
+impl Manifest {
+    /// The manifest as pretty-printed JSON.
+    pub fn to_json(&self) -> String {
+        serde_json::to_string_pretty(self).unwrap_or_else(|e| format!("{{\"error\": \"{e}\"}}"))
+    }
+}
+
+/// The manifest of a kernel.
+pub fn manifest(k: &Kernel, d: Dialect, source: &str) -> Manifest {
+    let mut buffers = Vec::new();
+    let mut seen = std::collections::BTreeSet::new();
+    let order = k.args.iter().copied().chain(k.locals.iter().copied()).chain((0..k.buffers.len()).map(kir::BufId));
+    for id in order {
+        if !seen.insert(id) {
+            continue;
+        }
+        let b = k.buf(id);
+        buffers.push(BufferInfo {
+            name: b.name.clone(),
+            role: b.role,
+            space: b.space,
+            elem: b.kind.name().to_string(),
+            len: b.scalars(),
+            bytes: b.bytes(),
+            arg: k.args.iter().position(|a| *a == id),
+            param: b.param,
+            by_value: b.by_value,
+        });
+    }
+    Manifest {
+        entry: k.name.clone(),
+        target: d.name().to_string(),
+        source: source.to_string(),
+        sizes: k.sizes.iter().cloned().collect(),
+        launch: k.launch.clone(),
+        buffers,
+        memory: k.memory(),
+        flops: k.flops,
+    }
+}
+
+/// Lowers and prints in one step: the source and its manifest.
+pub fn emit(p: &mapsat_ir::Program, opts: &Options, d: Dialect) -> Result<(String, Manifest), CodegenError> {
+    let k = lower(p, opts)?;
+    let src = print(&k, d)?;
+    let m = manifest(&k, d, &format!("{}.{}", k.name, d.extension()));
+    Ok((src, m))
+}

@@ -1,6 +1,8 @@
 //! Subcommands of the `mapsat` binary. Exit codes: 0 success, 1 the input was rejected (with a
 //! message), 2 bad usage.
 
+mod kernels;
+
 use clap::{Parser, Subcommand};
 use mapsat::ir::{self, diag, interp, Program};
 use std::collections::HashMap;
@@ -51,6 +53,49 @@ enum Command {
         #[arg(long, short, value_name = "FILE")]
         output: Option<PathBuf>,
     },
+    /// Generate an OpenCL or CUDA kernel and its JSON manifest.
+    Emit {
+        /// The IR file (fully mapped).
+        file: PathBuf,
+        #[command(flatten)]
+        sizes: SizeArgs,
+        /// `opencl` or `cuda`.
+        #[arg(long, default_value = "opencl")]
+        target: String,
+        /// Work-group size, e.g. `64,4,1` (default: from the map extents).
+        #[arg(long, value_name = "X,Y,Z")]
+        local: Option<String>,
+        /// Output directory.
+        #[arg(long, short, value_name = "DIR")]
+        output: PathBuf,
+    },
+    /// Run a kernel on a device, time it and check it against the interpreter.
+    Run {
+        /// The IR file (fully mapped).
+        file: PathBuf,
+        #[command(flatten)]
+        sizes: SizeArgs,
+        /// `opencl:PLATFORM:DEVICE` or `cuda:N` (see `mapsat devices`).
+        #[arg(long, default_value = "opencl:0:0")]
+        device: String,
+        /// Work-group size, e.g. `64,4,1`.
+        #[arg(long, value_name = "X,Y,Z")]
+        local: Option<String>,
+        /// Input for a parameter, `x=a.npy` (repeatable); others are random.
+        #[arg(long = "input", value_name = "PARAM=FILE")]
+        inputs: Vec<String>,
+        /// Seed of the random inputs.
+        #[arg(long, default_value_t = 1)]
+        seed: u64,
+        /// Compare with the interpreter (exit code 1 on a mismatch).
+        #[arg(long)]
+        check: bool,
+        /// Timed runs (the median is printed).
+        #[arg(long, default_value_t = 10)]
+        runs: usize,
+    },
+    /// List OpenCL and CUDA devices, or say why a runtime is missing.
+    Devices,
 }
 
 /// Why a command failed, and so its exit code.
@@ -74,6 +119,13 @@ pub fn main() -> ExitCode {
     let r = match cli.command {
         Command::Check { file, sizes } => check(&file, &sizes),
         Command::Fmt { file } => fmt(&file),
+        Command::Emit { file, sizes, target, local, output } => {
+            kernels::emit(&file, &sizes, &target, local.as_deref(), &output)
+        }
+        Command::Run { file, sizes, device, local, inputs, seed, check, runs } => {
+            kernels::run(&file, &sizes, &device, local.as_deref(), &inputs, seed, check, runs)
+        }
+        Command::Devices => kernels::devices(),
         Command::Eval { file, sizes, inputs, random, output } => {
             eval(&file, &sizes, &inputs, random, output.as_deref())
         }
@@ -214,9 +266,7 @@ fn eval(file: &Path, args: &SizeArgs, inputs: &[String], random: Option<u64>, ou
     let mut tensors = Vec::new();
     for (i, q) in p.params.iter().enumerate() {
         let t = match (files.get(&q.name), random_data.get_mut(i).and_then(Option::take)) {
-            (Some(path), _) => {
-                interp::read_npy(path).map_err(|e| Failure::Rejected(format!("error: {e}")))?
-            }
+            (Some(path), _) => interp::read_npy(path).map_err(|e| Failure::Rejected(format!("error: {e}")))?,
             (None, Some(r)) => r,
             (None, None) => {
                 return Err(Failure::Usage(format!(

@@ -1,0 +1,122 @@
+//! Emitted kernels for the programs of `tests/filetests`, kept as blessed files under
+//! `tests/out/{opencl,cuda}/`: a change in generated code shows up in review. Re-bless with
+//! `MAPSAT_BLESS=1 cargo test -p mapsat-codegen`. Also: the rejected programs and their messages.
+
+use mapsat_codegen::{emit, CodegenErrorKind, Dialect, Options};
+use std::path::Path;
+
+fn programs() -> Vec<(String, String)> {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/filetests");
+    let mut files: Vec<_> = std::fs::read_dir(&dir).expect("filetests").flatten().map(|e| e.path()).collect();
+    files.sort();
+    files
+        .into_iter()
+        .filter(|f| f.extension().is_some_and(|e| e == "lift"))
+        .map(|f| {
+            let stem = f.file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_default();
+            (stem, std::fs::read_to_string(&f).expect("read"))
+        })
+        .collect()
+}
+
+#[test]
+fn blessed_kernels() {
+    let bless = std::env::var("MAPSAT_BLESS").is_ok_and(|v| v == "1");
+    let out = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/out");
+    let mut stale = Vec::new();
+    for (name, text) in programs() {
+        let p = mapsat_ir::parse(&text).expect("parse");
+        for d in [Dialect::OpenCl, Dialect::Cuda] {
+            let (src, m) = emit(&p, &Options::default(), d).unwrap_or_else(|e| panic!("{name}: {e}"));
+            let src = format!("{src}\n// manifest:\n// {}\n", m.to_json().replace('\n', "\n// "));
+            let path = out.join(d.name()).join(format!("{name}.{}", d.extension()));
+            if bless {
+                std::fs::write(&path, &src).expect("write");
+            } else if std::fs::read_to_string(&path).ok().as_deref() != Some(src.as_str()) {
+                stale.push(path.display().to_string());
+            }
+        }
+    }
+    assert!(stale.is_empty(), "stale blessed kernels (re-bless with MAPSAT_BLESS=1): {stale:?}");
+}
+
+#[test]
+fn emission_is_deterministic() {
+    for (name, text) in programs() {
+        let p = mapsat_ir::parse(&text).expect("parse");
+        let a = emit(&p, &Options::default(), Dialect::OpenCl).map(|x| x.0);
+        let b = emit(&p, &Options::default(), Dialect::OpenCl).map(|x| x.0);
+        assert_eq!(a, b, "{name}");
+    }
+}
+
+fn error(src: &str, local: Option<Vec<i64>>) -> String {
+    let p = mapsat_ir::parse(src).unwrap_or_else(|e| panic!("{e:?}"));
+    match emit(&p, &Options { local, ..Options::default() }, Dialect::OpenCl) {
+        Ok((k, _)) => panic!("accepted:\n{k}"),
+        Err(e) => e.to_string(),
+    }
+}
+
+#[test]
+fn unmapped_map_is_named() {
+    let e = error("size N = 8\ndef f(x: [f32]N) = map@A(fun(v => v + 1.0), x)", None);
+    assert!(e.contains("`map@A` is not mapped"), "{e}");
+    let e = error("size N = 8\ndef f(x: [f32]N) = toGlobal(reduce(add, 0.0, x))", None);
+    assert!(e.contains("`reduce` is not mapped: use reduceSeq"), "{e}");
+}
+
+#[test]
+fn to_local_outside_work_group() {
+    let e =
+        error("size N = 8\ndef f(x: [f32]N) = mapGlb@A(0, fun(v => v), toLocal(mapSeq@B(fun(v => v + 1.0), x)))", None);
+    assert_eq!(e, "`toLocal` around `mapSeq@B` is outside any mapWrg: local memory belongs to a work group");
+}
+
+#[test]
+fn inconsistent_launch_shapes() {
+    let e = error(
+        "size N = 64\ndef f(x: [f32]N) = join(mapWrg@W(0, mapLcl@L(0, fun(v => v)), split(8, mapGlb@G(0, fun(v => v), x))))",
+        None,
+    );
+    assert!(e.contains("inconsistent launch shape") && e.contains("mapGlb(0)@G"), "{e}");
+    let e = error("size N = 8, M = 8\ndef f(x: [[f32]N]M) = mapGlb@A(0, mapGlb@B(0, fun(v => v)), x)", None);
+    assert!(e.contains("`mapGlb(0)@B`: dimension 0 is already used by the enclosing `mapGlb(0)@A`"), "{e}");
+    let e = error("size N = 8\ndef f(x: [f32]N) = mapLcl@L(0, fun(v => v), x)", None);
+    assert!(e.contains("mapLcl needs an enclosing mapWrg"), "{e}");
+    let e = error("size N = 8\ndef f(x: [f32]N) = mapGlb@A(0, fun(v => v), x)", Some(vec![0]));
+    assert!(e.contains("bad local size"), "{e}");
+}
+
+#[test]
+fn barrier_in_divergent_loop_is_refused() {
+    // mapLcl(1)@R runs 5 rows over 2 threads: some threads run it 3 times, others 2, and the
+    // barrier after mapLcl(0)@C would sit inside it.
+    let src = "size M = 10, N = 16\ndef f(A: [[f32]N]M) =
+      join(mapWrg@W(0, fun(rows => mapLcl@R(1, fun(row =>
+        mapLcl@S(0, fun(w => toPrivate(reduceSeq(fun(a, v => a + v), 0.0, w))),
+          slide(2, 1, padClamp(0, 1, toLocal(mapLcl@C(0, fun(v => v), row)))))), rows)), split(5, A)))";
+    let e = error(src, Some(vec![16, 2]));
+    assert!(e.contains("`mapLcl(0)@C` writes memory that other threads read next") && e.contains("mapLcl(1)@R"), "{e}");
+    // With a local size that divides the extent, the same program is accepted.
+    let p = mapsat_ir::parse(src).expect("parse");
+    assert!(emit(&p, &Options { local: Some(vec![16, 5]), ..Options::default() }, Dialect::OpenCl).is_ok());
+}
+
+#[test]
+fn errors_are_values_not_panics() {
+    let p = mapsat_ir::parse("size N\ndef f(x: [f32]N) = mapGlb(0, fun(v => v), x)").expect("parse");
+    let e = mapsat_codegen::lower(&p, &Options::default()).err().map(|e| e.kind);
+    assert_eq!(e, Some(CodegenErrorKind::MissingSize("N".into())));
+}
+
+#[test]
+fn indices_are_simplified() {
+    let p = mapsat_ir::parse(
+        "size N = 64\ndef f(x: [f32]N) = join(mapGlb(0, mapSeq(fun(v => v * 2.0)), split(16, join(split(4, x)))))",
+    )
+    .expect("parse");
+    let (src, _) = emit(&p, &Options::default(), Dialect::OpenCl).expect("emit");
+    assert!(src.contains("out[i_1 * 16 + i] = x[i_1 * 16 + i] * 2.0f;") || !src.contains("/ 1"), "{src}");
+    assert!(!src.contains("* 1 ") && !src.contains("+ 0]") && !src.contains("/ 4") && !src.contains("% 4"), "{src}");
+}
