@@ -1,5 +1,85 @@
-//! mapsat-constraints: the parallel-mapping space of a program as Z3 constraints.
+//! mapsat-constraints: the parallel-mapping space of a program as generated Z3 constraints,
+//! after Mogers et al., "Mapping parallelism in a functional IR through constraint satisfaction"
+//! (CC'22), section 4, and beyond it.
 //!
-//! This crate will turn each `map` of a program (identified by its label, see `mapsat_ir`) into an
-//! integer choice (sequential, fused, work-group, local, global, per dimension) and generate the
-//! constraints that admit only valid parallel mappings. Nothing is implemented yet.
+//! Every `map` that writes memory gets one integer variable with the paper's encoding
+//! ([`Code`]: 0 sequential, 1 fused with its outer map, 2 vectorized (mapsat's code), 10–12
+//! local, 20–22 work group, 30–32 global, by dimension). [`Space::generate`] builds the map
+//! nesting tree ([`analysis`]) and the constraint instances of twelve families ([`Family`]):
+//! the domain (0), the paper's rules (1)–(8), and mapsat's vectorization (9),
+//! synchronizability (10) and device limits (11). A [`Space`] can then be enumerated (a stream
+//! of distinct mappings), counted, sampled, and asked to [`Space::explain`] a mapping.
+//!
+//! # What a map that "writes memory" is
+//! A map is *concrete* (the paper's `ConcreteMaps`) when applying its function performs a
+//! computation — a scalar operation, a literal, a `reduce`, a nested concrete map — or when it is
+//! wrapped in `toGlobal`/`toLocal`/`toPrivate` (a copy). Other maps only rearrange data (the
+//! maps of `zipND`, `slideND`, `padND`, `map(transpose)`): they are views, produce no loop, and
+//! take no mapping; their labels are listed in [`Space::layout_maps`].
+//!
+//! # Approximations (see also each family's documentation)
+//! - Strides, lengths and memory footprints are computed at the program's default sizes.
+//! - Synchronizability compares, for each buffer dimension, the map writing it with the map
+//!   reading it: a barrier is needed unless both are within one thread (S, V, or fused into
+//!   such) or both are the same parallel code (not fused). Joined dimensions, and fused parallel
+//!   maps, are treated conservatively (barrier needed).
+//! - Barriers inside a `mapGlb` loop, or a fused parallel loop, are forbidden rather than
+//!   analysed; inside a `mapLcl(d)` loop they need the local size `ls{d}` (a tuning variable)
+//!   to divide its length.
+
+pub mod analysis;
+pub mod code;
+pub mod expr;
+pub mod solve;
+pub mod space;
+
+pub use code::Code;
+pub use solve::{Barrier, Count, EnumStats, Explanation, Mapping};
+pub use space::{Constraint, Family, Options, Space};
+
+/// Vector width assumed for vectorization (family 9): lengths must be multiples of it.
+pub const VECTOR_WIDTH: i64 = 4;
+
+/// A string as a JSON string literal.
+pub fn json_string(s: &str) -> String {
+    serde_json::Value::String(s.to_string()).to_string()
+}
+
+/// Errors of this crate.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    /// The program has no map that writes memory.
+    #[error("the program has no map that computes anything: there is nothing to map")]
+    NoMaps,
+    /// A mapping names a map the program does not have.
+    #[error("unknown map `{label}` in the mapping (the maps are: {known})")]
+    UnknownMap {
+        /// The label.
+        label: String,
+        /// The program's maps.
+        known: String,
+    },
+    /// A mapping names a layout map.
+    #[error("map `{0}` only rearranges data (a view): it has no loop and takes no mapping")]
+    LayoutMap(String),
+    /// A mapping gives a map twice.
+    #[error("map `{0}` is given twice in the mapping")]
+    DuplicateMap(String),
+    /// A mapping leaves maps out.
+    #[error("the mapping does not give a code for: {0}")]
+    MissingMaps(String),
+    /// A code is not one of S, F, V, L0..2, W0..2, G0..2.
+    #[error("`{code}` (for map `{label}`) is not a code: use S, F, V, L0-L2, W0-W2 or G0-G2")]
+    BadCode {
+        /// The map.
+        label: String,
+        /// What was given.
+        code: String,
+    },
+    /// A part of a mapping is not `LABEL=CODE`.
+    #[error("`{0}` is not of the form LABEL=CODE")]
+    MappingSyntax(String),
+    /// Z3 answered unknown (a timeout, usually).
+    #[error("the solver gave up: {0}")]
+    Solver(String),
+}

@@ -1,6 +1,7 @@
 //! Speed of the front end and of the reference interpreter on the bundled convolution, at the
 //! example's default size and at a VGG-16 layer size (56x56x128 -> 128 channels, 3x3, pad 1):
 //! the interpreter is the oracle for kernels that large, so it must stay well under a minute.
+#![allow(missing_docs)] // criterion_group! generates an undocumented function
 
 use criterion::{criterion_group, criterion_main, Criterion};
 use mapsat_ir::{check, interp, parse};

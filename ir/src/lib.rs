@@ -18,3 +18,4 @@ pub use types::{ScalarKind, Type};
 pub mod check;
 pub mod diag;
 pub mod interp;
+pub mod profile;

@@ -2,6 +2,7 @@
 //! message), 2 bad usage.
 
 mod kernels;
+mod space;
 
 use clap::{Parser, Subcommand};
 use mapsat::ir::{self, diag, interp, Program};
@@ -96,6 +97,43 @@ enum Command {
     },
     /// List OpenCL and CUDA devices, or say why a runtime is missing.
     Devices,
+    /// The parallel-mapping space: maps, constraint instances per family, count, samples.
+    Space {
+        /// The IR file.
+        file: PathBuf,
+        /// Device profile (built-in name or TOML file) for the device-limit constraints.
+        #[arg(long, value_name = "PROFILE")]
+        target: Option<String>,
+        /// Print JSON.
+        #[arg(long)]
+        json: bool,
+        /// Number of distinct valid mappings to sample.
+        #[arg(long, value_name = "N")]
+        sample: Option<usize>,
+        /// Seed of the sampling, estimate and baseline.
+        #[arg(long, default_value_t = 0)]
+        seed: u64,
+        /// Also draw N uniformly random assignments and report the fraction that is valid.
+        #[arg(long = "random-baseline", value_name = "N")]
+        random_baseline: Option<u64>,
+        /// Turn off the sequential map fusion heuristic (rule 8).
+        #[arg(long)]
+        no_fusion: bool,
+    },
+    /// Check one mapping: exit 0 and "valid", or 1 and every violated constraint.
+    Explain {
+        /// The IR file.
+        file: PathBuf,
+        /// The mapping, `A=W0,B=L0,C=S,D=L0,E=V` (codes S, F, V, L0-2, W0-2, G0-2).
+        #[arg(long, value_name = "LABEL=CODE,...")]
+        mapping: String,
+        /// Device profile (built-in name or TOML file).
+        #[arg(long, value_name = "PROFILE")]
+        target: Option<String>,
+        /// Turn off the sequential map fusion heuristic (rule 8).
+        #[arg(long)]
+        no_fusion: bool,
+    },
 }
 
 /// Why a command failed, and so its exit code.
@@ -126,6 +164,12 @@ pub fn main() -> ExitCode {
             kernels::run(&file, &sizes, &device, local.as_deref(), &inputs, seed, check, runs)
         }
         Command::Devices => kernels::devices(),
+        Command::Space { file, target, json, sample, seed, random_baseline, no_fusion } => {
+            space::space(&file, target.as_deref(), json, sample, seed, random_baseline, no_fusion)
+        }
+        Command::Explain { file, mapping, target, no_fusion } => {
+            space::explain(&file, &mapping, target.as_deref(), no_fusion)
+        }
         Command::Eval { file, sizes, inputs, random, output } => {
             eval(&file, &sizes, &inputs, random, output.as_deref())
         }

@@ -1,0 +1,745 @@
+//! Program analysis behind the constraints: the map nesting tree (a `petgraph` forest of the
+//! maps that write memory), the paper's contextual functions (Table 3), and two abstract
+//! interpretations of the program over *views*:
+//!
+//! - **Strides** (family 9): each array dimension of a value carries its stride in memory, one per
+//!   underlying array, computed at the program's default sizes. A map is vectorizable when it is a
+//!   leaf of the nesting tree, its elements are scalars (or tuples of scalars) and its input
+//!   dimension has stride 1 in every underlying array, and its length is a multiple of 4.
+//! - **Buffers** (families 1, 2, 10): the output of every map that writes memory is a buffer; each
+//!   buffer dimension records the map that writes it (its *writer*) and its address space; each
+//!   array dimension of a value records which buffer dimensions it ranges over, through `split`,
+//!   `join`, `transpose`, `slide`, `pad` and `zip`. A map (or `reduce`, `at`) that consumes a
+//!   dimension is a *reader* of those buffer dimensions.
+//!
+//! Functions are evaluated abstractly: a lambda is a closure, a primitive is applied once all its
+//! arguments are known, and a map applies its function to its element view while it is on the
+//! stack of enclosing maps, so nesting is what happens when the program runs, through `let`,
+//! composition and partial application alike.
+
+use mapsat_ir::ast::{AddressSpace, Node, NodeId, Prim};
+use mapsat_ir::{Program, Type};
+use petgraph::graph::{DiGraph, NodeIndex};
+use std::collections::HashMap;
+use std::rc::Rc;
+
+/// Index of a map in [`Analysis::maps`].
+pub type MapIdx = usize;
+
+/// What the analysis knows about one map of the program.
+#[derive(Clone, Debug)]
+pub struct MapInfo {
+    /// The map's label.
+    pub label: String,
+    /// The `Prim::Map` node.
+    pub node: NodeId,
+    /// True when the map writes memory (see [`Analysis`]); only those are mapped.
+    pub concrete: bool,
+    /// The enclosing map that writes memory, if any.
+    pub parent: Option<MapIdx>,
+    /// True when the map is perfectly nested in its parent: the parent's function is this map
+    /// (partially applied, or applied to the parent's element and nothing else).
+    pub perfectly_nested: bool,
+    /// Number of iterations at the program's default sizes, when known.
+    pub extent: Option<i64>,
+    /// Why the map cannot be vectorized (`None`: it can).
+    pub unvectorizable: Option<String>,
+    /// Explicit `toGlobal` / `toLocal` / `toPrivate` around the map.
+    pub explicit_space: Option<AddressSpace>,
+    /// The maps (writing memory) on the stack when this map ran, outermost first.
+    pub context: Vec<MapIdx>,
+}
+
+/// Who writes a buffer dimension.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Writer {
+    /// The thread that computes the element, whatever the mapping (a copy, a reduce result).
+    Thread,
+    /// These maps (one, or several when dimensions were joined before being written).
+    Maps(Vec<MapIdx>),
+}
+
+/// Who reads a buffer dimension.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub enum Reader {
+    /// Read whole by one thread (a `reduce`, `at`).
+    Thread,
+    /// Iterated by this map.
+    Map(MapIdx),
+}
+
+/// An array written by a map nest.
+#[derive(Clone, Debug)]
+pub struct Buffer {
+    /// The outermost map writing it.
+    pub top: MapIdx,
+    /// Writer of each dimension, outermost first.
+    pub writers: Vec<Writer>,
+    /// Address space of each dimension (inferred as in Lift: a map writes where its function
+    /// writes, unless a `toX` says otherwise).
+    pub spaces: Vec<AddressSpace>,
+    /// Bytes at the default sizes, when known.
+    pub bytes: Option<i64>,
+    /// Reads of its dimensions: (dimension, reader).
+    pub reads: Vec<(usize, Reader)>,
+    /// True when it is the inner part of an outer map's buffer (not a separate allocation).
+    pub merged: bool,
+}
+
+impl Buffer {
+    /// The address space of the whole buffer (its outermost dimension).
+    pub fn space(&self) -> AddressSpace {
+        self.spaces.first().copied().unwrap_or(AddressSpace::Global)
+    }
+}
+
+/// The result of analysing a program.
+#[derive(Clone, Debug)]
+pub struct Analysis {
+    /// Every map, in the order it was first evaluated.
+    pub maps: Vec<MapInfo>,
+    /// The nesting forest of the maps that write memory (edges parent -> child).
+    pub tree: DiGraph<MapIdx, ()>,
+    /// Graph node of each map (only for concrete maps).
+    pub graph_node: HashMap<MapIdx, NodeIndex>,
+    /// Buffers written by map nests.
+    pub buffers: Vec<Buffer>,
+}
+
+// ---------------------------------------------------------------------------------------------
+// Views
+
+#[derive(Clone, Debug)]
+struct Dim {
+    len: Option<i64>,
+    /// One stride per underlying array (several after `zip`); empty for computed values.
+    strides: Vec<Option<i64>>,
+    /// Buffer dimensions this dimension ranges over.
+    src: Vec<(usize, usize)>,
+}
+
+#[derive(Clone, Debug)]
+enum View {
+    Unknown,
+    Scalar,
+    Arr(Dim, Box<View>),
+    Tup(Vec<View>),
+}
+
+impl View {
+    fn is_scalarish(&self) -> bool {
+        match self {
+            View::Scalar => true,
+            View::Tup(ts) => ts.iter().all(|t| matches!(t, View::Scalar)),
+            _ => false,
+        }
+    }
+
+    /// Dimensions of a (nested) array view, outermost first.
+    fn dims(&self) -> Vec<&Dim> {
+        let mut out = Vec::new();
+        let mut v = self;
+        while let View::Arr(d, e) = v {
+            out.push(d);
+            v = e;
+        }
+        out
+    }
+
+    /// Every dimension in the view, tuples included.
+    fn all_dims(&self, out: &mut Vec<Dim>) {
+        match self {
+            View::Arr(d, e) => {
+                out.push(d.clone());
+                e.all_dims(out);
+            }
+            View::Tup(ts) => ts.iter().for_each(|t| t.all_dims(out)),
+            _ => {}
+        }
+    }
+
+    fn leaf_scalars(&self) -> i64 {
+        match self {
+            View::Arr(_, e) => e.leaf_scalars(),
+            View::Tup(ts) => ts.iter().map(|t| t.leaf_scalars()).sum(),
+            _ => 1,
+        }
+    }
+}
+
+/// A fresh row-major array of the given dimension lengths around `leaf`, its dimensions tagged
+/// with buffer `buf` (if any).
+fn fresh(lens: &[Option<i64>], leaf: View, buf: Option<usize>) -> View {
+    let mut v = leaf;
+    let mut stride = Some(1i64);
+    for (k, len) in lens.iter().enumerate().rev() {
+        let src = buf.map(|b| vec![(b, k)]).unwrap_or_default();
+        v = View::Arr(Dim { len: *len, strides: vec![stride], src }, Box::new(v));
+        stride = match (stride, len) {
+            (Some(s), Some(l)) => Some(s * l),
+            _ => None,
+        };
+    }
+    v
+}
+
+fn view_of_type(t: &Type) -> View {
+    let (dims, leaf) = t.dims();
+    let lens: Vec<Option<i64>> = dims.iter().map(|s| s.as_const()).collect();
+    let leaf = match leaf {
+        Type::Tuple(ts) => View::Tup(ts.iter().map(view_of_type).collect()),
+        Type::Scalar(_) => View::Scalar,
+        _ => View::Unknown,
+    };
+    fresh(&lens, leaf, None)
+}
+
+// ---------------------------------------------------------------------------------------------
+// Abstract values
+
+#[derive(Clone, Debug)]
+enum AV {
+    V(View),
+    Clo(NodeId, Rc<Vec<AV>>),
+    Part(Prim, NodeId, Vec<AV>),
+}
+
+impl AV {
+    fn view(self) -> View {
+        match self {
+            AV::V(v) => v,
+            _ => View::Unknown,
+        }
+    }
+}
+
+struct Walker<'a> {
+    p: &'a Program,
+    defaults: HashMap<String, i64>,
+    explicit: HashMap<NodeId, AddressSpace>,
+    maps: Vec<MapInfo>,
+    by_node: HashMap<NodeId, MapIdx>,
+    /// Stack of enclosing maps (all maps, concrete or not, decided on exit).
+    stack: Vec<MapIdx>,
+    /// Compute events seen (scalar operations, reduces, literals, `toX`).
+    compute: u64,
+    buffers: Vec<Buffer>,
+    /// Per buffer: explicit spaces of its dimensions before resolution.
+    explicit_dims: Vec<Vec<Option<AddressSpace>>>,
+    depth: usize,
+}
+
+const MAX_DEPTH: usize = 2000;
+
+impl<'a> Walker<'a> {
+    fn size(&self, s: &mapsat_ir::Size) -> Option<i64> {
+        s.eval(&self.defaults)
+    }
+
+    fn eval(&mut self, id: NodeId, env: &Rc<Vec<AV>>) -> AV {
+        self.depth += 1;
+        let r = if self.depth > MAX_DEPTH { AV::V(View::Unknown) } else { self.eval_inner(id, env) };
+        self.depth -= 1;
+        r
+    }
+
+    fn eval_inner(&mut self, id: NodeId, env: &Rc<Vec<AV>>) -> AV {
+        match self.p.node(id) {
+            Node::Param(i) => match self.p.params.get(*i as usize) {
+                Some(param) => {
+                    let t = param.ty.substitute(
+                        &self.defaults.iter().map(|(k, v)| (k.clone(), mapsat_ir::Size::constant(*v))).collect(),
+                    );
+                    AV::V(view_of_type(&t))
+                }
+                None => AV::V(View::Unknown),
+            },
+            Node::Var(i) => {
+                let i = *i as usize;
+                if i < env.len() {
+                    env[env.len() - 1 - i].clone()
+                } else {
+                    AV::V(View::Unknown)
+                }
+            }
+            Node::Lit(_) => {
+                self.compute += 1;
+                AV::V(View::Scalar)
+            }
+            Node::Prim(p) => {
+                if p.arity() == 0 {
+                    self.prim(p.clone(), id, vec![])
+                } else {
+                    AV::Part(p.clone(), id, vec![])
+                }
+            }
+            Node::Lam(body, _) => AV::Clo(*body, env.clone()),
+            Node::App(f, x) => {
+                let fv = self.eval(*f, env);
+                let xv = self.eval(*x, env);
+                self.apply(fv, xv)
+            }
+            Node::Let(v, b) => {
+                let vv = self.eval(*v, env);
+                let mut e = (**env).clone();
+                e.push(vv);
+                self.eval(*b, &Rc::new(e))
+            }
+        }
+    }
+
+    fn apply(&mut self, f: AV, x: AV) -> AV {
+        match f {
+            AV::Clo(body, env) => {
+                let mut e = (*env).clone();
+                e.push(x);
+                self.eval(body, &Rc::new(e))
+            }
+            AV::Part(p, id, mut args) => {
+                args.push(x);
+                if args.len() >= p.arity() {
+                    self.prim(p, id, args)
+                } else {
+                    AV::Part(p, id, args)
+                }
+            }
+            AV::V(_) => AV::V(View::Unknown),
+        }
+    }
+
+    fn read_all(&mut self, v: &View, reader: Reader) {
+        let mut dims = Vec::new();
+        v.all_dims(&mut dims);
+        for d in dims {
+            self.read_dim(&d, reader.clone());
+        }
+    }
+
+    fn read_dim(&mut self, d: &Dim, reader: Reader) {
+        for &(b, k) in &d.src {
+            if !self.buffers[b].reads.contains(&(k, reader.clone())) {
+                self.buffers[b].reads.push((k, reader.clone()));
+            }
+        }
+    }
+
+    fn prim(&mut self, p: Prim, id: NodeId, mut args: Vec<AV>) -> AV {
+        use View::*;
+        let v = |a: &mut Vec<AV>, i: usize| std::mem::replace(&mut a[i], AV::V(Unknown)).view();
+        match p {
+            Prim::Map { .. } => {
+                let xs = v(&mut args, 1);
+                let f = std::mem::replace(&mut args[0], AV::V(Unknown));
+                self.map(id, f, xs)
+            }
+            Prim::Reduce { .. } => {
+                self.compute += 1;
+                let xs = v(&mut args, 2);
+                let init = v(&mut args, 1);
+                self.read_all(&xs, Reader::Thread);
+                let elem = match &xs {
+                    Arr(_, e) => (**e).clone(),
+                    _ => Unknown,
+                };
+                let f = std::mem::replace(&mut args[0], AV::V(Unknown));
+                let g = self.apply(f, AV::V(init.clone()));
+                let _ = self.apply(g, AV::V(elem));
+                let lens: Vec<Option<i64>> = init.dims().iter().map(|d| d.len).collect();
+                AV::V(fresh(&lens, Scalar, None))
+            }
+            Prim::Zip(_) => {
+                let views: Vec<View> = (0..args.len()).map(|i| v(&mut args, i)).collect();
+                let mut dim = Dim { len: None, strides: vec![], src: vec![] };
+                let mut elems = Vec::new();
+                for w in views {
+                    match w {
+                        Arr(d, e) => {
+                            dim.len = dim.len.or(d.len);
+                            dim.strides.extend(d.strides);
+                            dim.src.extend(d.src);
+                            elems.push(*e);
+                        }
+                        _ => return AV::V(Unknown),
+                    }
+                }
+                AV::V(Arr(dim, Box::new(Tup(elems))))
+            }
+            Prim::Split(n) => {
+                let n = self.size(&n);
+                match v(&mut args, 0) {
+                    Arr(d, e) => {
+                        let outer = Dim {
+                            len: match (d.len, n) {
+                                (Some(l), Some(n)) if n > 0 => Some(l / n),
+                                _ => None,
+                            },
+                            strides: d.strides.iter().map(|s| s.zip(n).map(|(s, n)| s * n)).collect(),
+                            src: d.src.clone(),
+                        };
+                        let inner = Dim { len: n, ..d };
+                        AV::V(Arr(outer, Box::new(Arr(inner, e))))
+                    }
+                    _ => AV::V(Unknown),
+                }
+            }
+            Prim::Join => match v(&mut args, 0) {
+                Arr(d0, e) => match *e {
+                    Arr(d1, e1) => {
+                        let strides = d0
+                            .strides
+                            .iter()
+                            .zip(&d1.strides)
+                            .map(|(s0, s1)| match (s0, s1, d1.len) {
+                                (Some(s0), Some(s1), Some(l1)) if *s0 == s1 * l1 => Some(*s1),
+                                _ => None,
+                            })
+                            .collect();
+                        let mut src = d0.src;
+                        src.extend(d1.src);
+                        let len = d0.len.zip(d1.len).map(|(a, b)| a * b);
+                        AV::V(Arr(Dim { len, strides, src }, e1))
+                    }
+                    _ => AV::V(Unknown),
+                },
+                _ => AV::V(Unknown),
+            },
+            Prim::Transpose => match v(&mut args, 0) {
+                Arr(d0, e) => match *e {
+                    Arr(d1, e1) => AV::V(Arr(d1, Box::new(Arr(d0, e1)))),
+                    _ => AV::V(Unknown),
+                },
+                _ => AV::V(Unknown),
+            },
+            Prim::Slide(size, step) => {
+                let (size, step) = (self.size(&size), self.size(&step));
+                match v(&mut args, 0) {
+                    Arr(d, e) => {
+                        let len = match (d.len, size, step) {
+                            (Some(l), Some(sz), Some(st)) if st > 0 => Some((l - sz) / st + 1),
+                            _ => None,
+                        };
+                        let outer = Dim {
+                            len,
+                            strides: d.strides.iter().map(|s| s.zip(step).map(|(s, st)| s * st)).collect(),
+                            src: d.src.clone(),
+                        };
+                        AV::V(Arr(outer, Box::new(Arr(Dim { len: size, ..d }, e))))
+                    }
+                    _ => AV::V(Unknown),
+                }
+            }
+            Prim::Pad(l, r, _) => {
+                let (l, r) = (self.size(&l), self.size(&r));
+                match v(&mut args, 0) {
+                    Arr(d, e) => {
+                        // Padded accesses are conditional: not contiguous.
+                        let len = match (d.len, l, r) {
+                            (Some(n), Some(l), Some(r)) => Some(n + l + r),
+                            _ => None,
+                        };
+                        let strides = d.strides.iter().map(|_| None).collect();
+                        AV::V(Arr(Dim { len, strides, src: d.src }, e))
+                    }
+                    _ => AV::V(Unknown),
+                }
+            }
+            Prim::At(_) => match v(&mut args, 0) {
+                Arr(d, e) => {
+                    self.read_dim(&d, Reader::Thread);
+                    AV::V(*e)
+                }
+                _ => AV::V(Unknown),
+            },
+            Prim::Get(i) => match v(&mut args, 0) {
+                Tup(mut ts) if (i as usize) < ts.len() => AV::V(ts.swap_remove(i as usize)),
+                _ => AV::V(Unknown),
+            },
+            Prim::Tuple(_) => AV::V(Tup((0..args.len()).map(|i| v(&mut args, i)).collect())),
+            Prim::To(_) => {
+                self.compute += 1;
+                AV::V(v(&mut args, 0))
+            }
+            Prim::AsVector(_) | Prim::AsScalar => AV::V(Unknown),
+            Prim::Bin(_) | Prim::Un(_) | Prim::Select | Prim::Cast(_) => {
+                self.compute += 1;
+                AV::V(Scalar)
+            }
+        }
+    }
+
+    fn map(&mut self, id: NodeId, f: AV, xs: View) -> AV {
+        let label = match self.p.node(id) {
+            Node::Prim(Prim::Map { label, .. }) => label.clone(),
+            _ => String::new(),
+        };
+        let first = !self.by_node.contains_key(&id);
+        let m = *self.by_node.entry(id).or_insert(self.maps.len());
+        if first {
+            self.maps.push(MapInfo {
+                label,
+                node: id,
+                concrete: false,
+                parent: None,
+                perfectly_nested: false,
+                extent: None,
+                unvectorizable: None,
+                explicit_space: self.explicit.get(&id).copied(),
+                context: Vec::new(),
+            });
+        }
+        let (in_dim, elem) = match &xs {
+            View::Arr(d, e) => (Some(d.clone()), (**e).clone()),
+            _ => (None, View::Unknown),
+        };
+        let before = self.compute;
+        let nbuf_before = self.buffers.len();
+        self.stack.push(m);
+        let r = self.apply(f, AV::V(elem.clone())).view();
+        self.stack.pop();
+        let concrete = self.compute > before || self.maps[m].explicit_space.is_some();
+        if self.maps[m].explicit_space.is_some() {
+            self.compute += 1;
+        }
+        if !concrete {
+            // A layout map: a view of its input.
+            return AV::V(match in_dim {
+                Some(d) => View::Arr(d, Box::new(r)),
+                None => View::Unknown,
+            });
+        }
+        if first {
+            let info = &mut self.maps[m];
+            info.concrete = true;
+            info.extent = in_dim.as_ref().and_then(|d| d.len);
+            info.context = self.stack.clone();
+            // Vectorizability.
+            info.unvectorizable = if !elem.is_scalarish() {
+                Some("its elements are not scalars".into())
+            } else if !matches!(r, View::Scalar) {
+                Some("its function does not compute a scalar".into())
+            } else if self.buffers.len() > nbuf_before {
+                Some("it has nested maps".into())
+            } else {
+                match &in_dim {
+                    Some(d) if !d.strides.is_empty() && d.strides.iter().all(|s| *s == Some(1)) => match d.len {
+                        Some(l) if l % crate::VECTOR_WIDTH == 0 => None,
+                        Some(l) => Some(format!(
+                            "its length {l} is not a multiple of the vector width {}",
+                            crate::VECTOR_WIDTH
+                        )),
+                        None => Some("its length is unknown at the default sizes".into()),
+                    },
+                    Some(_) => Some("consecutive iterations do not access consecutive elements".into()),
+                    None => Some("its input is not an array the analysis understands".into()),
+                }
+            };
+        }
+        // Reads of the input dimension.
+        if let Some(d) = &in_dim {
+            self.read_dim(d, Reader::Map(m));
+        }
+        // The output buffer.
+        let b = self.buffers.len();
+        let mut writers = vec![Writer::Maps(vec![m])];
+        let mut explicit = vec![self.maps[m].explicit_space];
+        let mut lens = vec![in_dim.as_ref().and_then(|d| d.len)];
+        let mut leaf = &r;
+        while let View::Arr(d, e) = leaf {
+            lens.push(d.len);
+            match d.src.as_slice() {
+                [] => {
+                    writers.push(Writer::Thread);
+                    explicit.push(None);
+                }
+                [(b2, k2)] => {
+                    if *k2 == 0 && writers.len() == 1 {
+                        self.buffers[*b2].merged = true;
+                    }
+                    writers.push(self.buffers[*b2].writers[*k2].clone());
+                    explicit.push(self.explicit_dims[*b2][*k2]);
+                }
+                many => {
+                    let mut ws = Vec::new();
+                    for (b2, k2) in many {
+                        if let Writer::Maps(w) = &self.buffers[*b2].writers[*k2] {
+                            ws.extend(w.iter().copied());
+                        }
+                    }
+                    writers.push(Writer::Maps(ws));
+                    explicit.push(many.iter().find_map(|(b2, k2)| self.explicit_dims[*b2][*k2]));
+                }
+            }
+            leaf = e;
+        }
+        let leaf = match leaf {
+            View::Tup(_) => leaf.clone(),
+            _ => View::Scalar,
+        };
+        let bytes = lens.iter().try_fold(leaf.leaf_scalars() * 4, |acc, l| l.map(|l| acc * l));
+        let spaces = resolve_spaces(&explicit);
+        self.buffers.push(Buffer { top: m, writers, spaces, bytes, reads: Vec::new(), merged: false });
+        self.explicit_dims.push(explicit);
+        AV::V(fresh(&lens, leaf, Some(b)))
+    }
+}
+
+/// Lift's address-space inference: a dimension without an explicit `toX` is where its inner
+/// dimensions are written, else where its outer dimensions are, else global.
+fn resolve_spaces(explicit: &[Option<AddressSpace>]) -> Vec<AddressSpace> {
+    (0..explicit.len())
+        .map(|k| {
+            explicit[k]
+                .or_else(|| explicit[k + 1..].iter().find_map(|s| *s))
+                .or_else(|| explicit[..k].iter().rev().find_map(|s| *s))
+                .unwrap_or(AddressSpace::Global)
+        })
+        .collect()
+}
+
+/// The map prim heading a node's application spine, looking through nothing else.
+fn map_head(p: &Program, id: NodeId) -> Option<NodeId> {
+    let (head, _) = p.spine(id);
+    matches!(p.node(head), Node::Prim(Prim::Map { .. })).then_some(head)
+}
+
+/// Is the function node `f` just the map `inner` applied to the parameter?
+fn is_perfect(p: &Program, f: NodeId, inner: NodeId) -> bool {
+    match p.node(f) {
+        Node::App(h, _) => *h == inner,
+        Node::Lam(body, _) => {
+            let (head, args) = p.spine(*body);
+            head == inner && args.len() == 2 && matches!(p.node(args[1]), Node::Var(0))
+        }
+        _ => false,
+    }
+}
+
+impl Analysis {
+    /// Analyses a program at its default sizes.
+    pub fn new(p: &Program) -> Analysis {
+        let defaults: HashMap<String, i64> = p.default_sizes().into_iter().collect();
+        let mut explicit = HashMap::new();
+        for node in &p.nodes {
+            if let Node::App(f, x) = node {
+                if let Node::Prim(Prim::To(s)) = p.node(*f) {
+                    if let Some(m) = map_head(p, *x) {
+                        explicit.insert(m, *s);
+                    }
+                }
+            }
+        }
+        let mut w = Walker {
+            p,
+            defaults,
+            explicit,
+            maps: Vec::new(),
+            by_node: HashMap::new(),
+            stack: Vec::new(),
+            compute: 0,
+            buffers: Vec::new(),
+            explicit_dims: Vec::new(),
+            depth: 0,
+        };
+        if p.root.index() < p.nodes.len() {
+            let _ = w.eval(p.root, &Rc::new(Vec::new()));
+        }
+        let mut maps = w.maps;
+        // Parents: nearest concrete map on the context stack.
+        for i in 0..maps.len() {
+            let ctx: Vec<MapIdx> = maps[i].context.iter().copied().filter(|&c| maps[c].concrete).collect();
+            maps[i].parent = ctx.last().copied();
+            maps[i].context = ctx;
+        }
+        // Perfect nesting: the parent's function is this map.
+        let mut fun_of: HashMap<NodeId, NodeId> = HashMap::new();
+        for node in &p.nodes {
+            if let Node::App(f, x) = node {
+                if let Node::Prim(Prim::Map { .. }) = p.node(*f) {
+                    fun_of.insert(*f, *x);
+                }
+            }
+        }
+        for i in 0..maps.len() {
+            if let Some(par) = maps[i].parent {
+                if let Some(&f) = fun_of.get(&maps[par].node) {
+                    maps[i].perfectly_nested = is_perfect(p, f, maps[i].node);
+                }
+            }
+        }
+        let mut tree = DiGraph::new();
+        let mut graph_node = HashMap::new();
+        for (i, m) in maps.iter().enumerate() {
+            if m.concrete {
+                graph_node.insert(i, tree.add_node(i));
+            }
+        }
+        for (i, m) in maps.iter().enumerate() {
+            if let (true, Some(par)) = (m.concrete, m.parent) {
+                tree.add_edge(graph_node[&par], graph_node[&i], ());
+            }
+        }
+        Analysis { maps, tree, graph_node, buffers: w.buffers }
+    }
+
+    /// The maps that write memory (the paper's `ConcreteMaps`), in evaluation order (outer maps
+    /// before the maps nested in them).
+    pub fn concrete_maps(&self) -> Vec<MapIdx> {
+        (0..self.maps.len()).filter(|&i| self.maps[i].concrete).collect()
+    }
+
+    /// `NestedMaps(m)`: all concrete maps nested (directly or not) in `m`.
+    pub fn nested_maps(&self, m: MapIdx) -> Vec<MapIdx> {
+        let Some(&n) = self.graph_node.get(&m) else { return vec![] };
+        let mut out = Vec::new();
+        let mut dfs = petgraph::visit::Dfs::new(&self.tree, n);
+        while let Some(x) = dfs.next(&self.tree) {
+            if x != n {
+                out.push(self.tree[x]);
+            }
+        }
+        out.sort_unstable();
+        out
+    }
+
+    /// `OuterMaps(m)`: the concrete maps wrapping `m`, outermost first.
+    pub fn outer_maps(&self, m: MapIdx) -> Vec<MapIdx> {
+        self.maps[m].context.clone()
+    }
+
+    /// `MapNestingChains`: every path from a root of the nesting forest to a leaf.
+    pub fn chains(&self) -> Vec<Vec<MapIdx>> {
+        let mut out = Vec::new();
+        for n in self.tree.node_indices() {
+            if self.tree.neighbors_directed(n, petgraph::Direction::Incoming).next().is_none() {
+                let mut path = Vec::new();
+                self.chains_from(n, &mut path, &mut out);
+            }
+        }
+        out
+    }
+
+    fn chains_from(&self, n: NodeIndex, path: &mut Vec<MapIdx>, out: &mut Vec<Vec<MapIdx>>) {
+        path.push(self.tree[n]);
+        let mut kids: Vec<NodeIndex> = self.tree.neighbors(n).collect();
+        kids.sort_by_key(|k| self.tree[*k]);
+        if kids.is_empty() {
+            out.push(path.clone());
+        }
+        for k in kids {
+            self.chains_from(k, path, out);
+        }
+        path.pop();
+    }
+
+    /// `m.usesPrivateMemory` / `m.usesLocalMemory`: `m` writes or reads a buffer dimension in
+    /// that address space.
+    pub fn uses_space(&self, m: MapIdx, space: AddressSpace) -> bool {
+        self.buffers.iter().any(|b| {
+            b.writers
+                .iter()
+                .zip(&b.spaces)
+                .any(|(w, s)| *s == space && matches!(w, Writer::Maps(ws) if ws.contains(&m)))
+                || b.reads.iter().any(|(k, r)| *r == Reader::Map(m) && b.spaces[*k] == space)
+        })
+    }
+}
