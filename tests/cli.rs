@@ -124,3 +124,18 @@ fn fmt_is_a_fixed_point() {
         assert_eq!(once.stdout, twice.stdout, "{}", path.display());
     }
 }
+
+#[test]
+fn closed_stdout_is_not_a_panic() {
+    use std::process::Stdio;
+    let mut child = Command::new(env!("CARGO_BIN_EXE_mapsat"))
+        .args(["fmt", "examples/conv.lift"])
+        .current_dir(root())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn");
+    drop(child.stdout.take()); // like `mapsat fmt ... | head -0`
+    let out = child.wait_with_output().expect("wait");
+    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+}

@@ -40,11 +40,6 @@ pub use space::{Constraint, Family, Options, Space};
 /// Vector width assumed for vectorization (family 9): lengths must be multiples of it.
 pub const VECTOR_WIDTH: i64 = 4;
 
-/// A string as a JSON string literal.
-pub fn json_string(s: &str) -> String {
-    serde_json::Value::String(s.to_string()).to_string()
-}
-
 /// Errors of this crate.
 #[derive(Debug, thiserror::Error)]
 pub enum Error {

@@ -1,6 +1,17 @@
 //! Subcommands of the `mapsat` binary. Exit codes: 0 success, 1 the input was rejected (with a
 //! message), 2 bad usage.
 
+/// `println!` for command output: a closed pipe (`mapsat ... | head`) ends the program quietly
+/// instead of panicking.
+macro_rules! outln {
+    ($($t:tt)*) => {{
+        use std::io::Write as _;
+        if writeln!(std::io::stdout().lock(), $($t)*).is_err() {
+            std::process::exit(0);
+        }
+    }};
+}
+
 mod kernels;
 mod space;
 
@@ -265,15 +276,15 @@ fn check(file: &Path, args: &SizeArgs) -> CliResult<()> {
     let src = Source::read(file)?;
     let p = src.parse()?;
     let info = ir::check::check(&p).map_err(|e| src.reject(&e))?;
-    println!("{}", signature(&p, &info.result, None));
+    outln!("{}", signature(&p, &info.result, None));
     let given = given_sizes(&p, args)?;
     if !given.is_empty() {
         let info = ir::check::check_with_sizes(&p, &given).map_err(|e| src.reject(&e))?;
-        println!("{}", signature(&p, &info.result, Some(&given)));
+        outln!("{}", signature(&p, &info.result, Some(&given)));
     }
     let labels = p.map_labels();
     if !labels.is_empty() {
-        println!("maps: {}", labels.join(" "));
+        outln!("maps: {}", labels.join(" "));
     }
     Ok(())
 }
@@ -281,7 +292,7 @@ fn check(file: &Path, args: &SizeArgs) -> CliResult<()> {
 fn fmt(file: &Path) -> CliResult<()> {
     let src = Source::read(file)?;
     let p = src.parse()?;
-    print!("{}", ir::print(&p));
+    outln!("{}", ir::print(&p).trim_end());
     Ok(())
 }
 
@@ -322,7 +333,7 @@ fn eval(file: &Path, args: &SizeArgs, inputs: &[String], random: Option<u64>, ou
         tensors.push(t);
     }
     let result = interp::eval(&p, &sizes, &tensors).map_err(|e| src.reject(&e))?;
-    println!("{}", summary(&result));
+    outln!("{}", summary(&result));
     if let Some(out) = output {
         interp::write_npy(out, &result).map_err(|e| Failure::Rejected(format!("error: {e}")))?;
     }

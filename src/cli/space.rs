@@ -21,10 +21,6 @@ fn solver(e: mc::Error) -> Failure {
     Failure::Rejected(format!("error: {e}"))
 }
 
-fn json_str(s: &str) -> String {
-    mc::json_string(s)
-}
-
 /// `mapsat space FILE [--target P] [--json] [--sample N --seed S] [--random-baseline N]`.
 #[allow(clippy::too_many_arguments)]
 pub fn space(
@@ -47,49 +43,44 @@ pub fn space(
     };
     let counts = s.counts();
     if json {
-        let mut out = String::from("{\n");
-        out += &format!("  \"maps\": [{}],\n", s.labels.iter().map(|l| json_str(l)).collect::<Vec<_>>().join(", "));
-        out += &format!(
-            "  \"layout_maps\": [{}],\n",
-            s.layout_maps.iter().map(|l| json_str(l)).collect::<Vec<_>>().join(", ")
-        );
-        out += &format!(
-            "  \"families\": {{{}}},\n",
-            counts.iter().map(|(f, n)| format!("{}: {n}", json_str(f.name()))).collect::<Vec<_>>().join(", ")
-        );
-        out += &match count {
-            Count::Exact(n) => format!("  \"count\": {n},\n  \"count_exact\": true,\n"),
-            Count::Estimate { value, .. } => format!("  \"count\": {value},\n  \"count_exact\": false,\n"),
+        let (count, exact) = match count {
+            Count::Exact(n) => (serde_json::json!(n), true),
+            Count::Estimate { value, .. } => (serde_json::json!(value), false),
         };
-        out += &format!(
-            "  \"samples\": [{}]",
-            samples.iter().map(|m| json_str(&s.show(m).to_string())).collect::<Vec<_>>().join(", ")
-        );
+        let families: serde_json::Map<String, serde_json::Value> =
+            counts.iter().map(|(f, n)| (f.name().to_string(), serde_json::json!(n))).collect();
+        let mut out = serde_json::json!({
+            "maps": s.labels,
+            "layout_maps": s.layout_maps,
+            "families": families,
+            "count": count,
+            "count_exact": exact,
+            "samples": samples.iter().map(|m| s.show(m).to_string()).collect::<Vec<_>>(),
+        });
         if let Some((v, n)) = base {
-            out += &format!(",\n  \"random_baseline\": {{\"draws\": {n}, \"valid\": {v}}}");
+            out["random_baseline"] = serde_json::json!({ "draws": n, "valid": v });
         }
-        out += "\n}";
-        println!("{out}");
+        outln!("{}", serde_json::to_string_pretty(&out).expect("JSON values serialize"));
         return Ok(());
     }
-    println!("maps: {}", s.labels.join(" "));
+    outln!("maps: {}", s.labels.join(" "));
     if !s.layout_maps.is_empty() {
-        println!("layout maps (views, not mapped): {}", s.layout_maps.join(" "));
+        outln!("layout maps (views, not mapped): {}", s.layout_maps.join(" "));
     }
     if let Some(p) = &s.options.profile {
-        println!("target: {} ({})", p.name, p.description);
+        outln!("target: {} ({})", p.name, p.description);
     }
-    println!("constraint instances ({} in all):", s.constraints.len());
+    outln!("constraint instances ({} in all):", s.constraints.len());
     for (f, n) in &counts {
-        println!("  {:>3}  {f}", n);
+        outln!("  {:>3}  {f}", n);
     }
-    println!("valid mappings: {count} ({count_ms:.1} ms)");
+    outln!("valid mappings: {count} ({count_ms:.1} ms)");
     if let Some((v, n)) = base {
-        println!("random baseline: {v} of {n} uniformly random assignments are valid ({:.3e})", v as f64 / n as f64);
+        outln!("random baseline: {v} of {n} uniformly random assignments are valid ({:.3e})", v as f64 / n as f64);
     }
-    println!("samples:");
+    outln!("samples:");
     for m in &samples {
-        println!("  {}", s.show(m));
+        outln!("  {}", s.show(m));
     }
     Ok(())
 }
@@ -100,15 +91,15 @@ pub fn explain(file: &Path, mapping: &str, target: Option<&str>, no_fusion: bool
     let m = s.parse_mapping(mapping).map_err(|e| Failure::Usage(e.to_string()))?;
     let e = s.explain(&m).map_err(solver)?;
     if e.valid {
-        println!("valid");
+        outln!("valid");
         for b in &e.barriers {
-            println!("  needs a barrier between map {} and its readers {}", b.writer, b.readers.join(", "));
+            outln!("  needs a barrier between map {} and its readers {}", b.writer, b.readers.join(", "));
         }
         if e.barriers.is_empty() {
-            println!("  no barrier needed");
+            outln!("  no barrier needed");
         }
         if let Some(ls) = &e.local_sizes {
-            println!("  local sizes (a valid choice): {ls:?}");
+            outln!("  local sizes (a valid choice): {ls:?}");
         }
         return Ok(());
     }
