@@ -6,7 +6,11 @@
 //! [`Lower::resolve`] walks it with a stack of array indices and a stack of tuple components,
 //! building the flat index with the simplifying constructors of [`crate::index`]. Writes go
 //! through *output views*: the destination of `join(e)` is `split` of the destination, and so on,
-//! so a map nested in layout primitives writes straight into its final place.
+//! so a map nested in layout primitives writes straight into its final place. An unlabelled
+//! `map` whose function only reorganizes data (the maps inside `padND2`, `slideND2`, `zipND3`,
+//! or `map(join)`) is a view too: element `i` is `f(xs[i])`, lowered when an access reaches it;
+//! written to, it passes its destination through the inverse of `f` (`join`/`split`/
+//! `transpose`/`asVector`/`asScalar` chains).
 //!
 //! Memory: `toGlobal`/`toLocal`/`toPrivate` allocate a buffer of the wrapped map's type. An
 //! allocation inside parallel loops gets one copy per iteration of those loops that share the
@@ -39,13 +43,53 @@ enum View {
     Join(i64, Box<View>),
     Transpose(Box<View>),
     Slide(i64, Box<View>),
-    Pad { left: i64, len: i64, mode: PadMode, inner: Box<View> },
+    Pad {
+        left: i64,
+        len: i64,
+        mode: PadMode,
+        inner: Box<View>,
+    },
     Zip(Vec<View>),
     Tuple(Vec<View>),
     Get(u32, Box<View>),
     AsVector(u32, Box<View>),
     AsScalar(u32, Box<View>),
+    /// `map(f, inner)` with a layout-only `f` (no computation), read lazily: element `i` is
+    /// `f(inner[i])`, lowered when an access reaches it, in the environment `f` was defined in.
+    MapF {
+        f: NodeId,
+        env: Vec<View>,
+        inner: Box<View>,
+    },
+    /// The destination of `xs` in `map(f, xs)` written to `inner`, for an invertible layout `f`:
+    /// element `i` of `xs` goes to `inv(inner[i])`.
+    MapInv {
+        inv: Vec<InvOp>,
+        inner: Box<View>,
+    },
     Value(Expr),
+}
+
+/// One step of the inverse of a layout function, applied to a destination view.
+#[derive(Clone, Debug)]
+enum InvOp {
+    Split(i64),
+    Join(i64),
+    Transpose,
+    AsVector(u32),
+    AsScalar(u32),
+}
+
+impl InvOp {
+    fn apply(&self, v: View) -> View {
+        match self {
+            InvOp::Split(m) => View::Split(*m, Box::new(v)),
+            InvOp::Join(m) => View::Join(*m, Box::new(v)),
+            InvOp::Transpose => View::Transpose(Box::new(v)),
+            InvOp::AsVector(w) => View::AsVector(*w, Box::new(v)),
+            InvOp::AsScalar(w) => View::AsScalar(*w, Box::new(v)),
+        }
+    }
 }
 
 impl View {
@@ -65,7 +109,7 @@ impl View {
             | View::Get(_, v)
             | View::AsVector(_, v)
             | View::AsScalar(_, v) => v.base(),
-            View::Pad { inner, .. } => inner.base(),
+            View::Pad { inner, .. } | View::MapF { inner, .. } | View::MapInv { inner, .. } => inner.base(),
             _ => None,
         }
     }
@@ -855,6 +899,9 @@ impl<'a> Lower<'a> {
     ) -> R<Out> {
         let name = map_name(kind, label);
         let span = self.span(head);
+        if kind == MapKind::Abstract && self.layout_only(f) {
+            return self.layout_map(f, xs, dest);
+        }
         if kind == MapKind::Abstract {
             return Err(CodegenError::new(
                 K::Unmapped {
@@ -918,7 +965,7 @@ impl<'a> Lower<'a> {
         self.ranges.set(&var, 0, extent - 1);
         let parallel = !matches!(lkind, LoopKind::Seq | LoopKind::Vec);
         let saved_written = if parallel { Some(std::mem::take(&mut self.written)) } else { None };
-        let slots_before = self.slots.iter().filter(|s| s.active).count();
+        let slots_before = self.slots.len();
         self.loops.push(LoopCtx { kind: lkind, origin: name.clone(), var: var.clone(), extent, divergent });
         self.blocks.push(Vec::new());
         let saved_mult = self.mult;
@@ -936,11 +983,13 @@ impl<'a> Lower<'a> {
         let ctx = self.loops.pop();
         r?;
         // Work-group loops that run again reuse local memory other threads may still read.
-        let slots_after = self.slots.iter().filter(|s| s.active).count();
+        // Only barriers this loop's own body needs (a slot opened inside it and read inside it):
+        // reading, inside the loop, what was written before it needs no barrier at its end.
+        let slots_after = self.slots.iter().skip(slots_before).any(|s| s.active);
         let in_group =
             self.loops.iter().any(|l| matches!(l.kind, LoopKind::Group(_))) || matches!(lkind, LoopKind::Group(_));
         let in_lcl = self.loops.iter().any(|l| matches!(l.kind, LoopKind::Local(_)));
-        if slots_after > slots_before && in_group && !in_lcl && trips == Trips::Loop && extent > 1 {
+        if slots_after && in_group && !in_lcl && trips == Trips::Loop && extent > 1 {
             if let Some(reason) = self.divergence() {
                 return Err(CodegenError::new(
                     K::DivergentBarrier { map: name.clone(), loop_: reason.0, reason: reason.1 },
@@ -986,6 +1035,94 @@ impl<'a> Lower<'a> {
         }
         drop(ctx);
         Ok(Out { view: out, written })
+    }
+
+    /// True when `f` only reorganizes data (layout primitives, projections, nested layout maps):
+    /// `map(f, xs)` is then a view, with nothing to compute or to map onto threads.
+    fn layout_only(&self, f: &Arg) -> bool {
+        let Arg::Node(n) = f else { return false };
+        let mut todo = vec![*n];
+        while let Some(n) = todo.pop() {
+            match self.p.node(n) {
+                Node::Var(_) | Node::Param(_) => {}
+                Node::Lam(b, _) => todo.push(*b),
+                Node::App(a, b) => todo.extend([*a, *b]),
+                Node::Prim(
+                    Prim::Split(_)
+                    | Prim::Join
+                    | Prim::Transpose
+                    | Prim::Slide(..)
+                    | Prim::Pad(..)
+                    | Prim::Zip(_)
+                    | Prim::Tuple(_)
+                    | Prim::Get(_)
+                    | Prim::At(_)
+                    | Prim::AsVector(_)
+                    | Prim::AsScalar
+                    | Prim::Map { kind: MapKind::Abstract, .. },
+                ) => {}
+                _ => return false,
+            }
+        }
+        true
+    }
+
+    /// `map(f, xs)` with a layout-only `f`: a lazy view of `xs`. With a destination, `xs` writes
+    /// through the inverse of `f` when `f` is invertible (`join`, `split`, `transpose`, ...).
+    fn layout_map(&mut self, f: &Arg, xs: &Arg, dest: Option<View>) -> R<Out> {
+        let Arg::Node(fnode) = f else { return Err(K::Internal("layout map of a value".into()).into()) };
+        let inv = match &dest {
+            Some(_) => self.inverse(*fnode)?,
+            None => None,
+        };
+        let o = match (inv, dest) {
+            (Some(inv), Some(d)) => self.gen_arg(xs, Some(View::MapInv { inv, inner: Box::new(d) }))?,
+            _ => self.gen_arg(xs, None)?,
+        };
+        Ok(Out { view: View::MapF { f: *fnode, env: self.env.clone(), inner: Box::new(o.view) }, written: o.written })
+    }
+
+    /// The inverse of a layout function made of `join`, `split`, `transpose`, `asVector` and
+    /// `asScalar` steps (a bare primitive or a lambda applying a chain of them to its parameter),
+    /// as steps applied to a destination; `None` when it has no such inverse.
+    fn inverse(&self, f: NodeId) -> R<Option<Vec<InvOp>>> {
+        let mut ops = Vec::new();
+        let mut cur = match self.p.node(f) {
+            Node::Lam(b, _) => *b,
+            _ => {
+                return Ok(self.inverse_step(f)?.map(|op| vec![op]));
+            }
+        };
+        loop {
+            match self.p.node(cur) {
+                Node::Var(0) => return Ok(Some(ops)),
+                Node::App(g, x) => match self.inverse_step(*g)? {
+                    Some(op) => {
+                        ops.push(op);
+                        cur = *x;
+                    }
+                    None => return Ok(None),
+                },
+                _ => return Ok(None),
+            }
+        }
+    }
+
+    fn inverse_step(&self, g: NodeId) -> R<Option<InvOp>> {
+        let Node::Prim(prim) = self.p.node(g) else { return Ok(None) };
+        let (args, res) = signature(&self.ty(g)?);
+        let Some(arg) = args.first() else { return Ok(None) };
+        Ok(match prim {
+            Prim::Join => Some(InvOp::Split(array_len(&array_len(arg)?.1)?.0)),
+            Prim::Split(_) => Some(InvOp::Join(array_len(&array_len(&res)?.1)?.0)),
+            Prim::Transpose => Some(InvOp::Transpose),
+            Prim::AsVector(w) => Some(InvOp::AsScalar(*w)),
+            Prim::AsScalar => match array_len(arg)?.1 {
+                Type::Vector(_, w) => Some(InvOp::AsVector(w)),
+                _ => None,
+            },
+            _ => None,
+        })
     }
 
     /// The first enclosing loop whose trip count differs between threads of a work group.
@@ -1209,8 +1346,25 @@ impl<'a> Lower<'a> {
                         (1, Some(l)) => match l.as_const() {
                             Some(c) => Ok(Resolved::Place(place(flat, 1, Some(c as u32)))),
                             None => {
-                                Err(K::Unsupported(format!("a lane of private `{}` chosen at run time", buf.name))
-                                    .into())
+                                // A lane chosen at run time: select among the lanes it can be.
+                                let (lo, hi) = self.ranges.of(l);
+                                if write || lo < 0 || hi >= w as i64 {
+                                    return Err(K::Unsupported(format!(
+                                        "a lane of private `{}` chosen at run time",
+                                        buf.name
+                                    ))
+                                    .into());
+                                }
+                                let lane = |c: i64| Expr::Load(place(flat.clone(), 1, Some(c as u32)));
+                                let mut e = lane(hi);
+                                for c in (lo..hi).rev() {
+                                    e = Expr::Select(
+                                        Box::new(Expr::InRange(l.clone(), c, c + 1)),
+                                        Box::new(lane(c)),
+                                        Box::new(e),
+                                    );
+                                }
+                                Ok(Resolved::Value(e))
                             }
                         },
                         (v, None) if w == 1 && !write => Ok(Resolved::Value(Expr::Vector(
@@ -1334,6 +1488,22 @@ impl<'a> Lower<'a> {
                 st.idx.push(k.div(w, &self.ranges));
                 st.lane = Some(k.rem(w, &self.ranges));
                 self.resolve(inner, st, write)
+            }
+            View::MapF { f, env, inner } => {
+                let i = self.pop(st)?;
+                let saved = std::mem::replace(&mut self.env, env.clone());
+                let r = self.gen(*f, vec![inner.clone().at(i)], None);
+                self.env = saved;
+                let v = r?.view;
+                self.resolve(&v, st, write)
+            }
+            View::MapInv { inv, inner } => {
+                let i = self.pop(st)?;
+                let mut v = inner.clone().at(i);
+                for op in inv {
+                    v = op.apply(v);
+                }
+                self.resolve(&v, st, write)
             }
             View::Value(e) => {
                 if write {

@@ -120,3 +120,30 @@ fn indices_are_simplified() {
     assert!(src.contains("out[i_1 * 16 + i] = x[i_1 * 16 + i] * 2.0f;") || !src.contains("/ 1"), "{src}");
     assert!(!src.contains("* 1 ") && !src.contains("+ 0]") && !src.contains("/ 4") && !src.contains("% 4"), "{src}");
 }
+
+#[test]
+fn no_barrier_at_the_end_of_a_loop_that_only_reads_shared_memory() {
+    // mapLcl(1)@D reads the buffer written before it: one barrier before D, none inside D
+    // (which would also sit in a loop that threads run 1 or 2 times).
+    let p = mapsat_ir::parse(
+        &std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/filetests/listing1.lift")).expect("read"),
+    )
+    .expect("parse");
+    let sizes = [("I", 3), ("J", 5), ("K", 12)].map(|(k, v)| (k.to_string(), v)).into();
+    let (src, _) = emit(&p, &Options { sizes, local: Some(vec![8, 8]) }, Dialect::OpenCl).expect("emit");
+    assert_eq!(src.matches("barrier(").count(), 1, "{src}");
+}
+
+#[test]
+fn layout_maps_are_views() {
+    // Unlabelled maps of layout functions (here from padND2 and slideND2) compute nothing and
+    // need no mapping; an unlabelled map that computes still does.
+    let p = mapsat_ir::parse(
+        "size N = 4\ndef f(x: [[f32]N]N) = mapGlb(1, mapGlb(0, fun(w => at(0, at(0, w)))), slideND2(3, 1, 3, 1, padND2(1, 1, 0.0, x)))",
+    )
+    .expect("parse");
+    let (src, _) = emit(&p, &Options::default(), Dialect::OpenCl).expect("emit");
+    assert!(!src.contains("for ("), "{src}");
+    let e = error("size N = 8\ndef f(x: [[f32]N]N) = mapGlb(0, fun(r => r), map(map(fun(v => v * 2.0)), x))", None);
+    assert!(e.contains("is not mapped"), "{e}");
+}

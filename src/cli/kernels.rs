@@ -39,8 +39,8 @@ pub(super) fn emit(file: &Path, sizes: &SizeArgs, target: &str, local: Option<&s
             .map_err(|e| Failure::Rejected(format!("error: cannot write {}: {e}", path.display())))?;
     }
     let l = &manifest.launch;
-    println!("wrote {} and {}", kpath.display(), mpath.display());
-    println!(
+    outln!("wrote {} and {}", kpath.display(), mpath.display());
+    outln!(
         "launch: global {:?}, local {:?}; memory: global {} B, local {} B, private {} B/thread",
         l.global, l.local, manifest.memory.global_bytes, manifest.memory.local_bytes, manifest.memory.private_bytes
     );
@@ -87,11 +87,11 @@ pub(super) fn run(
         measure::MeasureError::Codegen(c) => src.reject(&c),
         e => Failure::Rejected(format!("error: {e}")),
     })?;
-    println!("device: {}", r.device);
-    println!("time: {:.4} ms (median of {}, min {:.4} ms); {:.2} GFLOP/s", r.median_ms, cfg.runs, r.min_ms, r.gflops());
+    outln!("device: {}", r.device);
+    outln!("time: {:.4} ms (median of {}, min {:.4} ms); {:.2} GFLOP/s", r.median_ms, cfg.runs, r.min_ms, r.gflops());
     if let Some(c) = &r.check {
         if c.ok {
-            println!("check: ok (max abs diff {:.3e})", c.max_abs_diff);
+            outln!("check: ok (max abs diff {:.3e})", c.max_abs_diff);
         } else {
             let first =
                 c.first_mismatch.map(|(i, g, w)| format!("; first at {i}: got {g}, expected {w}")).unwrap_or_default();
@@ -106,7 +106,7 @@ pub(super) fn run(
 
 pub(super) fn devices() -> CliResult<()> {
     for line in measure::list_devices() {
-        println!("{line}");
+        outln!("{line}");
     }
     Ok(())
 }

@@ -101,3 +101,23 @@ fn devices_report_missing_cuda_cleanly() {
     let lines = measure::list_devices();
     assert!(lines.iter().any(|l| l.starts_with("cuda")), "{lines:?}");
 }
+
+#[test]
+#[ignore = "several minutes on 2 cores (the interpreter's reference dominates): run with --ignored"]
+fn conv_at_vgg_size_matches_interpreter() {
+    // The VGG-16 layer of the issue: input 56x56x128, 128 kernels 3x3x128, pad 1 -> 56x56x128,
+    // with the register-blocked mapping (codegen/tests/filetests/conv_reg.lift).
+    if !opencl_present() {
+        return;
+    }
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../codegen/tests/filetests/conv_reg.lift");
+    let p = mapsat_ir::parse(&std::fs::read_to_string(path).expect("read")).expect("parse");
+    let given: HashMap<String, i64> =
+        [("inH", 56), ("inW", 56), ("inChs", 128), ("outChs", 128), ("oB", 4)].map(|(k, v)| (k.to_string(), v)).into();
+    let sizes = measure::resolve_sizes(&p, &given).expect("sizes");
+    let inputs = mapsat_ir::interp::random_inputs(&p, &sizes, 7).expect("inputs");
+    let cfg = RunConfig { warmup: 0, runs: 1, ..RunConfig::default() };
+    let r = measure::run(&p, &sizes, Some(vec![32, 4, 1]), &inputs, DeviceSpec::OpenCl(0, 0), &cfg).expect("run");
+    let c = r.check.expect("checked");
+    assert!(c.ok, "{} mismatches, first {:?}", c.mismatches, c.first_mismatch);
+}
