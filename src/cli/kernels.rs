@@ -42,7 +42,11 @@ pub(super) fn emit(file: &Path, sizes: &SizeArgs, target: &str, local: Option<&s
     outln!("wrote {} and {}", kpath.display(), mpath.display());
     outln!(
         "launch: global {:?}, local {:?}; memory: global {} B, local {} B, private {} B/thread",
-        l.global, l.local, manifest.memory.global_bytes, manifest.memory.local_bytes, manifest.memory.private_bytes
+        l.global,
+        l.local,
+        manifest.memory.global_bytes,
+        manifest.memory.local_bytes,
+        manifest.memory.private_bytes
     );
     Ok(())
 }
