@@ -49,12 +49,15 @@ impl Ranges {
         match a {
             Atom::Var(v) => self.vars.get(v).copied().unwrap_or((i64::MIN / 4, i64::MAX / 4)),
             Atom::Div(e, m) => {
+                // Truncating division, as printed, is monotonic.
                 let (lo, hi) = self.of(e);
-                (lo.div_euclid(*m), hi.div_euclid(*m))
+                (lo / m, hi / m)
             }
             Atom::Rem(e, m) => {
-                let (lo, _) = self.of(e);
-                if lo >= 0 {
+                let (lo, hi) = self.of(e);
+                if lo >= 0 && lo.div_euclid(*m) == hi.div_euclid(*m) {
+                    (lo.rem_euclid(*m), hi.rem_euclid(*m))
+                } else if lo >= 0 {
                     (0, m - 1)
                 } else {
                     (-(m - 1), m - 1)
@@ -97,6 +100,14 @@ impl Index {
         self.terms.is_empty().then_some(self.constant)
     }
 
+    /// The only term of an index without constant, with its coefficient.
+    fn single(&self) -> Option<(&Atom, i64)> {
+        match self.terms.as_slice() {
+            [(a, c)] if self.constant == 0 => Some((a, *c)),
+            _ => None,
+        }
+    }
+
     /// `self + other`.
     pub fn add(&self, other: &Index) -> Index {
         let mut map: BTreeMap<Atom, i64> = BTreeMap::new();
@@ -110,11 +121,19 @@ impl Index {
         let mut extra = Index::constant(0);
         for (rem, c) in rems {
             let Atom::Rem(k, m) = &rem else { continue };
-            let div = Atom::Div(k.clone(), *m);
-            if c != 0 && map.get(&div) == Some(&(c * m)) {
-                map.remove(&div);
-                map.remove(&rem);
-                extra = extra.add(&k.scale(c));
+            let mut partners = vec![Atom::Div(k.clone(), *m)];
+            // `(e / a) / m` is kept as `e / (a * m)`.
+            if let Some((Atom::Div(e, a), 1)) = k.single() {
+                if let Some(am) = a.checked_mul(*m) {
+                    partners.push(Atom::Div(e.clone(), am));
+                }
+            }
+            for div in partners {
+                if c != 0 && map.contains_key(&rem) && map.get(&div) == Some(&(c * m)) {
+                    map.remove(&div);
+                    map.remove(&rem);
+                    extra = extra.add(&k.scale(c));
+                }
             }
         }
         out.terms = map.into_iter().filter(|(_, c)| *c != 0).collect();
@@ -157,17 +176,41 @@ impl Index {
         (q, r)
     }
 
+    /// `self / m` when `self` is itself a single quotient or remainder that folds with `m`
+    /// (`self` non-negative, `m > 1`).
+    fn div_nested(&self, m: i64, ranges: &Ranges) -> Option<Index> {
+        // (e / a + c) / m == (e + c * a) / (a * m) for e + c * a >= 0.
+        if let [(Atom::Div(e, a), 1)] = self.terms.as_slice() {
+            if let (Some(am), Some(ca)) = (a.checked_mul(m), self.constant.checked_mul(*a)) {
+                let inner = e.plus(ca);
+                if *a > 0 && ranges.of(e).0 >= 0 && ranges.of(&inner).0 >= 0 {
+                    return Some(inner.div(am, ranges));
+                }
+            }
+        }
+        // (e % (m * b)) / m == (e / m) % b: one canonical form for both.
+        if let Some((Atom::Rem(e, a), 1)) = self.single() {
+            if *a % m == 0 && ranges.of(e).0 >= 0 {
+                return Some(e.div(m, ranges).rem(a / m, ranges));
+            }
+        }
+        None
+    }
+
     /// `self / m` (floor division of a non-negative index by a positive constant).
     pub fn div(&self, m: i64, ranges: &Ranges) -> Index {
         if m == 1 {
             return self.clone();
         }
         let (lo, hi) = ranges.of(self);
-        if lo >= 0 && hi < m {
-            return Index::constant(0);
+        if lo >= 0 && lo.div_euclid(m) == hi.div_euclid(m) {
+            return Index::constant(lo.div_euclid(m));
         }
-        if lo < 0 {
+        if lo < 0 || m <= 0 {
             return Index::atom(Atom::Div(Box::new(self.clone()), m));
+        }
+        if let Some(e) = self.div_nested(m, ranges) {
+            return e;
         }
         let (q, r) = self.split_by(m);
         let (rlo, rhi) = ranges.of(&r);
@@ -176,7 +219,8 @@ impl Index {
         }
         if rlo >= 0 {
             // floor((q*m + r) / m) = q + floor(r / m) for r >= 0
-            return q.add(&Index::atom(Atom::Div(Box::new(r), m)));
+            let d = r.div_nested(m, ranges).unwrap_or_else(|| Index::atom(Atom::Div(Box::new(r), m)));
+            return q.add(&d);
         }
         Index::atom(Atom::Div(Box::new(self.clone()), m))
     }
@@ -186,9 +230,19 @@ impl Index {
         if m == 1 {
             return Index::constant(0);
         }
-        let (lo, _) = ranges.of(self);
-        if lo < 0 {
+        let (lo, hi) = ranges.of(self);
+        if lo < 0 || m <= 0 {
             return Index::atom(Atom::Rem(Box::new(self.clone()), m));
+        }
+        // All values in one period: e % m == e - m * (lo / m).
+        if lo.div_euclid(m) == hi.div_euclid(m) {
+            return self.plus(-m * lo.div_euclid(m));
+        }
+        // (e % (m * b)) % m == e % m.
+        if let Some((Atom::Rem(e, a), 1)) = self.single() {
+            if *a % m == 0 && ranges.of(e).0 >= 0 {
+                return e.rem(m, ranges);
+            }
         }
         let (_, r) = self.split_by(m);
         let (rlo, rhi) = ranges.of(&r);
@@ -213,6 +267,63 @@ impl Index {
         } else {
             Index::atom(Atom::Clamp(Box::new(self.clone()), lo, hi))
         }
+    }
+
+    /// The variables the index mentions.
+    pub fn vars(&self, out: &mut std::collections::BTreeSet<String>) {
+        for (a, _) in &self.terms {
+            match a {
+                Atom::Var(v) => {
+                    out.insert(v.clone());
+                }
+                Atom::Div(e, _) | Atom::Rem(e, _) | Atom::Clamp(e, _, _) => e.vars(out),
+            }
+        }
+    }
+
+    /// True when the index mentions `var`.
+    pub fn mentions(&self, var: &str) -> bool {
+        self.terms.iter().any(|(a, _)| match a {
+            Atom::Var(v) => v == var,
+            Atom::Div(e, _) | Atom::Rem(e, _) | Atom::Clamp(e, _, _) => e.mentions(var),
+        })
+    }
+
+    /// The index with `var` replaced by `value`, simplified again with `ranges`.
+    pub fn subst(&self, var: &str, value: &Index, ranges: &Ranges) -> Index {
+        self.rebuild(&|v| (v == var).then(|| value.clone()), ranges)
+    }
+
+    /// The index rebuilt through the simplifying constructors (with `ranges`, which may know
+    /// more than when it was built), variables replaced where `f` gives a value.
+    pub fn rebuild(&self, f: &dyn Fn(&str) -> Option<Index>, ranges: &Ranges) -> Index {
+        let mut out = Index::constant(self.constant);
+        for (a, c) in &self.terms {
+            let t = match a {
+                Atom::Var(v) => f(v).unwrap_or_else(|| Index::var(v)),
+                Atom::Div(e, m) => e.rebuild(f, ranges).div(*m, ranges),
+                Atom::Rem(e, m) => e.rebuild(f, ranges).rem(*m, ranges),
+                Atom::Clamp(e, lo, hi) => e.rebuild(f, ranges).clamp_to(*lo, *hi, ranges),
+            };
+            out = out.add(&t.scale(*c));
+        }
+        out
+    }
+
+    /// The value for the variable values `env` gives (absent ones are 0), with C's
+    /// truncating `/` and `%`, as the kernel computes it.
+    pub fn eval(&self, env: &dyn Fn(&str) -> i64) -> i64 {
+        let mut v = self.constant;
+        for (a, c) in &self.terms {
+            let x = match a {
+                Atom::Var(name) => env(name),
+                Atom::Div(e, m) => e.eval(env).wrapping_div(*m),
+                Atom::Rem(e, m) => e.eval(env).wrapping_rem(*m),
+                Atom::Clamp(e, lo, hi) => e.eval(env).clamp(*lo, *hi),
+            };
+            v = v.wrapping_add(x.wrapping_mul(*c));
+        }
+        v
     }
 
     /// Prints with `clamp` written by the caller (it differs between OpenCL and CUDA).
@@ -297,6 +408,169 @@ mod tests {
         assert_eq!(back, k);
         assert_eq!(k.div(16, &r).to_string(), "k / 16");
         assert_eq!(Index::var("i").scale(1).plus(0).div(1, &r).to_string(), "i");
+    }
+
+    fn r36() -> Ranges {
+        let mut r = Ranges::default();
+        r.set("i", 0, 35);
+        r.set("j", 0, 3);
+        r.set("k", 16, 31);
+        r
+    }
+
+    #[test]
+    fn nested_divisions_fold() {
+        let r = r36();
+        let i = Index::var("i");
+        assert_eq!(i.div(4, &r).div(3, &r).to_string(), "i / 12");
+        assert_eq!(i.div(4, &r).plus(1).div(3, &r).to_string(), "(i + 4) / 12");
+        assert_eq!(i.div(2, &r).div(2, &r).div(3, &r).to_string(), "i / 12");
+        // (i % 12) / 4 and (i / 4) % 3 are one canonical form.
+        assert_eq!(i.rem(12, &r).div(4, &r).to_string(), "i / 4 % 3");
+        assert_eq!(i.rem(12, &r).div(4, &r), i.div(4, &r).rem(3, &r));
+        assert_eq!(i.rem(12, &r).rem(4, &r).to_string(), "i % 4");
+        // Digits of i in base (3, 4) put back together.
+        let back = i.div(12, &r).scale(12).add(&i.div(4, &r).rem(3, &r).scale(4)).add(&i.rem(4, &r));
+        assert_eq!(back, i);
+        let back = i.div(4, &r).div(3, &r).scale(12).add(&i.div(4, &r).rem(3, &r).scale(4)).add(&i.rem(4, &r));
+        assert_eq!(back.to_string(), "i");
+    }
+
+    #[test]
+    fn ranges_decide() {
+        let r = r36();
+        let k = Index::var("k");
+        // k in 16..=31 lies in one period of 16.
+        assert_eq!(k.rem(16, &r).to_string(), "k - 16");
+        assert_eq!(k.div(16, &r).to_string(), "1");
+        assert_eq!(k.div(8, &r).to_string(), "k / 8");
+        let j = Index::var("j");
+        assert_eq!(j.rem(12, &r).div(4, &r).to_string(), "0");
+        assert_eq!(j.scale(1).plus(0).to_string(), "j");
+        assert_eq!(Index::var("i").scale(4).add(&j).div(4, &r).to_string(), "i");
+        assert_eq!(Index::var("i").scale(4).add(&j).plus(2).rem(4, &r).to_string(), "(j + 2) % 4");
+    }
+
+    #[test]
+    fn substitution_resimplifies() {
+        let r = r36();
+        let i = Index::var("i");
+        let j = Index::var("j");
+        let e = i.scale(4).add(&j).plus(-2).div(4, &r);
+        assert_eq!(e.to_string(), "(i * 4 + j - 2) / 4");
+        let mut r2 = r.clone();
+        r2.set("j", 3, 3);
+        assert_eq!(e.subst("j", &Index::constant(3), &r2).to_string(), "i");
+        assert_eq!(i.rem(12, &r).subst("i", &Index::constant(29), &r).to_string(), "5");
+        let mut vars = std::collections::BTreeSet::new();
+        e.vars(&mut vars);
+        assert_eq!(vars.into_iter().collect::<Vec<_>>(), ["i", "j"]);
+        assert!(e.mentions("j") && !e.mentions("k"));
+    }
+
+    /// An index built by hand, evaluated with C semantics as the reference.
+    #[derive(Clone, Debug)]
+    enum T {
+        Var(usize),
+        Const(i64),
+        Add(Box<T>, Box<T>),
+        Sub(Box<T>, Box<T>),
+        Scale(Box<T>, i64),
+        Div(Box<T>, i64),
+        Rem(Box<T>, i64),
+        Clamp(Box<T>, i64, i64),
+    }
+
+    const VARS: [&str; 3] = ["a", "b", "c"];
+
+    impl T {
+        fn eval(&self, env: &[i64]) -> i64 {
+            match self {
+                T::Var(v) => env[*v],
+                T::Const(c) => *c,
+                T::Add(x, y) => x.eval(env) + y.eval(env),
+                T::Sub(x, y) => x.eval(env) - y.eval(env),
+                T::Scale(x, c) => x.eval(env) * c,
+                T::Div(x, m) => x.eval(env) / m,
+                T::Rem(x, m) => x.eval(env) % m,
+                T::Clamp(x, lo, hi) => x.eval(env).clamp(*lo, *hi),
+            }
+        }
+
+        fn build(&self, r: &Ranges) -> Index {
+            match self {
+                T::Var(v) => Index::var(VARS[*v]),
+                T::Const(c) => Index::constant(*c),
+                T::Add(x, y) => x.build(r).add(&y.build(r)),
+                T::Sub(x, y) => x.build(r).sub(&y.build(r)),
+                T::Scale(x, c) => x.build(r).scale(*c),
+                T::Div(x, m) => x.build(r).div(*m, r),
+                T::Rem(x, m) => x.build(r).rem(*m, r),
+                T::Clamp(x, lo, hi) => x.build(r).clamp_to(*lo, *hi, r),
+            }
+        }
+    }
+
+    fn tree() -> impl proptest::strategy::Strategy<Value = T> {
+        use proptest::prelude::*;
+        let leaf = prop_oneof![3 => (0usize..3).prop_map(T::Var), 1 => (0i64..20).prop_map(T::Const)];
+        // Small trees, mostly of the shapes views build (scaled sums, nested quotients and
+        // remainders); differences and clamps less often.
+        leaf.prop_recursive(4, 12, 2, |inner| {
+            prop_oneof![
+                3 => (inner.clone(), inner.clone()).prop_map(|(x, y)| T::Add(Box::new(x), Box::new(y))),
+                1 => (inner.clone(), inner.clone()).prop_map(|(x, y)| T::Sub(Box::new(x), Box::new(y))),
+                2 => (inner.clone(), 1i64..6).prop_map(|(x, c)| T::Scale(Box::new(x), c)),
+                3 => (inner.clone(), 1i64..7).prop_map(|(x, m)| T::Div(Box::new(x), m)),
+                3 => (inner.clone(), 1i64..7).prop_map(|(x, m)| T::Rem(Box::new(x), m)),
+                1 => (inner, 0i64..8, 0i64..8).prop_map(|(x, a, b)| T::Clamp(Box::new(x), a.min(b), a.max(b))),
+            ]
+        })
+    }
+
+    fn ranges_of(n: &[i64; 3]) -> Ranges {
+        let mut r = Ranges::default();
+        for (v, n) in VARS.iter().zip(n) {
+            r.set(v, 0, n - 1);
+        }
+        r
+    }
+
+    /// Every variable assignment in range.
+    fn envs(n: &[i64; 3]) -> impl Iterator<Item = Vec<i64>> + '_ {
+        (0..n[0]).flat_map(move |a| (0..n[1]).flat_map(move |b| (0..n[2]).map(move |c| vec![a, b, c])))
+    }
+
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig::with_cases(2000))]
+
+        /// Simplification keeps the value (as C computes it) for every variable value in range.
+        #[test]
+        fn simplification_keeps_value(t in tree(), n in [1i64..14, 1i64..14, 1i64..14]) {
+            let r = ranges_of(&n);
+            let e = t.build(&r);
+            for env in envs(&n) {
+                let lookup = |v: &str| VARS.iter().position(|x| *x == v).map_or(0, |k| env[k]);
+                proptest::prop_assert_eq!(e.eval(&lookup), t.eval(&env), "{} at {:?}", e, env);
+            }
+        }
+
+        /// Substituting a value for a variable (as unrolling does) and simplifying again with
+        /// the variable's range narrowed to that value keeps the value too.
+        #[test]
+        fn substitution_keeps_value(t in tree(), n in [1i64..14, 1i64..14, 1i64..14], pick in 0i64..14) {
+            let r = ranges_of(&n);
+            let e = t.build(&r);
+            let a = pick % n[0];
+            let mut r2 = r.clone();
+            r2.set("a", a, a);
+            let s = e.subst("a", &Index::constant(a), &r2);
+            proptest::prop_assert!(!s.mentions("a"), "{}", s);
+            for env in envs(&n).filter(|env| env[0] == a) {
+                let lookup = |v: &str| VARS.iter().position(|x| *x == v).map_or(0, |k| env[k]);
+                proptest::prop_assert_eq!(s.eval(&lookup), t.eval(&env), "{} -> {} at {:?}", e, s, env);
+            }
+        }
     }
 
     #[test]

@@ -114,7 +114,7 @@ pub enum Expr {
     Lane(Box<Expr>, u32),
     /// A vector from its lanes.
     Vector(ScalarKind, Vec<Expr>),
-    /// `lo <= e && e < hi`, for `pad`.
+    /// `lo <= e && e < hi`, for `pad`; `i64::MIN` / `i64::MAX` leave that side untested.
     InRange(Index, i64, i64),
 }
 
@@ -170,6 +170,8 @@ pub enum Stmt {
         /// The body.
         body: Vec<Stmt>,
     },
+    /// `{ ... }`: a scope of its own (an unrolled iteration that declares names).
+    Block(Vec<Stmt>),
     /// A work-group barrier with a local (false) or global (true) memory fence.
     Barrier {
         /// Fence global memory too.

@@ -20,6 +20,7 @@ pub mod error;
 pub mod index;
 pub mod kir;
 mod lower;
+mod opt;
 pub mod print;
 
 pub use error::{CodegenError, CodegenErrorKind};
@@ -38,9 +39,10 @@ pub struct Options {
     pub local: Option<Vec<i64>>,
 }
 
-/// Lowers a program to the kernel IR at concrete sizes.
+/// Lowers a program to the kernel IR at concrete sizes, then cleans it up (one-iteration loops
+/// elided, indices simplified again, small private arrays promoted to registers).
 pub fn lower(p: &mapsat_ir::Program, opts: &Options) -> Result<Kernel, CodegenError> {
-    lower::Lower::run(p, opts)
+    lower::Lower::run(p, opts).map(opt::optimize)
 }
 
 /// A buffer as the host sees it.

@@ -206,6 +206,28 @@ fn sanitize(s: &str) -> String {
     if out.is_empty() || out.starts_with(|c: char| c.is_ascii_digit()) {
         out.insert(0, 'v');
     }
+    // A kernel named like a built-in function of OpenCL C or CUDA (`dot`) does not build.
+    const BUILTINS: [&str; 16] = [
+        "dot",
+        "cross",
+        "length",
+        "distance",
+        "normalize",
+        "min",
+        "max",
+        "clamp",
+        "mix",
+        "step",
+        "sign",
+        "abs",
+        "exp",
+        "log",
+        "sqrt",
+        "pow",
+    ];
+    if BUILTINS.contains(&out.as_str()) {
+        out.push_str("_kernel");
+    }
     out
 }
 

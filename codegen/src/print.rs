@@ -223,6 +223,11 @@ impl Printer<'_> {
                 let text = self.store(p, v)?;
                 self.line(depth, &text);
             }
+            Stmt::Block(b) => {
+                self.line(depth, "{");
+                self.block(b, depth + 1)?;
+                self.line(depth, "}");
+            }
             Stmt::Barrier { global, reason } => {
                 self.line(depth, &format!("// barrier: {reason}"));
                 let b = match (self.d, global) {
@@ -503,7 +508,12 @@ impl Printer<'_> {
             Expr::InRange(i, lo, hi) => {
                 let s = self.index(i);
                 let s = if i.is_compound() { format!("({s})") } else { s };
-                (format!("{s} >= {lo} && {s} < {hi}"), 2)
+                match (*lo == i64::MIN, *hi == i64::MAX) {
+                    (true, true) => ("true".into(), 7),
+                    (true, false) => (format!("{s} < {hi}"), 3),
+                    (false, true) => (format!("{s} >= {lo}"), 3),
+                    (false, false) => (format!("{s} >= {lo} && {s} < {hi}"), 2),
+                }
             }
         })
     }

@@ -147,3 +147,21 @@ fn layout_maps_are_views() {
     let e = error("size N = 8\ndef f(x: [[f32]N]N) = mapGlb(0, fun(r => r), map(map(fun(v => v * 2.0)), x))", None);
     assert!(e.contains("is not mapped"), "{e}");
 }
+
+#[test]
+fn small_private_arrays_become_registers() {
+    let text = std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/filetests/conv_reg.lift"))
+        .expect("read");
+    let p = mapsat_ir::parse(&text).expect("parse");
+    for (o_b, regs) in [(4, true), (8, true), (32, false)] {
+        let mut opts = Options::default();
+        opts.sizes.insert("oB".into(), o_b);
+        opts.sizes.insert("outChs".into(), 64);
+        let (src, m) = emit(&p, &opts, Dialect::OpenCl).expect("emit");
+        // Above 16 elements the array stays an array, indexed by its loop.
+        assert_eq!(!src.contains("acc["), regs, "oB={o_b}:\n{src}");
+        assert_eq!(src.contains(&format!("float acc_{};", o_b - 1)), regs, "oB={o_b}:\n{src}");
+        assert!(!src.contains(" / 4 / 3"), "{src}");
+        assert_eq!(m.memory.private_bytes, 2 * 4 * o_b as u64);
+    }
+}

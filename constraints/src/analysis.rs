@@ -227,6 +227,9 @@ struct Walker<'a> {
     /// Per buffer: explicit spaces of its dimensions before resolution.
     explicit_dims: Vec<Vec<Option<AddressSpace>>>,
     depth: usize,
+    /// Number of enclosing maps wrapped in `toGlobal`/`toLocal`/`toPrivate`: every map nested in
+    /// such a copy writes memory (the copy's loops), even an identity.
+    copy_depth: usize,
 }
 
 const MAX_DEPTH: usize = 2000;
@@ -493,10 +496,13 @@ impl<'a> Walker<'a> {
         };
         let before = self.compute;
         let nbuf_before = self.buffers.len();
+        let copy = self.maps[m].explicit_space.is_some();
+        self.copy_depth += copy as usize;
         self.stack.push(m);
         let r = self.apply(f, AV::V(elem.clone())).view();
         self.stack.pop();
-        let concrete = self.compute > before || self.maps[m].explicit_space.is_some();
+        self.copy_depth -= copy as usize;
+        let concrete = self.compute > before || copy || self.copy_depth > 0;
         if self.maps[m].explicit_space.is_some() {
             self.compute += 1;
         }
@@ -639,6 +645,7 @@ impl Analysis {
             buffers: Vec::new(),
             explicit_dims: Vec::new(),
             depth: 0,
+            copy_depth: 0,
         };
         if p.root.index() < p.nodes.len() {
             let _ = w.eval(p.root, &Rc::new(Vec::new()));

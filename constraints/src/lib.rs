@@ -28,11 +28,13 @@
 //!   to divide its length.
 
 pub mod analysis;
+pub mod apply;
 pub mod code;
 pub mod expr;
 pub mod solve;
 pub mod space;
 
+pub use apply::apply_mapping;
 pub use code::Code;
 pub use solve::{Barrier, Count, EnumStats, Explanation, Mapping};
 pub use space::{Constraint, Family, Options, Space};
@@ -74,6 +76,9 @@ pub enum Error {
     /// A part of a mapping is not `LABEL=CODE`.
     #[error("`{0}` is not of the form LABEL=CODE")]
     MappingSyntax(String),
+    /// A mapping could not be applied to the program (see [`apply`]).
+    #[error("cannot apply the mapping: {0}")]
+    Apply(String),
     /// Z3 answered unknown (a timeout, usually).
     #[error("the solver gave up: {0}")]
     Solver(String),

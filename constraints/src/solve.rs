@@ -278,7 +278,7 @@ impl Space {
         if stats.complete && stats.produced <= limit {
             return Ok(Count::Exact(stats.produced));
         }
-        let probes = 200;
+        let probes = self.options.probes.max(1);
         let ctx = Context::new(&Config::new());
         let mut z = Z3Ctx::new(self, &ctx, false);
         let mut idx = Index::new(self);

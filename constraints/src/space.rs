@@ -36,11 +36,15 @@ pub enum Family {
     Sync,
     /// 11: device limits.
     DeviceLimits,
+    /// 12: one launch shape for the whole program (mapsat's code generator emits one kernel):
+    /// no `mapGlb` together with `mapWrg`/`mapLcl`, work-group and global maps outermost, and no
+    /// `mapLcl` under a sequential map that is itself under or over a `mapLcl`.
+    Launch,
 }
 
 impl Family {
     /// Every family, in order.
-    pub const ALL: [Family; 12] = [
+    pub const ALL: [Family; 13] = [
         Family::Domain,
         Family::PrivateScope,
         Family::LocalScope,
@@ -53,6 +57,7 @@ impl Family {
         Family::Vectorization,
         Family::Sync,
         Family::DeviceLimits,
+        Family::Launch,
     ];
 
     /// The family's number (0 for the domain).
@@ -75,6 +80,7 @@ impl Family {
             Family::Vectorization => "vectorization",
             Family::Sync => "synchronizability",
             Family::DeviceLimits => "device limits",
+            Family::Launch => "single launch shape",
         }
     }
 }
@@ -122,11 +128,13 @@ pub struct Options {
     pub count_limit: u64,
     /// Z3 timeout per check, in milliseconds (0: none).
     pub timeout_ms: u64,
+    /// Random descents of the search tree for Knuth's estimate, when the count is not exact.
+    pub probes: u32,
 }
 
 impl Default for Options {
     fn default() -> Self {
-        Options { fusion: true, profile: None, count_limit: 100_000, timeout_ms: 10_000 }
+        Options { fusion: true, profile: None, count_limit: 10_000, timeout_ms: 10_000, probes: 50 }
     }
 }
 
@@ -222,7 +230,10 @@ impl Space {
             for chain in chains.iter().filter(|c| c.contains(&i)) {
                 let pos = chain.iter().position(|&x| x == i).unwrap_or(0);
                 let outer = &chain[..pos];
-                let mut parts = vec![Expr::Lt(Term::Code(i), Term::Const(20))];
+                let mut parts = vec![
+                    Expr::Lt(Term::Code(i), Term::Const(20)),
+                    Expr::Or(outer.iter().map(|&o| Expr::between(Term::Eff(o), 20, 30)).collect()),
+                ];
                 for w in 0..3 {
                     let mut alts: Vec<Expr> = outer.iter().map(|&o| Expr::code_is(o, 20 + w)).collect();
                     alts.push(Expr::negate(used(chain, 20, w)));
@@ -234,8 +245,8 @@ impl Space {
                     Family::LocalScope,
                     &maps,
                     format!(
-                        "map {} accesses local memory: it must be local or sequential, and every work-group \
-                         dimension of its chain ({}) must be used by a map outside it (local memory is not \
+                        "map {} accesses local memory: it must be local or sequential, inside a mapWrg, and \
+                         every work-group dimension of its chain ({}) must be used by a map outside it (local memory is not \
                          shared between work groups: out-of-scope reads)",
                         labels[i],
                         chain.iter().map(|&x| labels[x].as_str()).collect::<Vec<_>>().join(", ")
@@ -340,6 +351,57 @@ impl Space {
                         Expr::And(same),
                     );
                 }
+            }
+        }
+        // (12) One launch shape (the code generator's restrictions, see `Family::Launch`).
+        let all: Vec<usize> = (0..vars.len()).collect();
+        g.push(
+            Family::Launch,
+            &all,
+            "one kernel uses either global thread ids (mapGlb) or work-group and local ids (mapWrg, mapLcl), \
+             not both"
+                .to_string(),
+            Expr::negate(Expr::And(vec![
+                Expr::Or(all.iter().map(|&i| Expr::between(Term::Eff(i), 30, 40)).collect()),
+                Expr::Or(all.iter().map(|&i| Expr::between(Term::Eff(i), 10, 30)).collect()),
+            ])),
+        );
+        for (i, &m) in vars.iter().enumerate() {
+            let outer: Vec<usize> = analysis.outer_maps(m).into_iter().filter_map(var_of).collect();
+            if outer.is_empty() {
+                continue;
+            }
+            let names = outer.iter().map(|&o| labels[o].as_str()).collect::<Vec<_>>().join(", ");
+            let mut maps = outer.clone();
+            maps.push(i);
+            g.push(
+                Family::Launch,
+                &maps,
+                format!(
+                    "map {} is nested in {names}: a mapWrg or mapGlb is not nested in a sequential, vectorized or \
+                     local map (it would run in one thread)",
+                    labels[i]
+                ),
+                Expr::negate(Expr::And(vec![
+                    Expr::negate(Expr::Lt(Term::Eff(i), Term::Const(20))),
+                    Expr::Or(outer.iter().map(|&o| Expr::Lt(Term::Eff(o), Term::Const(20))).collect()),
+                ])),
+            );
+            if outer.len() >= 2 {
+                g.push(
+                    Family::Launch,
+                    &maps,
+                    format!(
+                        "map {} is nested in {names}: no mapLcl nested in a sequential map in a work group whose \
+                         threads already run an outer mapLcl",
+                        labels[i]
+                    ),
+                    Expr::negate(Expr::And(vec![
+                        Expr::between(Term::Eff(i), 10, 20),
+                        Expr::Or(outer.iter().map(|&o| Expr::Lt(Term::Eff(o), Term::Const(10))).collect()),
+                        Expr::Or(outer.iter().map(|&o| Expr::between(Term::Eff(o), 10, 20)).collect()),
+                    ])),
+                );
             }
         }
         // (8) Sequential map fusion.

@@ -57,13 +57,22 @@ fn listing1_tree() {
 #[test]
 fn listing1_table1() {
     let s = space(LISTING1, Options::default());
-    // M1 (A=G0, the rest sequential) breaks only the fusion heuristic (rule 8): valid without it,
-    // and valid with it once the perfectly nested sequential maps are fused.
+    // M1 (A=G0, the rest sequential). The paper leaves the buffer's address space free; here it
+    // is `toLocal`, and local memory outside any work group is shared by the threads of an
+    // implicit work group (a race; code generation refuses it): rule 2 rejects M1. With the
+    // buffer in global memory (one copy per iteration of A), M1 breaks only the fusion heuristic
+    // (rule 8): valid without it, and valid with it once the perfectly nested maps are fused.
     let m1 = explain(&s, "A=G0,B=S,C=S,D=S,E=S");
     assert!(!m1.valid);
+    assert!(families(&m1).contains(&Family::LocalScope), "{:?}", m1.violated);
+    assert!(m1.violated.iter().any(|c| c.text.contains("inside a mapWrg")));
+    let global = LISTING1.replace("toLocal", "toGlobal");
+    let g = space(&global, Options::default());
+    let m1 = explain(&g, "A=G0,B=S,C=S,D=S,E=S");
+    assert!(!m1.valid);
     assert!(families(&m1).iter().all(|f| *f == Family::SeqFusion), "{:?}", m1.violated);
-    assert!(explain(&s, "A=G0,B=S,C=F,D=S,E=F").valid);
-    let no_fusion = space(LISTING1, Options { fusion: false, ..Options::default() });
+    assert!(explain(&g, "A=G0,B=S,C=F,D=S,E=F").valid);
+    let no_fusion = space(&global, Options { fusion: false, ..Options::default() });
     assert!(explain(&no_fusion, "A=G0,B=S,C=S,D=S,E=S").valid);
 
     // M2: cannot synchronize (and B, D touch local memory outside work groups).

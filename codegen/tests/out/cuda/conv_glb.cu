@@ -13,7 +13,7 @@ conv_glb(const float* __restrict__ inp, const float* __restrict__ ks, float* __r
   float acc = 0.0f;
   // reduceSeq
   for (int i = 0; i < 36; i++) {
-    acc = acc + ((i_winRow + i / 4 / 3 - 1) >= 0 && (i_winRow + i / 4 / 3 - 1) < 8 ? ((i_win + i / 4 % 3 - 1) >= 0 && (i_win + i / 4 % 3 - 1) < 8 ? inp[i_winRow * 32 + (i / 4 / 3) * 32 + i_win * 4 + (i / 4 % 3) * 4 + i % 4 - 36] : 0.0f) : 0.0f) * ks[i_k * 36 + i];
+    acc = acc + ((i_winRow + i / 12 - 1) >= 0 && (i_winRow + i / 12 - 1) < 8 ? ((i_win + i / 4 % 3 - 1) >= 0 && (i_win + i / 4 % 3 - 1) < 8 ? inp[i_winRow * 32 + (i / 12) * 32 + i_win * 4 + (i / 4 % 3) * 4 + i % 4 - 36] : 0.0f) : 0.0f) * ks[i_k * 36 + i];
   }
   out[i_winRow * 48 + i_win * 6 + i_k] = acc;
 }

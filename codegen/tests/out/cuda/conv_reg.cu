@@ -10,27 +10,37 @@ conv_reg(const float* __restrict__ inp, const float* __restrict__ ks, float* __r
   int i_win = blockIdx.y * blockDim.y + threadIdx.y;
   // mapGlb(0)@O: one index per thread
   int i_kB = blockIdx.x * blockDim.x + threadIdx.x;
-  float p_Z[4];
-  // mapSeq@Z
-  for (int i_k = 0; i_k < 4; i_k++) {
-    p_Z[i_k] = 0.0f;
-  }
-  float acc[4];
-  // copy
-  for (int c = 0; c < 4; c++) {
-    acc[c] = p_Z[c];
-  }
+  float p_Z_0;
+  float p_Z_1;
+  float p_Z_2;
+  float p_Z_3;
+  // mapSeq@Z: unrolled (4 iterations)
+  p_Z_0 = 0.0f;
+  p_Z_1 = 0.0f;
+  p_Z_2 = 0.0f;
+  p_Z_3 = 0.0f;
+  float acc_0;
+  float acc_1;
+  float acc_2;
+  float acc_3;
+  // copy: unrolled (4 iterations)
+  acc_0 = p_Z_0;
+  acc_1 = p_Z_1;
+  acc_2 = p_Z_2;
+  acc_3 = p_Z_3;
   // reduceSeq
   for (int i = 0; i < 36; i++) {
-    // mapSeq@A
-    for (int i_q = 0; i_q < 4; i_q++) {
-      acc[i_q] = acc[i_q] + ((i_winRow + i / 4 / 3 - 1) >= 0 && (i_winRow + i / 4 / 3 - 1) < 8 ? ((i_win + i / 4 % 3 - 1) >= 0 && (i_win + i / 4 % 3 - 1) < 8 ? inp[i_winRow * 32 + (i / 4 / 3) * 32 + i_win * 4 + (i / 4 % 3) * 4 + i % 4 - 36] : 0.0f) : 0.0f) * ks[i_kB * 144 + i_q * 36 + i];
-    }
+    // mapSeq@A: unrolled (4 iterations)
+    acc_0 = acc_0 + ((i_winRow + i / 12 - 1) >= 0 && (i_winRow + i / 12 - 1) < 8 ? ((i_win + i / 4 % 3 - 1) >= 0 && (i_win + i / 4 % 3 - 1) < 8 ? inp[i_winRow * 32 + (i / 12) * 32 + i_win * 4 + (i / 4 % 3) * 4 + i % 4 - 36] : 0.0f) : 0.0f) * ks[i_kB * 144 + i];
+    acc_1 = acc_1 + ((i_winRow + i / 12 - 1) >= 0 && (i_winRow + i / 12 - 1) < 8 ? ((i_win + i / 4 % 3 - 1) >= 0 && (i_win + i / 4 % 3 - 1) < 8 ? inp[i_winRow * 32 + (i / 12) * 32 + i_win * 4 + (i / 4 % 3) * 4 + i % 4 - 36] : 0.0f) : 0.0f) * ks[i_kB * 144 + i + 36];
+    acc_2 = acc_2 + ((i_winRow + i / 12 - 1) >= 0 && (i_winRow + i / 12 - 1) < 8 ? ((i_win + i / 4 % 3 - 1) >= 0 && (i_win + i / 4 % 3 - 1) < 8 ? inp[i_winRow * 32 + (i / 12) * 32 + i_win * 4 + (i / 4 % 3) * 4 + i % 4 - 36] : 0.0f) : 0.0f) * ks[i_kB * 144 + i + 72];
+    acc_3 = acc_3 + ((i_winRow + i / 12 - 1) >= 0 && (i_winRow + i / 12 - 1) < 8 ? ((i_win + i / 4 % 3 - 1) >= 0 && (i_win + i / 4 % 3 - 1) < 8 ? inp[i_winRow * 32 + (i / 12) * 32 + i_win * 4 + (i / 4 % 3) * 4 + i % 4 - 36] : 0.0f) : 0.0f) * ks[i_kB * 144 + i + 108];
   }
-  // copy
-  for (int c_1 = 0; c_1 < 4; c_1++) {
-    out[i_winRow * 64 + i_win * 8 + i_kB * 4 + c_1] = acc[c_1];
-  }
+  // copy: unrolled (4 iterations)
+  out[i_winRow * 64 + i_win * 8 + i_kB * 4] = acc_0;
+  out[i_winRow * 64 + i_win * 8 + i_kB * 4 + 1] = acc_1;
+  out[i_winRow * 64 + i_win * 8 + i_kB * 4 + 2] = acc_2;
+  out[i_winRow * 64 + i_win * 8 + i_kB * 4 + 3] = acc_3;
 }
 
 // manifest:
@@ -95,23 +105,89 @@ conv_reg(const float* __restrict__ inp, const float* __restrict__ ks, float* __r
 //       "by_value": false
 //     },
 //     {
-//       "name": "p_Z",
+//       "name": "p_Z_0",
 //       "role": "temp",
 //       "space": "private",
 //       "elem": "f32",
-//       "len": 4,
-//       "bytes": 16,
+//       "len": 1,
+//       "bytes": 4,
 //       "arg": null,
 //       "param": null,
 //       "by_value": false
 //     },
 //     {
-//       "name": "acc",
+//       "name": "acc_0",
 //       "role": "temp",
 //       "space": "private",
 //       "elem": "f32",
-//       "len": 4,
-//       "bytes": 16,
+//       "len": 1,
+//       "bytes": 4,
+//       "arg": null,
+//       "param": null,
+//       "by_value": false
+//     },
+//     {
+//       "name": "p_Z_1",
+//       "role": "temp",
+//       "space": "private",
+//       "elem": "f32",
+//       "len": 1,
+//       "bytes": 4,
+//       "arg": null,
+//       "param": null,
+//       "by_value": false
+//     },
+//     {
+//       "name": "p_Z_2",
+//       "role": "temp",
+//       "space": "private",
+//       "elem": "f32",
+//       "len": 1,
+//       "bytes": 4,
+//       "arg": null,
+//       "param": null,
+//       "by_value": false
+//     },
+//     {
+//       "name": "p_Z_3",
+//       "role": "temp",
+//       "space": "private",
+//       "elem": "f32",
+//       "len": 1,
+//       "bytes": 4,
+//       "arg": null,
+//       "param": null,
+//       "by_value": false
+//     },
+//     {
+//       "name": "acc_1",
+//       "role": "temp",
+//       "space": "private",
+//       "elem": "f32",
+//       "len": 1,
+//       "bytes": 4,
+//       "arg": null,
+//       "param": null,
+//       "by_value": false
+//     },
+//     {
+//       "name": "acc_2",
+//       "role": "temp",
+//       "space": "private",
+//       "elem": "f32",
+//       "len": 1,
+//       "bytes": 4,
+//       "arg": null,
+//       "param": null,
+//       "by_value": false
+//     },
+//     {
+//       "name": "acc_3",
+//       "role": "temp",
+//       "space": "private",
+//       "elem": "f32",
+//       "len": 1,
+//       "bytes": 4,
 //       "arg": null,
 //       "param": null,
 //       "by_value": false

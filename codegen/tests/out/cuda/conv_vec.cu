@@ -32,22 +32,18 @@ conv_vec(const float* __restrict__ inp, const float* __restrict__ ks, float* __r
   int i_win = blockIdx.y * blockDim.y + threadIdx.y;
   // mapGlb(0)@O: one index per thread
   int i_k = blockIdx.x * blockDim.x + threadIdx.x;
-  float4 acc[1];
-  // copy
-  for (int c = 0; c < 1; c++) {
-    acc[c] = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
-  }
+  float4 acc;
+  // copy: one iteration
+  acc = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
   // reduceSeq
   for (int i = 0; i < 9; i++) {
-    // mapSeq@V
-    for (int i_a = 0; i_a < 1; i_a++) {
-      acc[i_a] = acc[i_a] + ((i_winRow + i / 3 - 1) >= 0 && (i_winRow + i / 3 - 1) < 8 ? ((i_win + i % 3 - 1) >= 0 && (i_win + i % 3 - 1) < 8 ? mapsat_vload4(inp + i_winRow * 32 + (i / 3) * 32 + i_win * 4 + (i % 3) * 4 - 36) : make_float4(0.0f, 0.0f, 0.0f, 0.0f)) : make_float4(0.0f, 0.0f, 0.0f, 0.0f)) * mapsat_vload4(ks + i_k * 36 + i * 4);
-    }
+    // mapSeq@V: one iteration
+    acc = acc + ((i_winRow + i / 3 - 1) >= 0 && (i_winRow + i / 3 - 1) < 8 ? ((i_win + i % 3 - 1) >= 0 && (i_win + i % 3 - 1) < 8 ? mapsat_vload4(inp + i_winRow * 32 + (i / 3) * 32 + i_win * 4 + (i % 3) * 4 - 36) : make_float4(0.0f, 0.0f, 0.0f, 0.0f)) : make_float4(0.0f, 0.0f, 0.0f, 0.0f)) * mapsat_vload4(ks + i_k * 36 + i * 4);
   }
   float acc_1 = 0.0f;
   // reduceSeq
   for (int i_1 = 0; i_1 < 4; i_1++) {
-    acc_1 = acc_1 + (i_1 >= 0 && i_1 < 1 ? acc[0].x : (i_1 >= 1 && i_1 < 2 ? acc[0].y : (i_1 >= 2 && i_1 < 3 ? acc[0].z : acc[0].w)));
+    acc_1 = acc_1 + (i_1 < 1 ? acc.x : (i_1 >= 1 && i_1 < 2 ? acc.y : (i_1 >= 2 && i_1 < 3 ? acc.z : acc.w)));
   }
   out[i_winRow * 48 + i_win * 6 + i_k] = acc_1;
 }

@@ -6,7 +6,7 @@ extern "C" __global__ void __launch_bounds__(64)
 stencil1d(const float* __restrict__ xs, float* __restrict__ out) {
   // mapGlb(0)@A: one index per thread
   int i_w = blockIdx.x * blockDim.x + threadIdx.x;
-  out[i_w] = 0.25f * ((i_w - 1) >= 0 && (i_w - 1) < 64 ? xs[i_w - 1] : 0.0f) + 0.5f * xs[i_w] + 0.25f * ((i_w + 1) >= 0 && (i_w + 1) < 64 ? xs[i_w + 1] : 0.0f);
+  out[i_w] = 0.25f * ((i_w - 1) >= 0 ? xs[i_w - 1] : 0.0f) + 0.5f * xs[i_w] + 0.25f * ((i_w + 1) < 64 ? xs[i_w + 1] : 0.0f);
 }
 
 // manifest:

@@ -30,7 +30,7 @@ void conv_lcl(__global const float* restrict inp, __global const float* restrict
         float acc = 0.0f;
         // reduceSeq
         for (int i = 0; i < 36; i++) {
-          acc = acc + sh_LY[i_winRow * 24 + (i / 4 / 3) * 24 + i_win * 4 + (i / 4 % 3) * 4 + i % 4] * ks[i_k * 36 + i];
+          acc = acc + sh_LY[i_winRow * 24 + (i / 12) * 24 + i_win * 4 + (i / 4 % 3) * 4 + i % 4] * ks[i_k * 36 + i];
         }
         out[i_tileRow * 192 + i_winRow * 48 + i_tile * 24 + i_win * 6 + i_k] = acc;
       }

@@ -10,22 +10,18 @@ void conv_vec(__global const float* restrict inp, __global const float* restrict
   int i_win = get_global_id(1);
   // mapGlb(0)@O: one index per thread
   int i_k = get_global_id(0);
-  float4 acc[1];
-  // copy
-  for (int c = 0; c < 1; c++) {
-    acc[c] = (float4)(0.0f);
-  }
+  float4 acc;
+  // copy: one iteration
+  acc = (float4)(0.0f);
   // reduceSeq
   for (int i = 0; i < 9; i++) {
-    // mapSeq@V
-    for (int i_a = 0; i_a < 1; i_a++) {
-      acc[i_a] = acc[i_a] + ((i_winRow + i / 3 - 1) >= 0 && (i_winRow + i / 3 - 1) < 8 ? ((i_win + i % 3 - 1) >= 0 && (i_win + i % 3 - 1) < 8 ? vload4(i_winRow * 8 + (i / 3) * 8 + i_win + i % 3 - 9, inp) : (float4)(0.0f)) : (float4)(0.0f)) * vload4(i_k * 9 + i, ks);
-    }
+    // mapSeq@V: one iteration
+    acc = acc + ((i_winRow + i / 3 - 1) >= 0 && (i_winRow + i / 3 - 1) < 8 ? ((i_win + i % 3 - 1) >= 0 && (i_win + i % 3 - 1) < 8 ? vload4(i_winRow * 8 + (i / 3) * 8 + i_win + i % 3 - 9, inp) : (float4)(0.0f)) : (float4)(0.0f)) * vload4(i_k * 9 + i, ks);
   }
   float acc_1 = 0.0f;
   // reduceSeq
   for (int i_1 = 0; i_1 < 4; i_1++) {
-    acc_1 = acc_1 + (i_1 >= 0 && i_1 < 1 ? acc[0].s0 : (i_1 >= 1 && i_1 < 2 ? acc[0].s1 : (i_1 >= 2 && i_1 < 3 ? acc[0].s2 : acc[0].s3)));
+    acc_1 = acc_1 + (i_1 < 1 ? acc.s0 : (i_1 >= 1 && i_1 < 2 ? acc.s1 : (i_1 >= 2 && i_1 < 3 ? acc.s2 : acc.s3)));
   }
   out[i_winRow * 48 + i_win * 6 + i_k] = acc_1;
 }

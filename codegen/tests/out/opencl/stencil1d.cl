@@ -6,7 +6,7 @@ __kernel __attribute__((reqd_work_group_size(64, 1, 1)))
 void stencil1d(__global const float* restrict xs, __global float* restrict out) {
   // mapGlb(0)@A: one index per thread
   int i_w = get_global_id(0);
-  out[i_w] = 0.25f * ((i_w - 1) >= 0 && (i_w - 1) < 64 ? xs[i_w - 1] : 0.0f) + 0.5f * xs[i_w] + 0.25f * ((i_w + 1) >= 0 && (i_w + 1) < 64 ? xs[i_w + 1] : 0.0f);
+  out[i_w] = 0.25f * ((i_w - 1) >= 0 ? xs[i_w - 1] : 0.0f) + 0.5f * xs[i_w] + 0.25f * ((i_w + 1) < 64 ? xs[i_w + 1] : 0.0f);
 }
 
 // manifest:

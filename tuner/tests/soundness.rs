@@ -1,0 +1,140 @@
+//! Soundness of the mapping space, end to end: for every example of `examples/`, valid mappings
+//! sampled by the constraint solver are applied to the program (`Space::apply`: kinds set, `F`
+//! fused into its outer map), lowered to OpenCL, run on the first OpenCL device (pocl in CI) at
+//! two size sets and compared with the interpreter on the original program. Every mapping the
+//! solver accepts must lower and compute the right result.
+//!
+//! The space is generated for the `pocl-cpu` profile, and when it has tuning parameters (local
+//! sizes) the work-group size is the one the solver chose with the mapping.
+//!
+//! Samples per example: `MAPSAT_SOUNDNESS_SAMPLES` (default 8; CI sets 50). Without an OpenCL
+//! platform the device runs are skipped with a message (applying and lowering are still
+//! checked), unless `MAPSAT_REQUIRE_OPENCL=1`.
+
+use mapsat_constraints::{Error as SpaceError, Options, Space};
+use mapsat_tuner::measure::{self, DeviceSpec, RunConfig};
+use std::collections::HashMap;
+use std::path::Path;
+
+/// The second size set of each example (the first is its defaults). Divisibility is kept as at
+/// the defaults, where the constraints are evaluated (split factors, vector width 4).
+fn second_sizes(name: &str) -> Option<&'static [(&'static str, i64)]> {
+    Some(match name {
+        "blur2d" => &[("H", 8), ("W", 12)],
+        "conv" => &[("inH", 6), ("inW", 10), ("inChs", 3), ("outChs", 4)],
+        "dot" => &[("N", 128)],
+        "listing1" => &[("I", 2), ("J", 4), ("K", 8)],
+        "listing3" => &[("n", 128)],
+        "matmul" => &[("M", 4), ("K", 8), ("N", 12)],
+        "matmul_lowlevel" => &[("M", 16), ("K", 8), ("N", 8)],
+        "matmul_tiled" => &[("M", 16), ("K", 8), ("N", 12)],
+        "stencil1d" => &[("N", 32)],
+        "sum_partial" => &[("N", 128)],
+        _ => return None,
+    })
+}
+
+fn samples() -> usize {
+    std::env::var("MAPSAT_SOUNDNESS_SAMPLES").ok().and_then(|s| s.parse().ok()).unwrap_or(8)
+}
+
+fn opencl_present() -> bool {
+    let devices = measure::list_devices();
+    let present = devices.iter().any(|d| d.starts_with("opencl:0:0"));
+    if !present {
+        assert!(std::env::var("MAPSAT_REQUIRE_OPENCL").is_err(), "no OpenCL device: {devices:?}");
+        eprintln!("device runs skipped: no OpenCL device ({devices:?})");
+    }
+    present
+}
+
+#[test]
+fn sampled_mappings_run_correctly() {
+    let device = opencl_present();
+    let n = samples();
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../examples");
+    let mut files: Vec<_> = std::fs::read_dir(&dir).expect("examples").flatten().map(|e| e.path()).collect();
+    files.sort();
+    let mut failures = Vec::new();
+    let mut checked = 0;
+    for f in files.iter().filter(|f| f.extension().is_some_and(|e| e == "lift")) {
+        let name = f.file_stem().and_then(|s| s.to_str()).unwrap_or_default().to_string();
+        let p = mapsat_ir::parse(&std::fs::read_to_string(f).expect("read")).expect("parse");
+        // The pocl CPU device's limits (family 11): work-group size, local memory.
+        let profile = mapsat_ir::profile::Profile::builtin("pocl-cpu").expect("pocl-cpu profile");
+        let space = match Space::generate(&p, Options { profile: Some(profile), ..Options::default() }) {
+            Ok(s) => s,
+            // sum.lift has no map: nothing to map, nothing to check.
+            Err(SpaceError::NoMaps) => {
+                eprintln!("{name}: no map, skipped");
+                continue;
+            }
+            Err(e) => panic!("{name}: {e}"),
+        };
+        let extra = second_sizes(&name).unwrap_or_else(|| panic!("{name}: add its second size set to this test"));
+        let mut size_sets = vec![HashMap::new()];
+        if !extra.is_empty() {
+            size_sets.push(extra.iter().map(|(k, v)| (k.to_string(), *v)).collect());
+        }
+        // Inputs and the interpreter's result on the original program, once per size set.
+        let mut cases = Vec::new();
+        for (k, given) in size_sets.iter().enumerate() {
+            let sizes = measure::resolve_sizes(&p, given).expect("sizes");
+            let inputs = mapsat_ir::interp::random_inputs(&p, &sizes, 11 + k as u64).expect("inputs");
+            let want = mapsat_ir::interp::eval(&p, &sizes, &inputs).expect("interpreter");
+            cases.push((sizes, inputs, want));
+        }
+        let mappings = space.sample(n, 2024).expect("sample");
+        assert!(!mappings.is_empty(), "{name}: no valid mapping");
+        eprintln!("{name}: {} sampled mappings", mappings.len());
+        for m in &mappings {
+            let shown = space.show(m).to_string();
+            let q = match space.apply(&p, m) {
+                Ok(q) => q,
+                Err(e) => {
+                    failures.push(format!("{name} {shown}: apply: {e}"));
+                    continue;
+                }
+            };
+            // At concrete sizes: after a fusion the symbolic checker cannot always simplify
+            // `(a*b)/b` back to `a` when `b` is a polynomial (conv's `inW - kerW + 3`).
+            if let Err(e) = mapsat_ir::check::check_with_sizes(&q, &cases[0].0) {
+                failures.push(format!("{name} {shown}: the mapped program does not type-check: {}", e.message));
+                continue;
+            }
+            // The work-group size: the tuning parameters the solver chose (they divide the lengths
+            // of the mapLcl loops a barrier lies in), else codegen's default.
+            let local = if space.n_ls > 0 { space.explain(m).expect("explain").local_sizes } else { None };
+            for (sizes, inputs, want) in &cases {
+                checked += 1;
+                let opts = mapsat_codegen::Options {
+                    sizes: sizes.iter().map(|(k, v)| (k.clone(), *v)).collect(),
+                    local: local.clone(),
+                };
+                if let Err(e) = mapsat_codegen::lower(&q, &opts) {
+                    failures.push(format!("{name} {shown} {sizes:?}: codegen: {e}"));
+                    continue;
+                }
+                if !device {
+                    continue;
+                }
+                let cfg = RunConfig { warmup: 0, runs: 1, check: false, ..RunConfig::default() };
+                match measure::run(&q, sizes, local.clone(), inputs, DeviceSpec::OpenCl(0, 0), &cfg) {
+                    Ok(r) => {
+                        let c = measure::compare(&r.output, want, 1e-3, 1e-4);
+                        if !c.ok {
+                            failures.push(format!(
+                                "{name} {shown} {sizes:?}: {} mismatches, first {:?}",
+                                c.mismatches, c.first_mismatch
+                            ));
+                        }
+                    }
+                    Err(e) => failures.push(format!("{name} {shown} {sizes:?}: {e}")),
+                }
+            }
+        }
+    }
+    eprintln!("{checked} runs, {} failures", failures.len());
+    assert!(checked > 0);
+    assert!(failures.is_empty(), "{} failures:\n{}", failures.len(), failures.join("\n"));
+}
