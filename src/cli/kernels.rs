@@ -1,11 +1,11 @@
 //! `mapsat emit`, `mapsat run` and `mapsat devices`: code generation and measurement.
 
-use super::{all_sizes, CliResult, Failure, SizeArgs, Source};
-use mapsat::ir::{self, interp};
+use super::{all_sizes, load_inputs, CliResult, Failure, SizeArgs, Source};
+use mapsat::ir;
 use mapsat_codegen::{Dialect, Options};
 use mapsat_tuner::measure::{self, DeviceSpec, RunConfig};
 use std::collections::HashMap;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 /// Parses `--local 64,4,1`.
 pub(super) fn parse_local(s: Option<&str>) -> CliResult<Option<Vec<i64>>> {
@@ -67,25 +67,7 @@ pub(super) fn run(
     ir::check::check(&p).map_err(|e| src.reject(&e))?;
     let sizes: HashMap<String, i64> = all_sizes(&p, sizes)?;
     let device: DeviceSpec = device.parse().map_err(|e: measure::MeasureError| Failure::Usage(e.to_string()))?;
-    let mut files: HashMap<String, PathBuf> = HashMap::new();
-    for s in inputs {
-        let (name, path) =
-            s.split_once('=').ok_or_else(|| Failure::Usage(format!("--input expects PARAM=FILE, got `{s}`")))?;
-        if !p.params.iter().any(|q| q.name == name) {
-            return Err(Failure::Usage(format!("the program has no parameter `{name}`")));
-        }
-        files.insert(name.to_string(), PathBuf::from(path));
-    }
-    let random = interp::random_inputs(&p, &sizes, seed).map_err(|e| src.reject(&e))?;
-    let mut tensors = Vec::new();
-    for (q, r) in p.params.iter().zip(random) {
-        tensors.push(match files.get(&q.name) {
-            Some(path) => {
-                interp::read_npy(path).map_err(|e| Failure::Rejected(format!("error: {}: {e}", path.display())))?
-            }
-            None => r,
-        });
-    }
+    let tensors = load_inputs(&src, &p, &sizes, inputs, Some(seed))?;
     let cfg = RunConfig { check, runs: runs.max(1), ..RunConfig::default() };
     let r = measure::run(&p, &sizes, parse_local(local)?, &tensors, device, &cfg).map_err(|e| match e {
         measure::MeasureError::Codegen(c) => src.reject(&c),

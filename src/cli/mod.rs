@@ -303,6 +303,24 @@ fn eval(file: &Path, args: &SizeArgs, inputs: &[String], random: Option<u64>, ou
     let sizes = all_sizes(&p, args)?;
     ir::check::check_with_sizes(&p, &sizes).map_err(|e| src.reject(&e))?;
 
+    let tensors = load_inputs(&src, &p, &sizes, inputs, random)?;
+    let result = interp::eval(&p, &sizes, &tensors).map_err(|e| src.reject(&e))?;
+    outln!("{}", summary(&result));
+    if let Some(out) = output {
+        interp::write_npy(out, &result).map_err(|e| Failure::Rejected(format!("error: {e}")))?;
+    }
+    Ok(())
+}
+
+/// The program's inputs in parameter order: `--input PARAM=FILE` files, else random data from
+/// `random` (a seed), else a usage error naming the parameter.
+fn load_inputs(
+    src: &Source,
+    p: &Program,
+    sizes: &HashMap<String, i64>,
+    inputs: &[String],
+    random: Option<u64>,
+) -> CliResult<Vec<interp::Tensor>> {
     let mut files: HashMap<String, PathBuf> = HashMap::new();
     for s in inputs {
         let (name, path) =
@@ -314,7 +332,7 @@ fn eval(file: &Path, args: &SizeArgs, inputs: &[String], random: Option<u64>, ou
     }
     let mut random_data: Vec<Option<interp::Tensor>> = match random {
         Some(seed) => {
-            interp::random_inputs(&p, &sizes, seed).map_err(|e| src.reject(&e))?.into_iter().map(Some).collect()
+            interp::random_inputs(p, sizes, seed).map_err(|e| src.reject(&e))?.into_iter().map(Some).collect()
         }
         None => Vec::new(),
     };
@@ -332,12 +350,7 @@ fn eval(file: &Path, args: &SizeArgs, inputs: &[String], random: Option<u64>, ou
         };
         tensors.push(t);
     }
-    let result = interp::eval(&p, &sizes, &tensors).map_err(|e| src.reject(&e))?;
-    outln!("{}", summary(&result));
-    if let Some(out) = output {
-        interp::write_npy(out, &result).map_err(|e| Failure::Rejected(format!("error: {e}")))?;
-    }
-    Ok(())
+    Ok(tensors)
 }
 
 /// Shape, the first values and the sum of a result.

@@ -283,6 +283,15 @@ pub fn run(
     Ok(RunReport { device: device_name, median_ms, min_ms, flops: manifest.flops, check, output, manifest })
 }
 
+/// The remaining warm-up launches (the first, checked one counts as warm-up), then the timed
+/// launches' times in milliseconds.
+fn timed_runs(cfg: &RunConfig, mut launch: impl FnMut() -> R<f64>) -> R<Vec<f64>> {
+    for _ in 1..cfg.warmup {
+        launch()?;
+    }
+    (0..cfg.runs.max(1)).map(|_| launch()).collect()
+}
+
 enum Arg {
     Buffer(Host),
     Value(Host),
@@ -456,14 +465,7 @@ mod opencl {
             }
             _ => return Err(MeasureError::OpenCl("output buffer missing".into())),
         };
-        for _ in 1..cfg.warmup {
-            launch()?;
-        }
-        let mut times = Vec::new();
-        for _ in 0..cfg.runs.max(1) {
-            times.push(launch()?);
-        }
-        Ok((name, times, out))
+        Ok((name, timed_runs(cfg, launch)?, out))
     }
 }
 
@@ -593,13 +595,6 @@ mod cuda {
             Some(D::U8(x)) => Host::U8(stream.clone_dtoh(x).map_err(e)?),
             None => return Err(MeasureError::Cuda("output buffer missing".into())),
         };
-        for _ in 1..cfg.warmup {
-            launch()?;
-        }
-        let mut times = Vec::new();
-        for _ in 0..cfg.runs.max(1) {
-            times.push(launch()?);
-        }
-        Ok((name, times, out))
+        Ok((name, timed_runs(cfg, launch)?, out))
     }
 }
