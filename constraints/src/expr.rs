@@ -1,8 +1,14 @@
 //! A small language of constraints over map codes and tuning parameters: evaluated directly
 //! (three-valued on partial assignments) and translated to Z3. Both readings agree by
 //! construction; the tests check it by brute force.
+//!
+//! Every term has a finite domain (codes, local-size candidates, constants, their products), so
+//! the Z3 form is propositional: one Boolean per (variable, value) with exactly one true, and
+//! each comparison the disjunction of the value pairs that satisfy it. Z3 then decides the
+//! space with its SAT core, much faster here than with integer arithmetic over `ite` chains.
 
-use z3::ast::{Ast, Bool, Int};
+use std::collections::BTreeMap;
+use z3::ast::Bool;
 use z3::Context;
 
 /// An integer term.
@@ -138,65 +144,136 @@ impl Env<'_> {
     }
 }
 
-/// Z3 variables of a space in one context.
+/// A finite-domain term in Z3: each value it can take with the condition under which it does
+/// (the conditions are mutually exclusive).
+pub type Cases<'ctx> = Vec<(i64, Bool<'ctx>)>;
+
+fn or<'ctx>(ctx: &'ctx Context, xs: &[Bool<'ctx>]) -> Bool<'ctx> {
+    match xs {
+        [] => Bool::from_bool(ctx, false),
+        [x] => x.clone(),
+        _ => Bool::or(ctx, &xs.iter().collect::<Vec<_>>()),
+    }
+}
+
+fn and<'ctx>(ctx: &'ctx Context, xs: &[Bool<'ctx>]) -> Bool<'ctx> {
+    match xs {
+        [] => Bool::from_bool(ctx, true),
+        [x] => x.clone(),
+        _ => Bool::and(ctx, &xs.iter().collect::<Vec<_>>()),
+    }
+}
+
+/// Merges cases with equal values.
+fn merge<'ctx>(ctx: &'ctx Context, cases: impl IntoIterator<Item = (i64, Bool<'ctx>)>) -> Cases<'ctx> {
+    let mut by: BTreeMap<i64, Vec<Bool<'ctx>>> = BTreeMap::new();
+    for (v, c) in cases {
+        by.entry(v).or_default().push(c);
+    }
+    by.into_iter().map(|(v, cs)| (v, or(ctx, &cs))).collect()
+}
+
+/// Z3 variables of a space in one context: one Boolean per value of each map variable and of
+/// each tuning parameter.
 pub struct Z3Vars<'ctx> {
-    /// One per map variable.
-    pub codes: Vec<Int<'ctx>>,
-    /// Effective codes (an `ite` chain through fused parents).
-    pub effs: Vec<Int<'ctx>>,
-    /// Tuning parameters.
-    pub ls: Vec<Int<'ctx>>,
+    /// Each map variable's code, by value.
+    pub codes: Vec<Cases<'ctx>>,
+    /// Effective codes (through fused parents).
+    pub effs: Vec<Cases<'ctx>>,
+    /// Tuning parameters, by value.
+    pub ls: Vec<Cases<'ctx>>,
+    /// Exactly one value per variable and tuning parameter (to be asserted).
+    pub domains: Vec<Bool<'ctx>>,
+}
+
+fn one_hot<'ctx>(ctx: &'ctx Context, name: &str, values: &[i64], domains: &mut Vec<Bool<'ctx>>) -> Cases<'ctx> {
+    let cases: Cases = values.iter().map(|&v| (v, Bool::new_const(ctx, format!("{name}={v}")))).collect();
+    let bools: Vec<Bool> = cases.iter().map(|(_, b)| b.clone()).collect();
+    domains.push(or(ctx, &bools));
+    for a in 0..bools.len() {
+        for b in a + 1..bools.len() {
+            domains.push(and(ctx, &[bools[a].clone(), bools[b].clone()]).not());
+        }
+    }
+    cases
 }
 
 impl<'ctx> Z3Vars<'ctx> {
-    /// Creates the variables; `parents[i] < i` must hold.
-    pub fn new(ctx: &'ctx Context, n: usize, parents: &[Option<usize>], n_ls: usize) -> Z3Vars<'ctx> {
-        let codes: Vec<Int> = (0..n).map(|i| Int::new_const(ctx, format!("c{i}"))).collect();
-        let mut effs: Vec<Int> = Vec::with_capacity(n);
-        let one = Int::from_i64(ctx, 1);
-        for i in 0..n {
-            let e = match parents[i] {
-                Some(p) if p < i => codes[i]._eq(&one).ite(&effs[p], &codes[i]),
-                _ => codes[i].clone(),
+    /// Creates the variables over their domains; `parents[i] < i` must hold.
+    pub fn new(
+        ctx: &'ctx Context,
+        domains: &[Vec<i64>],
+        parents: &[Option<usize>],
+        ls_domains: &[Vec<i64>],
+    ) -> Z3Vars<'ctx> {
+        let mut assert = Vec::new();
+        let codes: Vec<Cases> =
+            domains.iter().enumerate().map(|(i, dom)| one_hot(ctx, &format!("c{i}"), dom, &mut assert)).collect();
+        let mut effs: Vec<Cases> = Vec::with_capacity(codes.len());
+        for (i, code) in codes.iter().enumerate() {
+            let fused = code.iter().find(|(v, _)| *v == 1).map(|(_, b)| b.clone());
+            let e = match (parents[i], fused) {
+                (Some(p), Some(f)) if p < i => {
+                    let own = code.iter().filter(|(v, _)| *v != 1).cloned();
+                    let inherited: Vec<(i64, Bool)> =
+                        effs[p].iter().map(|(v, c): &(i64, Bool)| (*v, and(ctx, &[f.clone(), c.clone()]))).collect();
+                    merge(ctx, own.chain(inherited))
+                }
+                _ => code.clone(),
             };
             effs.push(e);
         }
-        let ls = (0..n_ls).map(|d| Int::new_const(ctx, format!("ls{d}"))).collect();
-        Z3Vars { codes, effs, ls }
+        let ls =
+            ls_domains.iter().enumerate().map(|(d, dom)| one_hot(ctx, &format!("ls{d}"), dom, &mut assert)).collect();
+        Z3Vars { codes, effs, ls, domains: assert }
     }
 
-    fn term(&self, ctx: &'ctx Context, t: &Term) -> Int<'ctx> {
+    fn term(&self, ctx: &'ctx Context, t: &Term) -> Cases<'ctx> {
         match t {
             Term::Code(i) => self.codes[*i].clone(),
             Term::Eff(i) => self.effs[*i].clone(),
             Term::Ls(d) => self.ls[*d].clone(),
-            Term::Const(c) => Int::from_i64(ctx, *c),
-            Term::Mul(ts) => {
-                let ts: Vec<Int> = ts.iter().map(|t| self.term(ctx, t)).collect();
-                Int::mul(ctx, &ts.iter().collect::<Vec<_>>())
+            Term::Const(c) => vec![(*c, Bool::from_bool(ctx, true))],
+            Term::Mul(ts) => ts.iter().fold(vec![(1, Bool::from_bool(ctx, true))], |acc, t| {
+                let t = self.term(ctx, t);
+                let mut out = Vec::new();
+                for (a, ca) in &acc {
+                    for (b, cb) in &t {
+                        out.push((a.saturating_mul(*b), and(ctx, &[ca.clone(), cb.clone()])));
+                    }
+                }
+                merge(ctx, out)
+            }),
+        }
+    }
+
+    fn compare(&self, ctx: &'ctx Context, a: &Term, b: &Term, rel: fn(i64, i64) -> bool) -> Bool<'ctx> {
+        let (a, b) = (self.term(ctx, a), self.term(ctx, b));
+        let mut alts = Vec::new();
+        for (va, ca) in &a {
+            let matching: Vec<Bool> = b.iter().filter(|(vb, _)| rel(*va, *vb)).map(|(_, cb)| cb.clone()).collect();
+            if matching.len() == b.len() {
+                alts.push(ca.clone());
+            } else if !matching.is_empty() {
+                alts.push(and(ctx, &[ca.clone(), or(ctx, &matching)]));
             }
         }
+        or(ctx, &alts)
     }
 
     /// The Z3 form of an expression.
     pub fn expr(&self, ctx: &'ctx Context, e: &Expr) -> Bool<'ctx> {
         match e {
             Expr::Bool(b) => Bool::from_bool(ctx, *b),
-            Expr::Eq(a, b) => self.term(ctx, a)._eq(&self.term(ctx, b)),
-            Expr::Lt(a, b) => self.term(ctx, a).lt(&self.term(ctx, b)),
+            Expr::Eq(a, b) => self.compare(ctx, a, b, |x, y| x == y),
+            Expr::Lt(a, b) => self.compare(ctx, a, b, |x, y| x < y),
             Expr::In(a, set) => {
-                let a = self.term(ctx, a);
-                let eqs: Vec<Bool> = set.iter().map(|v| a._eq(&Int::from_i64(ctx, *v))).collect();
-                Bool::or(ctx, &eqs.iter().collect::<Vec<_>>())
+                let alts: Vec<Bool> =
+                    self.term(ctx, a).into_iter().filter(|(v, _)| set.contains(v)).map(|(_, c)| c).collect();
+                or(ctx, &alts)
             }
-            Expr::And(es) => {
-                let es: Vec<Bool> = es.iter().map(|e| self.expr(ctx, e)).collect();
-                Bool::and(ctx, &es.iter().collect::<Vec<_>>())
-            }
-            Expr::Or(es) => {
-                let es: Vec<Bool> = es.iter().map(|e| self.expr(ctx, e)).collect();
-                Bool::or(ctx, &es.iter().collect::<Vec<_>>())
-            }
+            Expr::And(es) => and(ctx, &es.iter().map(|e| self.expr(ctx, e)).collect::<Vec<_>>()),
+            Expr::Or(es) => or(ctx, &es.iter().map(|e| self.expr(ctx, e)).collect::<Vec<_>>()),
             Expr::Not(e) => self.expr(ctx, e).not(),
         }
     }

@@ -1,13 +1,11 @@
 //! Using the space with Z3: enumerate, count, sample, explain, random baseline.
 //!
-//! Enumeration is a depth-first search over the map variables (outer maps first) on one
-//! incremental Z3 solver: each prefix of the assignment is pushed, and Z3 is asked whether it
-//! can still be completed, so the search never enters a subtree without solutions. Constraints
-//! are also evaluated directly on the prefix (three-valued) to cut before calling Z3, and a full
-//! assignment is accepted by evaluation when the space has no tuning parameters (evaluation and
-//! Z3 agree on full assignments; the tests check it by brute force).
+//! Enumeration, counting and sampling share one search (`Search`): a depth-first walk over
+//! the map variables on one incremental Z3 solver that never enters a subtree without a valid
+//! mapping, and that asks Z3 only where a known valid mapping (the witness) cannot be patched.
+//! Evaluation and Z3 agree on every constraint (the tests check it by brute force).
 
-use crate::expr::{Env, Expr, Z3Vars};
+use crate::expr::{Cases, Env, Expr, Term, Z3Vars};
 use crate::space::{Constraint, Space};
 use crate::{Code, Error};
 use rand::rngs::StdRng;
@@ -16,7 +14,7 @@ use rand::{Rng, SeedableRng};
 use std::collections::HashSet;
 use std::fmt;
 use std::ops::ControlFlow;
-use z3::ast::{Ast, Bool, Int};
+use z3::ast::Bool;
 use z3::{Config, Context, SatResult, Solver};
 
 /// A mapping: one code per variable of a [`Space`] (same order as [`Space::labels`]).
@@ -106,6 +104,19 @@ struct Z3Ctx<'c> {
     checks: u64,
 }
 
+/// The value each one-hot variable has in a model.
+fn values<'c>(model: &z3::Model<'c>, vars: &[Cases<'c>]) -> Result<Vec<Option<i64>>, Error> {
+    vars.iter()
+        .map(|cases| {
+            cases
+                .iter()
+                .find(|(_, b)| model.eval(b, true).and_then(|x| x.as_bool()) == Some(true))
+                .map(|(v, _)| Some(*v))
+                .ok_or_else(|| Error::Solver("a model without a value for a variable".into()))
+        })
+        .collect()
+}
+
 impl<'c> Z3Ctx<'c> {
     fn new(space: &Space, ctx: &'c Context, track: bool) -> Z3Ctx<'c> {
         let solver = Solver::new(ctx);
@@ -114,7 +125,10 @@ impl<'c> Z3Ctx<'c> {
             p.set_u32("timeout", space.options.timeout_ms.min(u32::MAX as u64) as u32);
             solver.set_params(&p);
         }
-        let vars = Z3Vars::new(ctx, space.len(), &space.parents, space.n_ls);
+        let vars = Z3Vars::new(ctx, &space.domains, &space.parents, &space.ls_domains);
+        for d in &vars.domains {
+            solver.assert(d);
+        }
         for (i, c) in space.constraints.iter().enumerate() {
             let e = vars.expr(ctx, &c.expr);
             if track {
@@ -126,8 +140,18 @@ impl<'c> Z3Ctx<'c> {
         Z3Ctx { solver, vars, ctx, checks: 0 }
     }
 
+    /// The codes and local sizes of the last model (after a satisfiable check).
+    fn model(&self) -> Result<(Vec<Option<i64>>, Vec<Option<i64>>), Error> {
+        let model = self.solver.get_model().ok_or_else(|| Error::Solver("no model after sat".into()))?;
+        Ok((values(&model, &self.vars.codes)?, values(&model, &self.vars.ls)?))
+    }
+
+    /// `code(i) = v` as a literal (false when `v` is not in the domain).
     fn eq(&self, i: usize, v: i64) -> Bool<'c> {
-        self.vars.codes[i]._eq(&Int::from_i64(self.ctx, v))
+        self.vars.codes[i]
+            .iter()
+            .find(|(x, _)| *x == v)
+            .map_or_else(|| Bool::from_bool(self.ctx, false), |(_, b)| b.clone())
     }
 
     fn check(&mut self) -> Result<bool, Error> {
@@ -140,104 +164,291 @@ impl<'c> Z3Ctx<'c> {
     }
 }
 
-/// Constraints grouped by the last variable they mention (evaluation order).
+/// Constraints indexed by the variables they depend on.
 struct Index {
+    /// Constraints whose last variable (in assignment order) is `i`: decided once `0..=i` are.
     by_last: Vec<Vec<usize>>,
+    /// Constraints whose value can change when variable `i` changes (through `Eff`, a
+    /// variable's ancestors count too).
+    by_var: Vec<Vec<usize>>,
+    /// Constraints on tuning parameters.
+    with_ls: Vec<usize>,
 }
 
-fn last_var(e: &Expr) -> Option<usize> {
-    use crate::expr::Term;
-    fn t(x: &Term) -> Option<usize> {
-        match x {
-            Term::Code(i) | Term::Eff(i) => Some(*i),
-            Term::Mul(ts) => ts.iter().filter_map(t).max(),
-            _ => None,
+fn term_vars(t: &Term, parents: &[Option<usize>], out: &mut Vec<usize>) {
+    match t {
+        Term::Code(i) => out.push(*i),
+        Term::Eff(i) => {
+            let mut at = Some(*i);
+            while let Some(j) = at {
+                out.push(j);
+                at = parents[j];
+            }
         }
+        Term::Mul(ts) => ts.iter().for_each(|t| term_vars(t, parents, out)),
+        Term::Ls(_) | Term::Const(_) => {}
     }
+}
+
+fn expr_vars(e: &Expr, parents: &[Option<usize>], out: &mut Vec<usize>) {
     match e {
-        Expr::Bool(_) => None,
-        Expr::Eq(a, b) | Expr::Lt(a, b) => t(a).max(t(b)),
-        Expr::In(a, _) => t(a),
-        Expr::And(es) | Expr::Or(es) => es.iter().filter_map(last_var).max(),
-        Expr::Not(e) => last_var(e),
+        Expr::Bool(_) => {}
+        Expr::Eq(a, b) | Expr::Lt(a, b) => {
+            term_vars(a, parents, out);
+            term_vars(b, parents, out);
+        }
+        Expr::In(a, _) => term_vars(a, parents, out),
+        Expr::And(es) | Expr::Or(es) => es.iter().for_each(|e| expr_vars(e, parents, out)),
+        Expr::Not(e) => expr_vars(e, parents, out),
     }
 }
 
 impl Index {
     fn new(space: &Space) -> Index {
         let mut by_last = vec![Vec::new(); space.len()];
-        // Constraints without code variables are decided by Z3's first check.
+        let mut by_var = vec![Vec::new(); space.len()];
         for (k, c) in space.constraints.iter().enumerate() {
-            if let Some(i) = last_var(&c.expr) {
-                by_last[i].push(k);
+            let mut vars = Vec::new();
+            expr_vars(&c.expr, &space.parents, &mut vars);
+            vars.sort_unstable();
+            vars.dedup();
+            // Constraints without code variables hold in every witness (Z3 checked them).
+            if let Some(&last) = vars.last() {
+                by_last[last].push(k);
+            }
+            for v in vars {
+                by_var[v].push(k);
             }
         }
-        Index { by_last }
+        let with_ls = (0..space.constraints.len()).filter(|&k| space.constraints[k].expr.has_ls()).collect();
+        Index { by_last, by_var, with_ls }
     }
 }
 
-struct Dfs<'s, 'c> {
+/// The search shared by enumeration, counting and sampling: a depth-first walk over the map
+/// variables (outer maps first) that never enters a subtree without a valid mapping.
+///
+/// It keeps a *witness*, a full valid assignment (codes and local sizes) that agrees with the
+/// current prefix. Giving variable `i` a new value `v` is decided, cheapest first, by:
+/// (1) the constraints already decided by the prefix (three-valued evaluation); (2) the witness
+/// itself, when it has `v` there; (3) the witness patched with `v`, re-evaluating only the
+/// constraints that depend on `i` (all others keep their value, so the patch is valid when
+/// those hold); (4) Z3, asked whether the prefix and `v` extend to a valid mapping, whose model
+/// becomes the new witness. Most steps of a walk end at (2) or (3); Z3 is asked only where the
+/// witness cannot be patched. The prefix is asserted in Z3 lazily, when a check needs it.
+struct Search<'s, 'c> {
     space: &'s Space,
     z: Z3Ctx<'c>,
     idx: Index,
+    /// The prefix being explored (`None` past it).
     assign: Vec<Option<i64>>,
-    produced: u64,
-    limit: u64,
+    /// The witness's codes (always all `Some`).
+    w_codes: Vec<Option<i64>>,
+    /// The witness's local sizes.
+    w_ls: Vec<Option<i64>>,
+    /// Number of prefix variables asserted in Z3 (one scope each).
+    pushed: usize,
+    /// Learnt nogoods (sets of `(variable, code)` no valid mapping has), by their last variable.
+    nogoods: Vec<Vec<Vec<(usize, i64)>>>,
 }
 
-impl Dfs<'_, '_> {
-    /// Does the prefix (variables `0..=i` assigned) pass every constraint decided at `i`?
-    fn locally_ok(&self, i: usize) -> bool {
-        let no_ls: Vec<Option<i64>> = vec![None; self.space.n_ls];
-        let env = Env { codes: &self.assign, parents: &self.space.parents, ls: &no_ls };
-        self.idx.by_last[i].iter().all(|&k| env.eval(&self.space.constraints[k].expr) != Some(false))
+impl<'s, 'c> Search<'s, 'c> {
+    /// A search over `space`, or `None` when the space is empty.
+    fn new(space: &'s Space, ctx: &'c Context) -> Result<Option<Search<'s, 'c>>, Error> {
+        let mut z = Z3Ctx::new(space, ctx, false);
+        if !z.check()? {
+            return Ok(None);
+        }
+        let (w_codes, w_ls) = z.model()?;
+        let idx = Index::new(space);
+        let n = space.len();
+        Ok(Some(Search {
+            space,
+            z,
+            idx,
+            assign: vec![None; n],
+            w_codes,
+            w_ls,
+            pushed: 0,
+            nogoods: vec![Vec::new(); n],
+        }))
     }
 
-    fn run(&mut self, i: usize, f: &mut dyn FnMut(&Mapping) -> ControlFlow<()>) -> Result<ControlFlow<()>, Error> {
+    /// Constraints decided by the prefix `0..=i` that the prefix violates?
+    fn prefix_violates(&self, i: usize) -> bool {
+        let no_ls: Vec<Option<i64>> = vec![None; self.space.n_ls];
+        let env = Env { codes: &self.assign, parents: &self.space.parents, ls: &no_ls };
+        self.idx.by_last[i].iter().any(|&k| env.eval(&self.space.constraints[k].expr) == Some(false))
+    }
+
+    /// Does the witness stay valid with `v` at `i`? If so, it is changed.
+    fn patch(&mut self, i: usize, v: i64) -> bool {
+        let old = self.w_codes[i].replace(v);
+        let env = Env { codes: &self.w_codes, parents: &self.space.parents, ls: &self.w_ls };
+        let ok = self.idx.by_var[i].iter().all(|&k| env.eval(&self.space.constraints[k].expr) == Some(true));
+        if !ok {
+            self.w_codes[i] = old;
+        }
+        ok
+    }
+
+    /// Completes the prefix `0..=i` without search: each later variable in turn keeps the
+    /// witness's code when the constraints it decides allow it, else takes the first code that
+    /// they allow (no backtracking); local sizes are the witness's. On success the completion
+    /// (valid: every constraint was evaluated true) becomes the witness.
+    fn complete_greedily(&mut self, i: usize) -> bool {
         let n = self.space.len();
-        for v in self.space.domains[i].clone() {
-            self.assign[i] = Some(v);
-            if !self.locally_ok(i) {
+        let mut cand = self.assign.clone();
+        let cs = &self.space.constraints;
+        for j in i + 1..n {
+            let w = self.w_codes[j].unwrap_or_default();
+            let order = std::iter::once(w).chain(self.space.domains[j].iter().copied().filter(|&v| v != w));
+            let mut found = false;
+            for v in order {
+                cand[j] = Some(v);
+                let env = Env { codes: &cand, parents: &self.space.parents, ls: &self.w_ls };
+                if self.idx.by_last[j].iter().all(|&k| env.eval(&cs[k].expr) == Some(true))
+                    && !self.nogoods[j].iter().any(|ng| ng.iter().all(|&(x, c)| cand[x] == Some(c)))
+                {
+                    found = true;
+                    break;
+                }
+            }
+            if !found {
+                return false;
+            }
+        }
+        let env = Env { codes: &cand, parents: &self.space.parents, ls: &self.w_ls };
+        if !self.idx.with_ls.iter().all(|&k| env.eval(&cs[k].expr) == Some(true)) {
+            return false;
+        }
+        self.w_codes = cand;
+        true
+    }
+
+    /// Tries `v` for variable `i` (the prefix `0..i` assigned): true when the prefix with it
+    /// extends to a valid mapping, and then the witness agrees with it. False leaves no trace.
+    fn enter(&mut self, i: usize, v: i64) -> Result<bool, Error> {
+        debug_assert!(self.assign[i].is_none());
+        self.assign[i] = Some(v);
+        let ok = self.extensible(i, v)?;
+        if !ok {
+            self.assign[i] = None;
+        }
+        Ok(ok)
+    }
+
+    fn extensible(&mut self, i: usize, v: i64) -> Result<bool, Error> {
+        // A valid full assignment that agrees with the prefix proves it extensible, so the
+        // cheaper tests go first.
+        if self.w_codes[i] == Some(v) || self.patch(i, v) {
+            return Ok(true);
+        }
+        let learnt = |ng: &Vec<(usize, i64)>| ng.iter().all(|&(x, c)| self.assign[x] == Some(c));
+        if self.prefix_violates(i) || self.nogoods[i].iter().any(learnt) {
+            return Ok(false);
+        }
+        if self.complete_greedily(i) {
+            return Ok(true);
+        }
+        while self.pushed < i {
+            let x = self.pushed;
+            self.z.solver.push();
+            self.z.solver.assert(&self.z.eq(x, self.assign[x].unwrap_or_default()));
+            self.pushed += 1;
+        }
+        self.z.solver.push();
+        self.z.solver.assert(&self.z.eq(i, v));
+        if self.z.check()? {
+            self.pushed += 1;
+            (self.w_codes, self.w_ls) = self.z.model()?;
+            return Ok(true);
+        }
+        // Learn why: the prefix values that cannot go together in any mapping (an unsat core
+        // over the prefix, asked with the prefix as assumptions rather than assertions).
+        self.z.solver.pop((self.pushed + 1) as u32);
+        self.pushed = 0;
+        let lits: Vec<Bool> = (0..=i).map(|x| self.z.eq(x, self.assign[x].unwrap_or_default())).collect();
+        self.z.checks += 1;
+        match self.z.solver.check_assumptions(&lits) {
+            SatResult::Unsat => {
+                let core = self.z.solver.get_unsat_core();
+                let nogood: Vec<(usize, i64)> = (0..=i)
+                    .filter(|&x| core.contains(&lits[x]))
+                    .map(|x| (x, self.assign[x].unwrap_or_default()))
+                    .collect();
+                if let Some(&(last, _)) = nogood.last() {
+                    self.nogoods[last].push(nogood);
+                }
+                Ok(false)
+            }
+            SatResult::Sat => Err(Error::Solver("a prefix was unsat, then sat".into())),
+            SatResult::Unknown => Err(Error::Solver(self.z.solver.get_reason_unknown().unwrap_or_default())),
+        }
+    }
+
+    /// Undoes [`Search::enter`] of variable `i` (and of everything after it).
+    fn leave(&mut self, i: usize) {
+        if self.pushed > i {
+            self.z.solver.pop((self.pushed - i) as u32);
+            self.pushed = i;
+        }
+        self.assign[i..].iter_mut().for_each(|a| *a = None);
+    }
+
+    /// The mapping of a full prefix.
+    fn mapping(&self) -> Mapping {
+        Mapping { codes: self.assign.iter().map(|c| c.and_then(Code::from_int).unwrap_or(Code::Seq)).collect() }
+    }
+
+    /// The values of variable `i` worth trying, the witness's first (so that the first
+    /// mapping is the first witness, found without search).
+    fn order(&self, i: usize) -> Vec<i64> {
+        let w = self.w_codes[i].unwrap_or_default();
+        std::iter::once(w).chain(self.space.domains[i].iter().copied().filter(|&v| v != w)).collect()
+    }
+
+    /// Depth-first enumeration from variable `i`; `produced` counts mappings, up to `limit`.
+    fn run(
+        &mut self,
+        i: usize,
+        produced: &mut u64,
+        limit: u64,
+        f: &mut dyn FnMut(&Mapping) -> ControlFlow<()>,
+    ) -> Result<ControlFlow<()>, Error> {
+        for v in self.order(i) {
+            if !self.enter(i, v)? {
                 continue;
             }
-            let last = i + 1 == n;
-            let ok = if last && self.space.n_ls == 0 {
-                true
-            } else {
-                self.z.solver.push();
-                self.z.solver.assert(&self.z.eq(i, v));
-                let sat = self.z.check()?;
-                if !sat {
-                    self.z.solver.pop(1);
+            let flow = if i + 1 == self.space.len() {
+                *produced += 1;
+                let flow = f(&self.mapping());
+                if *produced >= limit {
+                    ControlFlow::Break(())
+                } else {
+                    flow
                 }
-                sat
-            };
-            if !ok {
-                continue;
-            }
-            let flow = if last {
-                self.produced += 1;
-                let m = Mapping {
-                    codes: self.assign.iter().map(|c| c.and_then(Code::from_int).unwrap_or(Code::Seq)).collect(),
-                };
-                let mut fl = f(&m);
-                if self.produced >= self.limit {
-                    fl = ControlFlow::Break(());
-                }
-                fl
             } else {
-                self.run(i + 1, f)?
+                self.run(i + 1, produced, limit, f)?
             };
-            if !(last && self.space.n_ls == 0) {
-                self.z.solver.pop(1);
-            }
+            self.leave(i);
             if flow.is_break() {
-                self.assign[i] = None;
                 return Ok(ControlFlow::Break(()));
             }
         }
-        self.assign[i] = None;
         Ok(ControlFlow::Continue(()))
+    }
+
+    /// The values variable `i` can take after the current prefix.
+    fn feasible_values(&mut self, i: usize) -> Result<Vec<i64>, Error> {
+        let mut out = Vec::new();
+        for v in self.space.domains[i].clone() {
+            if self.enter(i, v)? {
+                out.push(v);
+                self.leave(i);
+            }
+        }
+        Ok(out)
     }
 }
 
@@ -250,15 +461,12 @@ impl Space {
         mut f: impl FnMut(&Mapping) -> ControlFlow<()>,
     ) -> Result<EnumStats, Error> {
         let ctx = Context::new(&Config::new());
-        let mut z = Z3Ctx::new(self, &ctx, false);
-        if !z.check()? {
-            return Ok(EnumStats { produced: 0, z3_checks: z.checks, complete: true });
-        }
-        let idx = Index::new(self);
-        let mut dfs =
-            Dfs { space: self, z, idx, assign: vec![None; self.len()], produced: 0, limit: limit.unwrap_or(u64::MAX) };
-        let flow = dfs.run(0, &mut f)?;
-        Ok(EnumStats { produced: dfs.produced, z3_checks: dfs.z.checks, complete: flow.is_continue() })
+        let Some(mut s) = Search::new(self, &ctx)? else {
+            return Ok(EnumStats { produced: 0, z3_checks: 1, complete: true });
+        };
+        let mut produced = 0;
+        let flow = s.run(0, &mut produced, limit.unwrap_or(u64::MAX), &mut f)?;
+        Ok(EnumStats { produced, z3_checks: s.z.checks, complete: flow.is_continue() })
     }
 
     /// The first `n` valid mappings of the enumeration order.
@@ -271,7 +479,9 @@ impl Space {
         Ok(out)
     }
 
-    /// Counts the valid mappings: exactly up to `options.count_limit`, else Knuth's estimate.
+    /// Counts the valid mappings: exactly up to `options.count_limit`, else Knuth's estimate
+    /// (the mean, over random descents of the search tree, of the product of the number of
+    /// feasible values at each level: an unbiased estimate of the number of leaves).
     pub fn count(&self, seed: u64) -> Result<Count, Error> {
         let limit = self.options.count_limit;
         let stats = self.enumerate(Some(limit.saturating_add(1)), |_| ControlFlow::Continue(()))?;
@@ -280,87 +490,70 @@ impl Space {
         }
         let probes = self.options.probes.max(1);
         let ctx = Context::new(&Config::new());
-        let mut z = Z3Ctx::new(self, &ctx, false);
-        let mut idx = Index::new(self);
+        let Some(mut s) = Search::new(self, &ctx)? else {
+            return Ok(Count::Exact(0));
+        };
         let mut rng = StdRng::seed_from_u64(seed);
         let mut total = 0.0;
         for _ in 0..probes {
-            let mut dfs = Dfs { space: self, z, idx, assign: vec![None; self.len()], produced: 0, limit: 0 };
             let mut product = 1.0;
-            let mut depth = 0;
             for i in 0..self.len() {
-                let feasible = dfs.feasible_values(i)?;
+                let feasible = s.feasible_values(i)?;
                 if feasible.is_empty() {
+                    // Cannot happen (the search never enters a subtree without a mapping),
+                    // but a zero is the honest contribution of a dead end.
                     product = 0.0;
                     break;
                 }
                 product *= feasible.len() as f64;
                 let v = feasible[rng.gen_range(0..feasible.len())];
-                dfs.assign[i] = Some(v);
-                dfs.z.solver.push();
-                dfs.z.solver.assert(&dfs.z.eq(i, v));
-                depth += 1;
+                if !s.enter(i, v)? {
+                    return Err(Error::Solver(format!("value {v} of map {} was feasible, then not", self.labels[i])));
+                }
             }
-            dfs.z.solver.pop(depth);
+            s.leave(0);
             total += product;
-            z = dfs.z;
-            idx = dfs.idx;
         }
         Ok(Count::Estimate { value: total / probes as f64, probes })
     }
 
     /// `n` distinct valid mappings spread over the space: each is a random descent of the search
-    /// tree (a uniformly random feasible code for each map in turn, Z3 checking feasibility), so
-    /// samples are independent of each other rather than neighbours of one solution.
+    /// tree (a uniformly random feasible code for each map in turn), so samples are independent
+    /// of each other rather than neighbours of one solution. Fewer than `n` only when the space
+    /// has fewer mappings (or 20n + 100 descents found no new one).
     pub fn sample(&self, n: usize, seed: u64) -> Result<Vec<Mapping>, Error> {
         let ctx = Context::new(&Config::new());
-        let z = Z3Ctx::new(self, &ctx, false);
-        let idx = Index::new(self);
-        let mut dfs = Dfs { space: self, z, idx, assign: vec![None; self.len()], produced: 0, limit: 0 };
-        if !dfs.z.check()? {
+        let Some(mut s) = Search::new(self, &ctx)? else {
             return Ok(vec![]);
-        }
+        };
         let mut rng = StdRng::seed_from_u64(seed);
         let mut seen = HashSet::new();
         let mut out = Vec::new();
         let mut attempts = 0;
         while out.len() < n && attempts < 20 * n + 100 {
             attempts += 1;
-            let mut depth = 0;
-            let mut ok = true;
             for i in 0..self.len() {
                 let mut vals = self.domains[i].clone();
                 vals.shuffle(&mut rng);
-                let mut chosen = None;
+                let mut chosen = false;
                 for v in vals {
-                    dfs.assign[i] = Some(v);
-                    if !dfs.locally_ok(i) {
-                        continue;
-                    }
-                    dfs.z.solver.push();
-                    dfs.z.solver.assert(&dfs.z.eq(i, v));
-                    if dfs.z.check()? {
-                        chosen = Some(v);
-                        depth += 1;
+                    if s.enter(i, v)? {
+                        chosen = true;
                         break;
                     }
-                    dfs.z.solver.pop(1);
                 }
-                if chosen.is_none() {
-                    ok = false;
-                    break;
-                }
-            }
-            dfs.z.solver.pop(depth);
-            if ok {
-                let m = Mapping {
-                    codes: dfs.assign.iter().map(|c| c.and_then(Code::from_int).unwrap_or(Code::Seq)).collect(),
-                };
-                if seen.insert(m.clone()) {
-                    out.push(m);
+                if !chosen {
+                    return Err(Error::Solver(format!(
+                        "no feasible code for map {} on a feasible path",
+                        self.labels[i]
+                    )));
                 }
             }
-            dfs.assign.iter_mut().for_each(|a| *a = None);
+            let m = s.mapping();
+            s.leave(0);
+            if seen.insert(m.clone()) {
+                out.push(m);
+            }
         }
         Ok(out)
     }
@@ -412,15 +605,16 @@ impl Space {
             .collect();
         let ctx = Context::new(&Config::new());
         let mut z = Z3Ctx::new(self, &ctx, true);
-        let assumptions: Vec<Bool> = (0..self.len()).map(|i| z.eq(i, m.codes[i].to_int())).collect();
+        // A code outside its domain has no literal: evaluation already reports it (family 0).
+        let assumptions: Vec<Bool> = (0..self.len())
+            .filter(|&i| self.domains[i].contains(&m.codes[i].to_int()))
+            .map(|i| z.eq(i, m.codes[i].to_int()))
+            .collect();
         z.checks += 1;
         let (core, local_sizes) = match z.solver.check_assumptions(&assumptions) {
             SatResult::Sat => {
-                let model = z.solver.get_model();
-                let ls = model.map(|md| {
-                    z.vars.ls.iter().map(|l| md.eval(l, true).and_then(|v| v.as_i64()).unwrap_or(1)).collect()
-                });
-                (vec![], ls.filter(|v: &Vec<i64>| !v.is_empty()))
+                let ls: Vec<i64> = z.model()?.1.into_iter().flatten().collect();
+                (vec![], Some(ls).filter(|v| !v.is_empty()))
             }
             SatResult::Unsat => {
                 let core: Vec<usize> = z
@@ -502,25 +696,5 @@ impl Space {
             z.solver.assert(&z.eq(i, c.to_int()));
         }
         z.check()
-    }
-}
-
-impl Dfs<'_, '_> {
-    fn feasible_values(&mut self, i: usize) -> Result<Vec<i64>, Error> {
-        let mut out = Vec::new();
-        for v in self.space.domains[i].clone() {
-            self.assign[i] = Some(v);
-            if !self.locally_ok(i) {
-                continue;
-            }
-            self.z.solver.push();
-            self.z.solver.assert(&self.z.eq(i, v));
-            if self.z.check()? {
-                out.push(v);
-            }
-            self.z.solver.pop(1);
-        }
-        self.assign[i] = None;
-        Ok(out)
     }
 }

@@ -70,3 +70,29 @@ def g(x: [[f32]m]n) = map@A(fun(r => toPrivate(map@B(fun(a => a + 1.0), r))), x)
     assert_eq!(brute, solver);
     assert!(brute > 0);
 }
+
+#[test]
+fn fused_chain_brute_force() {
+    // Three perfectly nested maps: effective codes through two levels of fusion.
+    let src = "
+size n = 8, m = 4, k = 4
+def h(x: [[[f32]k]m]n) = map@A(fun(p => map@B(fun(r => map@C(fun(a => a * 2.0), r)), p)), x)
+";
+    let (brute, solver) = brute(src, Options::default());
+    assert_eq!(brute, solver);
+    assert!(brute > 0);
+}
+
+#[test]
+fn device_limits_brute_force() {
+    // A barrier inside a local loop (tuning parameters) and the Mali's work-group limits.
+    let src = "
+size n = 64, s0 = 16, s1 = 4
+def f(X: [f32]n, y: f32, z: f32) =
+  join o map@A(map@B(fun(a => a + z)) o join o map@C(fun(c => toLocal(map@D(fun(a => a * y), c)))) o split(s1)) o split(s0) $ X
+";
+    let profile = mapsat_ir::profile::Profile::load("mali-g72-mp12").unwrap();
+    let (brute, solver) = brute(src, Options { profile: Some(profile), ..Options::default() });
+    assert_eq!(brute, solver);
+    assert!(brute > 0);
+}

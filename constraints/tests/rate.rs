@@ -44,7 +44,9 @@ def matmul_tiled(a: [[f32]K]M, b: [[f32]N]K) =
 #[test]
 #[ignore]
 fn enumeration_rate() {
-    for (name, src) in PROGRAMS {
+    let tiled =
+        std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/programs/conv_tiled.lift")).unwrap();
+    for (name, src) in PROGRAMS.into_iter().chain([("conv_tiled", tiled.as_str())]) {
         let p = mapsat_ir::parse(src).unwrap();
         let t = Instant::now();
         let s = Space::generate(&p, Options::default()).unwrap();
