@@ -801,22 +801,16 @@ impl<'a> Lower<'a> {
             AddressSpace::Local => Space::Local,
             AddressSpace::Private => Space::Private,
         };
-        if space == Space::Local {
-            if !self.loops.iter().any(|l| matches!(l.kind, LoopKind::Group(_))) {
-                return Err(CodegenError::new(
-                    K::LocalMemory {
-                        map: what,
-                        reason: "is outside any mapWrg: local memory belongs to a work group".into(),
-                    },
-                    self.span(head),
-                ));
-            }
-            if let Some(l) = self.loops.iter().rev().find(|l| matches!(l.kind, LoopKind::Global(_))) {
-                return Err(CodegenError::new(
-                    K::LocalMemory { map: what, reason: format!("is inside `{}`, not in a work group", l.origin) },
-                    self.span(head),
-                ));
-            }
+        if space == Space::Local
+            && !self.loops.iter().any(|l| matches!(l.kind, LoopKind::Group(_) | LoopKind::Global(_)))
+        {
+            return Err(CodegenError::new(
+                K::LocalMemory {
+                    map: what,
+                    reason: "is outside any mapWrg or mapGlb: local memory belongs to a work group".into(),
+                },
+                self.span(head),
+            ));
         }
         if let Some(d) = &dest {
             if d.base().is_some_and(|b| self.bufs[b.0].space == space) {
@@ -844,19 +838,25 @@ impl<'a> Lower<'a> {
     }
 
     /// A new buffer for a value of type `t`, with one copy per iteration of the enclosing parallel
-    /// loops that share `space`.
+    /// loops that share `space`. Local memory inside a `mapGlb` (only a kernel without work
+    /// groups has one) gets one copy per work item of the implicit work group, indexed by the
+    /// local id `g % local` (the global size is a multiple of the local size): the work item's
+    /// own scratch space.
     fn alloc(&mut self, space: Space, t: &Type, label: &str) -> R<View> {
         let (dims, elem) = dims_of(t)?;
         let (kind, width) = elem_of(&elem)?;
-        let copies: Vec<(String, i64)> = self
+        let copies: Vec<(Index, i64)> = self
             .loops
             .iter()
-            .filter(|l| match space {
-                Space::Global => matches!(l.kind, LoopKind::Global(_) | LoopKind::Group(_) | LoopKind::Local(_)),
-                Space::Local => matches!(l.kind, LoopKind::Local(_)),
-                Space::Private => false,
+            .filter_map(|l| match (space, l.kind) {
+                (Space::Global, LoopKind::Global(_) | LoopKind::Group(_) | LoopKind::Local(_))
+                | (Space::Local, LoopKind::Local(_)) => Some((Index::var(&l.var), l.extent)),
+                (Space::Local, LoopKind::Global(d)) => {
+                    let ls = self.launch.local[d as usize];
+                    Some((Index::var(&l.var).rem(ls, &self.ranges), ls))
+                }
+                _ => None,
             })
-            .map(|l| (l.var.clone(), l.extent))
             .collect();
         let mut all = copies.iter().map(|c| c.1).collect::<Vec<_>>();
         all.extend(dims);
@@ -888,8 +888,8 @@ impl<'a> Lower<'a> {
             Space::Private => self.emit(Stmt::Decl(id, None)),
         }
         let mut v = View::Mem(id);
-        for (var, _) in copies {
-            v = v.at(Index::var(&var));
+        for (ix, _) in copies {
+            v = v.at(ix);
         }
         Ok(v)
     }

@@ -70,7 +70,7 @@ fn unmapped_map_is_named() {
 fn to_local_outside_work_group() {
     let e =
         error("size N = 8\ndef f(x: [f32]N) = mapGlb@A(0, fun(v => v), toLocal(mapSeq@B(fun(v => v + 1.0), x)))", None);
-    assert_eq!(e, "`toLocal` around `mapSeq@B` is outside any mapWrg: local memory belongs to a work group");
+    assert_eq!(e, "`toLocal` around `mapSeq@B` is outside any mapWrg or mapGlb: local memory belongs to a work group");
 }
 
 #[test]

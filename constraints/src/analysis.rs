@@ -741,12 +741,20 @@ impl Analysis {
     /// `m.usesPrivateMemory` / `m.usesLocalMemory`: `m` writes or reads a buffer dimension in
     /// that address space.
     pub fn uses_space(&self, m: MapIdx, space: AddressSpace) -> bool {
-        self.buffers.iter().any(|b| {
-            b.writers
-                .iter()
-                .zip(&b.spaces)
-                .any(|(w, s)| *s == space && matches!(w, Writer::Maps(ws) if ws.contains(&m)))
-                || b.reads.iter().any(|(k, r)| *r == Reader::Map(m) && b.spaces[*k] == space)
-        })
+        !self.buffers_used(m, space).is_empty()
+    }
+
+    /// The buffers in `space` that map `m` writes or reads (indices into `buffers`).
+    pub fn buffers_used(&self, m: MapIdx, space: AddressSpace) -> Vec<usize> {
+        (0..self.buffers.len())
+            .filter(|&i| {
+                let b = &self.buffers[i];
+                b.writers
+                    .iter()
+                    .zip(&b.spaces)
+                    .any(|(w, s)| *s == space && matches!(w, Writer::Maps(ws) if ws.contains(&m)))
+                    || b.reads.iter().any(|(k, r)| *r == Reader::Map(m) && b.spaces[*k] == space)
+            })
+            .collect()
     }
 }

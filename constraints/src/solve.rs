@@ -104,8 +104,11 @@ struct Z3Ctx<'c> {
     checks: u64,
 }
 
+/// Values of variables (`None`: unassigned).
+type Codes = Vec<Option<i64>>;
+
 /// The value each one-hot variable has in a model.
-fn values<'c>(model: &z3::Model<'c>, vars: &[Cases<'c>]) -> Result<Vec<Option<i64>>, Error> {
+fn values<'c>(model: &z3::Model<'c>, vars: &[Cases<'c>]) -> Result<Codes, Error> {
     vars.iter()
         .map(|cases| {
             cases
@@ -141,7 +144,7 @@ impl<'c> Z3Ctx<'c> {
     }
 
     /// The codes and local sizes of the last model (after a satisfiable check).
-    fn model(&self) -> Result<(Vec<Option<i64>>, Vec<Option<i64>>), Error> {
+    fn model(&self) -> Result<(Codes, Codes), Error> {
         let model = self.solver.get_model().ok_or_else(|| Error::Solver("no model after sat".into()))?;
         Ok((values(&model, &self.vars.codes)?, values(&model, &self.vars.ls)?))
     }

@@ -16,7 +16,8 @@ pub enum Family {
     Domain,
     /// 1: maps touching private memory are not parallel (rule 1).
     PrivateScope,
-    /// 2: maps touching local memory are local or sequential, under work groups (rule 2).
+    /// 2: maps touching local memory are local or sequential, under work groups (rule 2), or
+    /// (mapsat) run within one work item of a `mapGlb` around the buffer.
     LocalScope,
     /// 3: nested maps are not parallel in the same domain and dimension (rule 3).
     Duplicate,
@@ -240,6 +241,23 @@ impl Space {
                     alts.push(Expr::negate(used(chain, 20, w)));
                     parts.push(Expr::Or(alts));
                 }
+                // mapsat: or every access is within one work item of a mapGlb around the buffer
+                // (the paper's rule is vacuous without work groups; code generation gives each
+                // work item its own slice of the buffer, so only the work item's own accesses are
+                // safe).
+                let scratch = Expr::And(
+                    std::iter::once(Expr::Lt(Term::Eff(i), Term::Const(10)))
+                        .chain(analysis.buffers_used(m, AddressSpace::Local).into_iter().map(|b| {
+                            let ctx = &analysis.maps[analysis.buffers[b].top].context;
+                            Expr::Or(
+                                ctx.iter()
+                                    .filter_map(|&c| var_of(c))
+                                    .map(|o| Expr::between(Term::Eff(o), 30, 40))
+                                    .collect(),
+                            )
+                        }))
+                        .collect(),
+                );
                 let mut maps = vec![i];
                 maps.extend(outer.iter().copied());
                 g.push(
@@ -248,11 +266,12 @@ impl Space {
                     format!(
                         "map {} accesses local memory: it must be local or sequential, inside a mapWrg, and \
                          every work-group dimension of its chain ({}) must be used by a map outside it (local memory is not \
-                         shared between work groups: out-of-scope reads)",
+                         shared between work groups: out-of-scope reads); or, as a work item's own scratch space, run \
+                         within one work item (S, F or V) of a mapGlb around the buffer",
                         labels[i],
                         chain.iter().map(|&x| labels[x].as_str()).collect::<Vec<_>>().join(", ")
                     ),
-                    Expr::And(parts),
+                    Expr::Or(vec![Expr::And(parts), scratch]),
                 );
             }
         }

@@ -5,7 +5,8 @@ use mapsat_constraints::{Code, Mapping, Options, Space};
 use std::collections::HashSet;
 use std::ops::ControlFlow;
 
-fn brute(src: &str, options: Options) -> (usize, usize) {
+/// Every `z3_every`-th assignment (and every undecided one) is also explained by Z3.
+fn brute_with(src: &str, options: Options, z3_every: usize) -> (usize, usize) {
     let p = mapsat_ir::parse(src).unwrap();
     let s = Space::generate(&p, options).unwrap();
     let mut solver_set = HashSet::new();
@@ -28,9 +29,9 @@ fn brute(src: &str, options: Options) -> (usize, usize) {
             .collect();
         let m = Mapping { codes };
         // Rejected assignments fail a stated rule (evaluation names it); accepted ones are what
-        // the solver enumerates. Undecided ones (tuning parameters) and every 97th go to Z3.
+        // the solver enumerates. Undecided ones (tuning parameters) and every `z3_every`-th go to Z3.
         let (violated, undecided) = s.evaluate(&m);
-        let ok = if (undecided && violated.is_empty()) || k % 97 == 0 {
+        let ok = if (undecided && violated.is_empty()) || k % z3_every == 0 {
             let e = s.explain(&m).unwrap();
             assert_eq!(e.valid, e.violated.is_empty(), "{}", s.show(&m));
             if !undecided || !violated.is_empty() {
@@ -46,6 +47,10 @@ fn brute(src: &str, options: Options) -> (usize, usize) {
         }
     }
     (valid, solver_set.len())
+}
+
+fn brute(src: &str, options: Options) -> (usize, usize) {
+    brute_with(src, options, 97)
 }
 
 #[test]
@@ -95,4 +100,13 @@ def f(X: [f32]n, y: f32, z: f32) =
     let (brute, solver) = brute(src, Options { profile: Some(profile), ..Options::default() });
     assert_eq!(brute, solver);
     assert!(brute > 0);
+}
+
+#[test]
+fn listing1_brute_force() {
+    // The paper's Listing 1 (`examples/listing1.lift`): 12^5 assignments.
+    let src = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../examples/listing1.lift")).unwrap();
+    let (brute, solver) = brute_with(&src, Options::default(), 4999);
+    assert_eq!(brute, solver);
+    assert_eq!(brute, 42);
 }

@@ -1,12 +1,14 @@
 //! Device profiles: the limits of a target device that constrain parallel mappings, read from
 //! plain TOML files. Three ship with mapsat (`ir/profiles/*.toml`): `mali-g72-mp12` (the GPU of
 //! Mogers et al., CC'22), `h100` and `pocl-cpu`; each figure in those files cites its source.
+//! [`Profile::to_toml`] writes a profile back out, with comments naming the sources of its
+//! figures (`mapsat devices --profile` reads them from a real OpenCL device).
 
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 use std::path::Path;
 
 /// The limits of one device.
-#[derive(Clone, Debug, PartialEq, Eq, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct Profile {
     /// Short name (`mali-g72-mp12`).
@@ -28,6 +30,19 @@ pub struct Profile {
     /// Preferred float vector width.
     pub vector_width: u32,
 }
+
+/// The fields of [`Profile`] in declaration order: the order [`Profile::to_toml`] writes them.
+const FIELDS: [&str; 9] = [
+    "name",
+    "description",
+    "compute_units",
+    "max_work_group_size",
+    "max_work_item_sizes",
+    "max_dims",
+    "local_mem_bytes",
+    "private_mem_bytes",
+    "vector_width",
+];
 
 /// Why a profile could not be loaded.
 #[derive(Debug, thiserror::Error)]
@@ -69,14 +84,49 @@ impl Profile {
     pub fn from_toml(text: &str, origin: &str) -> Result<Profile, ProfileError> {
         let p: Profile = toml::from_str(text)
             .map_err(|e| ProfileError::Invalid { origin: origin.to_string(), message: e.to_string() })?;
+        p.validate(origin)?;
+        Ok(p)
+    }
+
+    /// Checks the figures that every profile must satisfy (what [`Profile::from_toml`] checks
+    /// after parsing); `origin` names the profile in errors.
+    pub fn validate(&self, origin: &str) -> Result<(), ProfileError> {
         let invalid = |m: &str| ProfileError::Invalid { origin: origin.to_string(), message: m.to_string() };
-        if !(1..=3).contains(&p.max_dims) {
+        if !(1..=3).contains(&self.max_dims) {
             return Err(invalid("max_dims must be 1, 2 or 3"));
         }
-        if p.max_work_group_size == 0 || p.max_work_item_sizes.contains(&0) {
+        if self.max_work_group_size == 0 || self.max_work_item_sizes.contains(&0) {
             return Err(invalid("work-group sizes must be positive"));
         }
-        Ok(p)
+        Ok(())
+    }
+
+    /// The profile as a TOML file that [`Profile::from_toml`] reads back: the lines of `header`
+    /// first, as `#` comments (say where the figures came from), then one line per field in
+    /// declaration order, each preceded by its note from `notes` (`(field, text)`, as `#`
+    /// comments; notes naming no field are ignored).
+    ///
+    /// Fails only on a figure TOML cannot hold (an integer above `i64::MAX`).
+    pub fn to_toml(&self, header: &str, notes: &[(&str, &str)]) -> Result<String, ProfileError> {
+        let invalid = |m: String| ProfileError::Invalid { origin: self.name.clone(), message: m };
+        let table = toml::Table::try_from(self).map_err(|e| invalid(e.to_string()))?;
+        let mut out = String::new();
+        let comment = |out: &mut String, text: &str| {
+            for line in text.lines() {
+                out.push_str(if line.is_empty() { "#" } else { "# " });
+                out.push_str(line);
+                out.push('\n');
+            }
+        };
+        comment(&mut out, header);
+        for field in FIELDS {
+            let value = table.get(field).ok_or_else(|| invalid(format!("field `{field}` was not serialized")))?;
+            for (_, text) in notes.iter().filter(|(f, _)| *f == field) {
+                comment(&mut out, text);
+            }
+            out.push_str(&format!("{field} = {value}\n"));
+        }
+        Ok(out)
     }
 
     /// The names of the built-in profiles.
@@ -121,5 +171,45 @@ mod tests {
         }
         assert_eq!(Profile::load("mali-g72-mp12").unwrap().max_work_group_size, 384);
         assert!(matches!(Profile::load("no-such-device"), Err(ProfileError::Unknown { .. })));
+    }
+
+    #[test]
+    fn to_toml_round_trips_with_comments() {
+        for name in Profile::builtin_names() {
+            let p = Profile::builtin(name).unwrap();
+            let text = p
+                .to_toml("A test profile.\nSecond line.", &[("local_mem_bytes", "From a table."), ("nothing", "x")])
+                .unwrap();
+            assert!(text.starts_with("# A test profile.\n# Second line.\n"), "{text}");
+            assert!(text.contains("# From a table.\nlocal_mem_bytes = "), "{text}");
+            assert!(!text.contains("# x"), "{text}");
+            assert_eq!(Profile::from_toml(&text, name).unwrap(), p);
+        }
+    }
+
+    #[test]
+    fn to_toml_writes_every_field_once() {
+        let p = Profile::builtin("pocl-cpu").unwrap();
+        let table = toml::Table::try_from(&p).unwrap();
+        assert_eq!(table.len(), FIELDS.len());
+        let text = p.to_toml("", &[]).unwrap();
+        for f in FIELDS {
+            assert_eq!(text.lines().filter(|l| l.starts_with(&format!("{f} = "))).count(), 1, "{f}");
+        }
+    }
+
+    #[test]
+    fn descriptions_with_quotes_and_newlines_survive() {
+        let mut p = Profile::builtin("h100").unwrap();
+        p.description = "a \"quoted\" name\non two lines # not a comment".into();
+        let text = p.to_toml("h", &[]).unwrap();
+        assert_eq!(Profile::from_toml(&text, "t").unwrap(), p);
+    }
+
+    #[test]
+    fn figures_toml_cannot_hold_are_errors() {
+        let mut p = Profile::builtin("h100").unwrap();
+        p.local_mem_bytes = u64::MAX;
+        assert!(matches!(p.to_toml("", &[]), Err(ProfileError::Invalid { .. })));
     }
 }

@@ -1,4 +1,5 @@
-//! `mapsat emit`, `mapsat run` and `mapsat devices`: code generation and measurement.
+//! `mapsat emit`, `mapsat run` and `mapsat devices`: code generation, measurement and device
+//! limits.
 
 use super::{all_sizes, load_inputs, CliResult, Failure, SizeArgs, Source};
 use mapsat::ir;
@@ -90,9 +91,26 @@ pub(super) fn run(
     Ok(())
 }
 
-pub(super) fn devices() -> CliResult<()> {
-    for line in measure::list_devices() {
-        outln!("{line}");
-    }
+/// `mapsat devices`: the list of devices, or with `--profile DEVICE` that OpenCL device's limits
+/// as a profile file on stdout.
+pub(super) fn devices(profile: Option<&str>) -> CliResult<()> {
+    let Some(spec) = profile else {
+        for line in measure::list_devices() {
+            outln!("{line}");
+        }
+        return Ok(());
+    };
+    let device = match spec.parse::<DeviceSpec>() {
+        Ok(d @ DeviceSpec::OpenCl(..)) => d,
+        _ => {
+            return Err(Failure::Usage(format!(
+                "--profile expects an OpenCL device, opencl:PLATFORM:DEVICE (e.g. opencl:0:0; see `mapsat devices`), not `{spec}`"
+            )))
+        }
+    };
+    let rejected = |e: measure::MeasureError| Failure::Rejected(format!("error: {e}"));
+    let p = measure::opencl_profile(device).map_err(rejected)?;
+    let text = measure::opencl_profile_toml(&p, device).map_err(rejected)?;
+    outln!("{}", text.trim_end());
     Ok(())
 }

@@ -107,7 +107,12 @@ enum Command {
         runs: usize,
     },
     /// List OpenCL and CUDA devices, or say why a runtime is missing.
-    Devices,
+    Devices {
+        /// Print the limits of this OpenCL device (`opencl:PLATFORM:DEVICE`) as a device profile
+        /// (TOML, for `--target FILE`) instead of the list.
+        #[arg(long, value_name = "DEVICE")]
+        profile: Option<String>,
+    },
     /// The parallel-mapping space: maps, constraint instances per family, count, samples.
     Space {
         /// The IR file.
@@ -174,7 +179,7 @@ pub fn main() -> ExitCode {
         Command::Run { file, sizes, device, local, inputs, seed, check, runs } => {
             kernels::run(&file, &sizes, &device, local.as_deref(), &inputs, seed, check, runs)
         }
-        Command::Devices => kernels::devices(),
+        Command::Devices { profile } => kernels::devices(profile.as_deref()),
         Command::Space { file, target, json, sample, seed, random_baseline, no_fusion } => {
             space::space(&file, target.as_deref(), json, sample, seed, random_baseline, no_fusion)
         }

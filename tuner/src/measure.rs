@@ -5,6 +5,7 @@
 use mapsat_codegen::kir::Role;
 use mapsat_codegen::{CodegenError, Dialect, Manifest, Options};
 use mapsat_ir::interp::{self, EvalError, Tensor, TensorData};
+use mapsat_ir::profile::{Profile, ProfileError};
 use mapsat_ir::Program;
 use std::collections::HashMap;
 use std::fmt;
@@ -36,6 +37,9 @@ pub enum MeasureError {
     /// The interpreter failed.
     #[error("interpreter: {0}")]
     Interp(#[from] EvalError),
+    /// A device's figures do not make a valid profile.
+    #[error(transparent)]
+    Profile(#[from] ProfileError),
 }
 
 type R<T> = Result<T, MeasureError>;
@@ -304,14 +308,104 @@ pub fn list_devices() -> Vec<String> {
     out
 }
 
+/// Private memory per work item assumed for an OpenCL CPU device (`CL_DEVICE_TYPE_CPU`):
+/// 64 KiB, the work-item stack of pocl's CPU drivers, where private arrays live (the figure of
+/// the shipped `pocl-cpu` profile). OpenCL has no query for it: a conservative choice by mapsat.
+pub const CPU_PRIVATE_MEM_BYTES: u64 = 64 * 1024;
+
+/// Private memory per work item assumed for any other OpenCL device (GPUs, accelerators):
+/// 255 32-bit registers, the most a thread may use on NVIDIA GPUs and more than Mali or AMD
+/// grant, times 4 bytes. OpenCL has no query for it: a conservative choice by mapsat; register
+/// spilling makes it a soft limit.
+pub const GPU_PRIVATE_MEM_BYTES: u64 = 255 * 4;
+
+/// The limits of a real OpenCL device (`opencl:PLATFORM:DEVICE`) as a device profile, read
+/// with `clGetDeviceInfo`:
+///
+/// - `name`: a slug of `CL_DEVICE_NAME` (lower case, runs of other characters as `-`);
+/// - `description`: `CL_DEVICE_NAME (CL_PLATFORM_NAME, driver CL_DRIVER_VERSION)`;
+/// - `compute_units`: `CL_DEVICE_MAX_COMPUTE_UNITS`;
+/// - `max_work_group_size`: `CL_DEVICE_MAX_WORK_GROUP_SIZE`;
+/// - `max_work_item_sizes`: `CL_DEVICE_MAX_WORK_ITEM_SIZES`, the first three, padded with 1;
+/// - `max_dims`: `CL_DEVICE_MAX_WORK_ITEM_DIMENSIONS`, clamped to 1..=3;
+/// - `local_mem_bytes`: `CL_DEVICE_LOCAL_MEM_SIZE`;
+/// - `private_mem_bytes`: not an OpenCL figure (no query exists): [`CPU_PRIVATE_MEM_BYTES`]
+///   when `CL_DEVICE_TYPE` includes `CL_DEVICE_TYPE_CPU`, else [`GPU_PRIVATE_MEM_BYTES`];
+/// - `vector_width`: `CL_DEVICE_PREFERRED_VECTOR_WIDTH_FLOAT` (at least 1).
+///
+/// A CUDA device, a missing OpenCL runtime, platform or device, or figures that make no valid
+/// profile are errors. [`opencl_profile_toml`] writes the result with these sources as comments.
+pub fn opencl_profile(device: DeviceSpec) -> R<Profile> {
+    match device {
+        DeviceSpec::OpenCl(pi, di) => opencl::profile(pi, di),
+        DeviceSpec::Cuda(_) => {
+            Err(MeasureError::Device(format!("`{device}`: device profiles are read from OpenCL devices only")))
+        }
+    }
+}
+
+/// A profile read by [`opencl_profile`] from `device` as a TOML file for `--target`, with a
+/// header naming the device and the OpenCL query behind each figure as a comment above it.
+pub fn opencl_profile_toml(profile: &Profile, device: DeviceSpec) -> R<String> {
+    let header = format!(
+        "Device profile of the OpenCL device {device}, written by `mapsat devices --profile {device}`.\n\
+         Each figure is what clGetDeviceInfo (clGetPlatformInfo for the platform name) returns for\n\
+         the query named above it, except private_mem_bytes: OpenCL cannot report it."
+    );
+    let private = format!(
+        "OpenCL has no query for private memory per work item: a conservative choice by mapsat,\n\
+         {CPU_PRIVATE_MEM_BYTES} (64 KiB, pocl's work-item stack) for a CL_DEVICE_TYPE_CPU device, {GPU_PRIVATE_MEM_BYTES} (255 32-bit\n\
+         registers x 4 bytes, the per-thread maximum on NVIDIA GPUs) for any other. Approximate:\n\
+         register spilling makes it a soft limit."
+    );
+    let notes = [
+        ("name", "A slug of CL_DEVICE_NAME."),
+        ("description", "CL_DEVICE_NAME (CL_PLATFORM_NAME, driver CL_DRIVER_VERSION)."),
+        ("compute_units", "CL_DEVICE_MAX_COMPUTE_UNITS."),
+        ("max_work_group_size", "CL_DEVICE_MAX_WORK_GROUP_SIZE."),
+        ("max_work_item_sizes", "CL_DEVICE_MAX_WORK_ITEM_SIZES (the first three, padded with 1)."),
+        ("max_dims", "CL_DEVICE_MAX_WORK_ITEM_DIMENSIONS (clamped to 1..=3)."),
+        ("local_mem_bytes", "CL_DEVICE_LOCAL_MEM_SIZE."),
+        ("private_mem_bytes", private.as_str()),
+        ("vector_width", "CL_DEVICE_PREFERRED_VECTOR_WIDTH_FLOAT."),
+    ];
+    Ok(profile.to_toml(&header, &notes)?)
+}
+
+/// A profile name from a device name: lower-case ASCII letters and digits, every other run of
+/// characters one `-`.
+fn slug(name: &str) -> String {
+    let mut out = String::new();
+    for c in name.chars() {
+        if c.is_ascii_alphanumeric() {
+            out.push(c.to_ascii_lowercase());
+        } else if !out.is_empty() && !out.ends_with('-') {
+            out.push('-');
+        }
+    }
+    while out.ends_with('-') {
+        out.pop();
+    }
+    if out.is_empty() {
+        "opencl-device".to_string()
+    } else {
+        out
+    }
+}
+
+/// A string from an OpenCL query on one line: runs of whitespace (and NULs) as one space.
+fn one_line(s: &str) -> String {
+    s.split(|c: char| c.is_whitespace() || c == '\0').filter(|w| !w.is_empty()).collect::<Vec<_>>().join(" ")
+}
+
 mod opencl {
     use super::*;
     use opencl3::command_queue::{CommandQueue, CL_QUEUE_PROFILING_ENABLE};
     use opencl3::context::Context;
-    use opencl3::device::{Device, CL_DEVICE_TYPE_ALL};
+    use opencl3::device::{Device, CL_DEVICE_TYPE_ALL, CL_DEVICE_TYPE_CPU};
     use opencl3::kernel::{ExecuteKernel, Kernel};
     use opencl3::memory::{Buffer, CL_MEM_READ_WRITE};
-    use opencl3::platform::get_platforms;
+    use opencl3::platform::{get_platforms, Platform};
     use opencl3::program::Program as ClProgram;
     use opencl3::types::{cl_float, cl_int, cl_uchar, CL_BLOCKING};
     use std::ptr;
@@ -357,6 +451,62 @@ mod opencl {
         out
     }
 
+    /// Platform `pi` and its device `di`; the caller holds the lock.
+    fn find(pi: usize, di: usize) -> R<(Platform, Device)> {
+        let platforms = match std::panic::catch_unwind(get_platforms) {
+            Ok(r) => r.map_err(|err| {
+                MeasureError::OpenCl(format!("no platform found ({err}); is an OpenCL driver such as pocl installed?"))
+            })?,
+            Err(_) => return Err(MeasureError::OpenCl("the OpenCL ICD loader (libOpenCL.so.1) is missing".into())),
+        };
+        let count = platforms.len();
+        let p = platforms.into_iter().nth(pi).ok_or_else(|| {
+            MeasureError::Device(format!("no OpenCL platform {pi} ({count} found; `mapsat devices` lists them)"))
+        })?;
+        let ids = p.get_devices(CL_DEVICE_TYPE_ALL).map_err(e)?;
+        let id = *ids.get(di).ok_or_else(|| {
+            MeasureError::Device(format!(
+                "no device {di} on OpenCL platform {pi} ({} found; `mapsat devices` lists them)",
+                ids.len()
+            ))
+        })?;
+        Ok((p, Device::new(id)))
+    }
+
+    pub(super) fn profile(pi: usize, di: usize) -> R<Profile> {
+        let _guard = lock();
+        let (p, d) = find(pi, di)?;
+        let dev_name = one_line(&d.name().map_err(e)?);
+        let description = format!(
+            "{dev_name} ({}, driver {})",
+            one_line(&p.name().map_err(e)?),
+            one_line(&d.driver_version().map_err(e)?)
+        );
+        let item_sizes = d.max_work_item_sizes().map_err(e)?;
+        let mut max_work_item_sizes = [1u64; 3];
+        for (slot, size) in max_work_item_sizes.iter_mut().zip(&item_sizes) {
+            *slot = *size as u64;
+        }
+        let private_mem_bytes = if d.dev_type().map_err(e)? & CL_DEVICE_TYPE_CPU != 0 {
+            CPU_PRIVATE_MEM_BYTES
+        } else {
+            GPU_PRIVATE_MEM_BYTES
+        };
+        let profile = Profile {
+            name: slug(&dev_name),
+            description,
+            compute_units: d.max_compute_units().map_err(e)?,
+            max_work_group_size: d.max_work_group_size().map_err(e)? as u64,
+            max_work_item_sizes,
+            max_dims: d.max_work_item_dimensions().map_err(e)?.clamp(1, 3),
+            local_mem_bytes: d.local_mem_size().map_err(e)?,
+            private_mem_bytes,
+            vector_width: d.max_preferred_vector_width_float().map_err(e)?.max(1),
+        };
+        profile.validate(&format!("read from opencl:{pi}:{di}"))?;
+        Ok(profile)
+    }
+
     enum DevBuf {
         F32(Buffer<cl_float>),
         I32(Buffer<cl_int>),
@@ -373,14 +523,7 @@ mod opencl {
         cfg: &RunConfig,
     ) -> R<(String, Vec<f64>, Host)> {
         let _guard = lock();
-        let platforms = match std::panic::catch_unwind(get_platforms) {
-            Ok(r) => r.map_err(e)?,
-            Err(_) => return Err(MeasureError::OpenCl("the OpenCL ICD loader (libOpenCL.so.1) is missing".into())),
-        };
-        let p = platforms.get(pi).ok_or_else(|| MeasureError::Device(format!("no OpenCL platform {pi}")))?;
-        let ids = p.get_devices(CL_DEVICE_TYPE_ALL).map_err(e)?;
-        let id = *ids.get(di).ok_or_else(|| MeasureError::Device(format!("no device {di} on OpenCL platform {pi}")))?;
-        let device = Device::new(id);
+        let (p, device) = find(pi, di)?;
         let name = format!("{} ({})", device.name().unwrap_or_default(), p.name().unwrap_or_default());
         let context = Context::from_device(&device).map_err(e)?;
         #[allow(deprecated)]
@@ -596,5 +739,27 @@ mod cuda {
             None => return Err(MeasureError::Cuda("output buffer missing".into())),
         };
         Ok((name, timed_runs(cfg, launch)?, out))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn slugs_of_device_names() {
+        assert_eq!(slug("cpu-haswell-Intel(R) Xeon(R) CPU @ 2.20GHz"), "cpu-haswell-intel-r-xeon-r-cpu-2-20ghz");
+        assert_eq!(slug("  Mali-G72  "), "mali-g72");
+        assert_eq!(slug("()"), "opencl-device");
+    }
+
+    #[test]
+    fn query_strings_on_one_line() {
+        assert_eq!(one_line(" a\n b\tc \0"), "a b c");
+    }
+
+    #[test]
+    fn cuda_devices_have_no_opencl_profile() {
+        assert!(matches!(opencl_profile(DeviceSpec::Cuda(0)), Err(MeasureError::Device(_))));
     }
 }

@@ -138,3 +138,60 @@ fn sampled_mappings_run_correctly() {
     assert!(checked > 0);
     assert!(failures.is_empty(), "{} failures:\n{}", failures.len(), failures.join("\n"));
 }
+
+/// The valid mappings of the paper's Table 1 on Listing 1 (`examples/listing1.lift`, whose
+/// buffer is `toLocal`), run with codegen's default work-group size. M1 (A=G0, the rest
+/// sequential) keeps the buffer in local memory as each work item's own scratch space: four
+/// work items share a work group here, so a buffer shared between them would race.
+#[test]
+fn table1_mappings_run_correctly() {
+    let device = opencl_present();
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../examples/listing1.lift");
+    let p = mapsat_ir::parse(&std::fs::read_to_string(path).expect("read")).expect("parse");
+    let fused = Space::generate(&p, Options::default()).expect("space");
+    let unfused = Space::generate(&p, Options { fusion: false, ..Options::default() }).expect("space");
+    let table = [
+        (&unfused, "A=G0,B=S,C=S,D=S,E=S"),
+        (&fused, "A=G0,B=S,C=F,D=S,E=F"),
+        (&fused, "A=W0,B=L0,C=S,D=L0,E=S"),
+        (&fused, "A=W0,B=L0,C=V,D=S,E=L0"),
+    ];
+    for given in [vec![], vec![("I", 8), ("J", 4), ("K", 8)], vec![("I", 128), ("J", 4), ("K", 8)]] {
+        let given: HashMap<String, i64> = given.into_iter().map(|(k, v)| (k.to_string(), v)).collect();
+        let sizes = measure::resolve_sizes(&p, &given).expect("sizes");
+        let inputs = mapsat_ir::interp::random_inputs(&p, &sizes, 5).expect("inputs");
+        let want = mapsat_ir::interp::eval(&p, &sizes, &inputs).expect("interpreter");
+        for (space, text) in table {
+            let m = space.parse_mapping(text).expect("mapping");
+            assert!(space.explain(&m).expect("explain").valid, "{text}");
+            let q = space.apply(&p, &m).expect("apply");
+            let opts =
+                mapsat_codegen::Options { sizes: sizes.iter().map(|(k, v)| (k.clone(), *v)).collect(), local: None };
+            let kernel = mapsat_codegen::lower(&q, &opts).unwrap_or_else(|e| panic!("{text}: {e}"));
+            if text.starts_with("A=G0") {
+                // One slice of the local buffer per work item of the work group (pocl runs the
+                // work items of a group one after the other, so only the layout shows this).
+                let ls = kernel.launch.local[0];
+                assert!(ls > 1, "{text}: {:?}", kernel.launch);
+                let (j, k) = (sizes["J"], sizes["K"]);
+                let dims: Vec<Vec<i64>> = kernel.locals.iter().map(|&b| kernel.buf(b).dims.clone()).collect();
+                assert!(
+                    dims.len() == 1 && dims[0][0] == ls && dims[0].iter().product::<i64>() == ls * j * k,
+                    "{text}: {dims:?}"
+                );
+                let src = mapsat_codegen::print(&kernel, mapsat_codegen::Dialect::OpenCl).expect("print");
+                assert!(
+                    sizes["I"] == ls || src.contains(&format!("% {ls}")),
+                    "{text}: the slice is not indexed by the local id:\n{src}"
+                );
+            }
+            if !device {
+                continue;
+            }
+            let cfg = RunConfig { warmup: 0, runs: 1, check: false, ..RunConfig::default() };
+            let r = measure::run(&q, &sizes, None, &inputs, DeviceSpec::OpenCl(0, 0), &cfg).expect("run");
+            let c = measure::compare(&r.output, &want, 1e-4, 1e-5);
+            assert!(c.ok, "{text} {sizes:?}: {} mismatches, first {:?}", c.mismatches, c.first_mismatch);
+        }
+    }
+}
