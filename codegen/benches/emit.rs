@@ -22,7 +22,8 @@ fn lower_and_print(c: &mut Criterion) {
     ];
     for (name, src, sizes) in programs {
         let p = mapsat_ir::parse(&src).expect("parses");
-        let opts = Options { sizes: sizes.into_iter().map(|(k, v)| (k.to_string(), v)).collect(), local: None };
+        let opts =
+            Options { sizes: sizes.into_iter().map(|(k, v)| (k.to_string(), v)).collect(), ..Options::default() };
         c.bench_function(&format!("lower+print {name}"), |b| {
             b.iter(|| {
                 let cl = emit(&p, &opts, Dialect::OpenCl).expect("emits OpenCL");

@@ -37,6 +37,10 @@ pub struct Options {
     pub sizes: BTreeMap<String, i64>,
     /// Work-group size per dimension, overriding the default derived from the map extents.
     pub local: Option<Vec<i64>>,
+    /// The target's limit on work items per work group (a device profile's
+    /// `max_work_group_size`): a larger `local` is refused. `None`: not checked here (the
+    /// runtime refuses what the device cannot launch).
+    pub max_work_group_size: Option<i64>,
 }
 
 /// Lowers a program to the kernel IR at concrete sizes, then cleans it up (one-iteration loops

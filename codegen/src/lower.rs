@@ -314,7 +314,7 @@ fn launch_err(m: &MapInfo, reason: String) -> CodegenError {
 
 /// The launch shape from the map extents and the caller's local size.
 #[allow(clippy::needless_range_loop)]
-fn launch_shape(maps: &[MapInfo], local: Option<&[i64]>) -> R<Launch> {
+fn launch_shape(maps: &[MapInfo], local: Option<&[i64]>, max_group: Option<i64>) -> R<Launch> {
     let glb: Vec<&MapInfo> = maps.iter().filter(|m| matches!(m.kind, MapKind::Glb(_))).collect();
     let grp: Vec<&MapInfo> = maps.iter().filter(|m| matches!(m.kind, MapKind::Wrg(_) | MapKind::Lcl(_))).collect();
     if let (Some(g), Some(w)) = (glb.first(), grp.first()) {
@@ -335,9 +335,12 @@ fn launch_shape(maps: &[MapInfo], local: Option<&[i64]>) -> R<Launch> {
                 None,
             ));
         }
-        if l.iter().product::<i64>() > 1024 {
+        if let Some(max) = max_group.filter(|&m| l.iter().product::<i64>() > m) {
             return Err(CodegenError::new(
-                K::Launch { map: "kernel".into(), reason: format!("local size {l:?} has more than 1024 threads") },
+                K::Launch {
+                    map: "kernel".into(),
+                    reason: format!("local size {l:?} has more than {max} work items (the target's limit)"),
+                },
                 None,
             ));
         }
@@ -413,7 +416,7 @@ impl<'a> Lower<'a> {
         }
         let info = mapsat_ir::check::check_with_sizes(p, &sizes).map_err(|e| CodegenError::from(K::Type(e)))?;
         let maps = collect_maps(p, &info)?;
-        let launch = launch_shape(&maps, opts.local.as_deref())?;
+        let launch = launch_shape(&maps, opts.local.as_deref(), opts.max_work_group_size)?;
         let mut sizes_sorted: Vec<(String, i64)> = sizes.into_iter().collect();
         sizes_sorted.sort();
         let mut lw = Lower {

@@ -86,6 +86,13 @@ fn inconsistent_launch_shapes() {
     assert!(e.contains("mapLcl needs an enclosing mapWrg"), "{e}");
     let e = error("size N = 8\ndef f(x: [f32]N) = mapGlb@A(0, fun(v => v), x)", Some(vec![0]));
     assert!(e.contains("bad local size"), "{e}");
+    // The target's work-group limit (a profile's max_work_group_size), when given.
+    let p = mapsat_ir::parse("size N = 1024\ndef f(x: [f32]N) = mapGlb@A(0, fun(v => v), x)").expect("parse");
+    let opts = |max| Options { local: Some(vec![512]), max_work_group_size: max, ..Options::default() };
+    let e = emit(&p, &opts(Some(384)), Dialect::OpenCl).expect_err("over the Mali's 384").to_string();
+    assert!(e.contains("more than 384 work items"), "{e}");
+    assert!(emit(&p, &opts(Some(4096)), Dialect::OpenCl).is_ok());
+    assert!(emit(&p, &opts(None), Dialect::OpenCl).is_ok());
 }
 
 #[test]
@@ -130,7 +137,8 @@ fn no_barrier_at_the_end_of_a_loop_that_only_reads_shared_memory() {
     )
     .expect("parse");
     let sizes = [("I", 3), ("J", 5), ("K", 12)].map(|(k, v)| (k.to_string(), v)).into();
-    let (src, _) = emit(&p, &Options { sizes, local: Some(vec![8, 8]) }, Dialect::OpenCl).expect("emit");
+    let (src, _) =
+        emit(&p, &Options { sizes, local: Some(vec![8, 8]), ..Options::default() }, Dialect::OpenCl).expect("emit");
     assert_eq!(src.matches("barrier(").count(), 1, "{src}");
 }
 

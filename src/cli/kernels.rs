@@ -28,7 +28,7 @@ pub(super) fn emit(file: &Path, sizes: &SizeArgs, target: &str, local: Option<&s
         "cuda" => Dialect::Cuda,
         t => return Err(Failure::Usage(format!("--target must be opencl or cuda, not `{t}`"))),
     };
-    let opts = Options { sizes: sizes.into_iter().collect(), local: parse_local(local)? };
+    let opts = Options { sizes: sizes.into_iter().collect(), local: parse_local(local)?, ..Options::default() };
     let (code, manifest) = mapsat_codegen::emit(&p, &opts, dialect).map_err(|e| src.reject(&e))?;
     std::fs::create_dir_all(out)
         .map_err(|e| Failure::Rejected(format!("error: cannot create {}: {e}", out.display())))?;

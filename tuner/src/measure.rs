@@ -222,7 +222,7 @@ pub fn run(
     cfg: &RunConfig,
 ) -> R<RunReport> {
     let sizes = resolve_sizes(p, sizes)?;
-    let opts = Options { sizes: sizes.iter().map(|(k, v)| (k.clone(), *v)).collect(), local };
+    let opts = Options { sizes: sizes.iter().map(|(k, v)| (k.clone(), *v)).collect(), local, ..Options::default() };
     let dialect = match device {
         DeviceSpec::OpenCl(..) => Dialect::OpenCl,
         DeviceSpec::Cuda(_) => Dialect::Cuda,

@@ -46,7 +46,10 @@ fn outcome(p: &mapsat_ir::Program, space: &Space, m: &Mapping, sizes: &[(String,
     sets.push(sizes.iter().cloned().collect::<HashMap<String, i64>>());
     for (k, given) in sets.iter().enumerate() {
         let sizes = measure::resolve_sizes(p, given).expect("sizes");
-        let opts = mapsat_codegen::Options { sizes: sizes.iter().map(|(k, v)| (k.clone(), *v)).collect(), local: None };
+        let opts = mapsat_codegen::Options {
+            sizes: sizes.iter().map(|(k, v)| (k.clone(), *v)).collect(),
+            ..Default::default()
+        };
         if let Err(e) = mapsat_codegen::lower(&q, &opts) {
             return Outcome::Refused(format!("codegen: {e}"));
         }

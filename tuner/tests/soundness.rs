@@ -62,6 +62,7 @@ fn sampled_mappings_run_correctly() {
         let p = mapsat_ir::parse(&std::fs::read_to_string(f).expect("read")).expect("parse");
         // The pocl CPU device's limits (family 11): work-group size, local memory.
         let profile = mapsat_ir::profile::Profile::builtin("pocl-cpu").expect("pocl-cpu profile");
+        let max_group = profile.max_work_group_size as i64;
         let space = match Space::generate(&p, Options { profile: Some(profile), ..Options::default() }) {
             Ok(s) => s,
             // sum.lift has no map: nothing to map, nothing to check.
@@ -110,6 +111,7 @@ fn sampled_mappings_run_correctly() {
                 let opts = mapsat_codegen::Options {
                     sizes: sizes.iter().map(|(k, v)| (k.clone(), *v)).collect(),
                     local: local.clone(),
+                    max_work_group_size: Some(max_group),
                 };
                 if let Err(e) = mapsat_codegen::lower(&q, &opts) {
                     failures.push(format!("{name} {shown} {sizes:?}: codegen: {e}"));
@@ -165,8 +167,10 @@ fn table1_mappings_run_correctly() {
             let m = space.parse_mapping(text).expect("mapping");
             assert!(space.explain(&m).expect("explain").valid, "{text}");
             let q = space.apply(&p, &m).expect("apply");
-            let opts =
-                mapsat_codegen::Options { sizes: sizes.iter().map(|(k, v)| (k.clone(), *v)).collect(), local: None };
+            let opts = mapsat_codegen::Options {
+                sizes: sizes.iter().map(|(k, v)| (k.clone(), *v)).collect(),
+                ..Default::default()
+            };
             let kernel = mapsat_codegen::lower(&q, &opts).unwrap_or_else(|e| panic!("{text}: {e}"));
             if text.starts_with("A=G0") {
                 // One slice of the local buffer per work item of the work group (pocl runs the
