@@ -48,6 +48,8 @@ pub enum Count {
     Estimate {
         /// The estimate.
         value: f64,
+        /// Its standard error (of the mean over the probes).
+        std_error: f64,
         /// Number of probes.
         probes: u32,
     },
@@ -57,7 +59,9 @@ impl fmt::Display for Count {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             Count::Exact(n) => write!(f, "{n}"),
-            Count::Estimate { value, probes } => write!(f, "~{value:.3e} (estimate, {probes} probes)"),
+            Count::Estimate { value, std_error, probes } => {
+                write!(f, "~{value:.3e} ± {std_error:.1e} (estimate, {probes} probes)")
+            }
         }
     }
 }
@@ -497,7 +501,7 @@ impl Space {
             return Ok(Count::Exact(0));
         };
         let mut rng = StdRng::seed_from_u64(seed);
-        let mut total = 0.0;
+        let mut products = Vec::with_capacity(probes as usize);
         for _ in 0..probes {
             let mut product = 1.0;
             for i in 0..self.len() {
@@ -515,9 +519,12 @@ impl Space {
                 }
             }
             s.leave(0);
-            total += product;
+            products.push(product);
         }
-        Ok(Count::Estimate { value: total / probes as f64, probes })
+        let n = products.len() as f64;
+        let mean = products.iter().sum::<f64>() / n;
+        let var = products.iter().map(|p| (p - mean).powi(2)).sum::<f64>() / (n - 1.0).max(1.0);
+        Ok(Count::Estimate { value: mean, std_error: (var / n).sqrt(), probes })
     }
 
     /// `n` distinct valid mappings spread over the space: each is a random descent of the search

@@ -93,8 +93,8 @@ fn tiled_conv_count() {
     let space = Space::generate(&read("conv_tiled.lift"), Options::default()).expect("space");
     match space.count(1).expect("count") {
         Count::Exact(n) => assert!(n > 10_000, "{n}"),
-        Count::Estimate { value, .. } => {
-            eprintln!("valid mappings: ~{value:.3e} (estimate)");
+        Count::Estimate { value, std_error, probes } => {
+            eprintln!("valid mappings: {}", Count::Estimate { value, std_error, probes });
             assert!(value > 10_000.0);
         }
     }

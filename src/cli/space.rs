@@ -43,9 +43,9 @@ pub fn space(
     };
     let counts = s.counts();
     if json {
-        let (count, exact) = match count {
-            Count::Exact(n) => (serde_json::json!(n), true),
-            Count::Estimate { value, .. } => (serde_json::json!(value), false),
+        let (count, exact, std_error) = match count {
+            Count::Exact(n) => (serde_json::json!(n), true, 0.0),
+            Count::Estimate { value, std_error, .. } => (serde_json::json!(value), false, std_error),
         };
         let families: serde_json::Map<String, serde_json::Value> =
             counts.iter().map(|(f, n)| (f.name().to_string(), serde_json::json!(n))).collect();
@@ -55,6 +55,7 @@ pub fn space(
             "families": families,
             "count": count,
             "count_exact": exact,
+            "count_std_error": std_error,
             "samples": samples.iter().map(|m| s.show(m).to_string()).collect::<Vec<_>>(),
         });
         if let Some((v, n)) = base {
