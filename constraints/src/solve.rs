@@ -108,6 +108,9 @@ struct Z3Ctx<'c> {
     checks: u64,
 }
 
+/// Codes tried by one completion without Z3 before Z3 is asked instead.
+const COMPLETION_BUDGET: u32 = 2_000;
+
 /// Values of variables (`None`: unassigned).
 type Codes = Vec<Option<i64>>;
 
@@ -299,38 +302,52 @@ impl<'s, 'c> Search<'s, 'c> {
         ok
     }
 
-    /// Completes the prefix `0..=i` without search: each later variable in turn keeps the
-    /// witness's code when the constraints it decides allow it, else takes the first code that
-    /// they allow (no backtracking); local sizes are the witness's. On success the completion
-    /// (valid: every constraint was evaluated true) becomes the witness.
+    /// Completes the prefix `0..=i` without Z3: a depth-first search over the later variables,
+    /// each trying the witness's code first, then the others, checking the constraints each
+    /// decides (local sizes are the witness's) and the learnt nogoods, within a budget of
+    /// [`COMPLETION_BUDGET`] tried codes. On success the completion (valid: every constraint was
+    /// evaluated true) becomes the witness; on failure (no completion, or out of budget) Z3
+    /// decides.
     fn complete_greedily(&mut self, i: usize) -> bool {
-        let n = self.space.len();
-        let mut cand = self.assign.clone();
+        let env = Env { codes: &self.assign, parents: &self.space.parents, ls: &self.w_ls };
         let cs = &self.space.constraints;
-        for j in i + 1..n {
-            let w = self.w_codes[j].unwrap_or_default();
-            let order = std::iter::once(w).chain(self.space.domains[j].iter().copied().filter(|&v| v != w));
-            let mut found = false;
-            for v in order {
-                cand[j] = Some(v);
-                let env = Env { codes: &cand, parents: &self.space.parents, ls: &self.w_ls };
-                if self.idx.by_last[j].iter().all(|&k| env.eval(&cs[k].expr) == Some(true))
-                    && !self.nogoods[j].iter().any(|ng| ng.iter().all(|&(x, c)| cand[x] == Some(c)))
-                {
-                    found = true;
-                    break;
-                }
-            }
-            if !found {
-                return false;
-            }
-        }
-        let env = Env { codes: &cand, parents: &self.space.parents, ls: &self.w_ls };
-        if !self.idx.with_ls.iter().all(|&k| env.eval(&cs[k].expr) == Some(true)) {
+        // Constraints on local sizes decided by the prefix (undecided when it was checked).
+        let prefix_ok = self.idx.with_ls.iter().all(|&k| env.eval(&cs[k].expr) != Some(false));
+        if !prefix_ok {
             return false;
         }
-        self.w_codes = cand;
-        true
+        let mut cand = self.assign.clone();
+        let mut budget = COMPLETION_BUDGET;
+        if self.complete_from(i + 1, &mut cand, &mut budget) {
+            let env = Env { codes: &cand, parents: &self.space.parents, ls: &self.w_ls };
+            if self.idx.with_ls.iter().all(|&k| env.eval(&cs[k].expr) == Some(true)) {
+                self.w_codes = cand;
+                return true;
+            }
+        }
+        false
+    }
+
+    fn complete_from(&self, j: usize, cand: &mut Vec<Option<i64>>, budget: &mut u32) -> bool {
+        if j == self.space.len() {
+            return true;
+        }
+        let w = self.w_codes[j].unwrap_or_default();
+        for v in std::iter::once(w).chain(self.space.domains[j].iter().copied().filter(|&v| v != w)) {
+            if *budget == 0 {
+                break;
+            }
+            *budget -= 1;
+            cand[j] = Some(v);
+            let env = Env { codes: cand, parents: &self.space.parents, ls: &self.w_ls };
+            let ok = self.idx.by_last[j].iter().all(|&k| env.eval(&self.space.constraints[k].expr) == Some(true))
+                && !self.nogoods[j].iter().any(|ng| ng.iter().all(|&(x, c)| cand[x] == Some(c)));
+            if ok && self.complete_from(j + 1, cand, budget) {
+                return true;
+            }
+        }
+        cand[j] = None;
+        false
     }
 
     /// Tries `v` for variable `i` (the prefix `0..i` assigned): true when the prefix with it
