@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Installs the system packages mapsat needs, once; quiet and quick when they are already there.
 set -euo pipefail
-packages=(libz3-dev libclang-dev pocl-opencl-icd ocl-icd-opencl-dev clang-14)
+# clinfo: an independent reading of the OpenCL device limits, for tuner/tests/opencl_profile.rs.
+packages=(libz3-dev libclang-dev pocl-opencl-icd ocl-icd-opencl-dev clang-14 clinfo)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "ok installed" || missing+=("$p")

@@ -240,12 +240,13 @@ impl Index {
 ///
 /// It keeps a *witness*, a full valid assignment (codes and local sizes) that agrees with the
 /// current prefix. Giving variable `i` a new value `v` is decided, cheapest first, by:
-/// (1) the constraints already decided by the prefix (three-valued evaluation); (2) the witness
-/// itself, when it has `v` there; (3) the witness patched with `v`, re-evaluating only the
-/// constraints that depend on `i` (all others keep their value, so the patch is valid when
-/// those hold); (4) Z3, asked whether the prefix and `v` extend to a valid mapping, whose model
-/// becomes the new witness. Most steps of a walk end at (2) or (3); Z3 is asked only where the
-/// witness cannot be patched. The prefix is asserted in Z3 lazily, when a check needs it.
+/// (1) the witness itself, when it has `v` there; (2) the witness patched with `v`,
+/// re-evaluating only the constraints that depend on `i` (all others keep their value, so the
+/// patch is valid when those hold); (3) the constraints the prefix decides, and the learnt
+/// nogoods, which refute it; (4) a bounded search for a completion without Z3; (5) Z3, asked
+/// whether the prefix and `v` extend to a valid mapping: its model becomes the new witness, and
+/// when it says no, the unsat core over the prefix becomes a nogood. Most steps end at (1) or
+/// (2). The prefix is asserted in Z3 lazily, when a check needs it.
 struct Search<'s, 'c> {
     space: &'s Space,
     z: Z3Ctx<'c>,
