@@ -504,15 +504,21 @@ impl Space {
         Ok(out)
     }
 
-    /// Counts the valid mappings: exactly up to `options.count_limit`, else Knuth's estimate
-    /// (the mean, over random descents of the search tree, of the product of the number of
-    /// feasible values at each level: an unbiased estimate of the number of leaves).
+    /// Counts the valid mappings: exactly by enumeration up to `options.count_limit`, else
+    /// Knuth's estimate ([`Space::estimate`]).
     pub fn count(&self, seed: u64) -> Result<Count, Error> {
         let limit = self.options.count_limit;
         let stats = self.enumerate(Some(limit.saturating_add(1)), |_| ControlFlow::Continue(()))?;
         if stats.complete && stats.produced <= limit {
             return Ok(Count::Exact(stats.produced));
         }
+        self.estimate(seed)
+    }
+
+    /// Knuth's estimate of the number of valid mappings: the mean, over `options.probes` random
+    /// descents of the search tree, of the product of the number of feasible codes at each
+    /// level (an unbiased estimate of the number of leaves), with its standard error.
+    pub fn estimate(&self, seed: u64) -> Result<Count, Error> {
         let probes = self.options.probes.max(1);
         let ctx = Context::new(&Config::new());
         let Some(mut s) = Search::new(self, &ctx)? else {

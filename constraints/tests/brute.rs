@@ -1,7 +1,7 @@
 //! Brute force against the solver on small programs: every assignment of the 12 codes to every
 //! map, checked by evaluation (each constraint stated in words) and by the enumeration with Z3.
 
-use mapsat_constraints::{Code, Mapping, Options, Space};
+use mapsat_constraints::{Code, Count, Mapping, Options, Space};
 use std::collections::HashSet;
 use std::ops::ControlFlow;
 
@@ -46,6 +46,12 @@ fn brute_with(src: &str, options: Options, z3_every: usize) -> (usize, usize) {
             valid += 1;
         }
     }
+    // The count agrees with the enumeration, and Knuth's estimate (what large spaces get) with
+    // both, within four standard errors.
+    let n = solver_set.len() as f64;
+    assert_eq!(s.count(0).unwrap(), Count::Exact(n as u64));
+    let Count::Estimate { value, std_error, .. } = s.estimate(1).unwrap() else { panic!("not an estimate") };
+    assert!((value - n).abs() <= 4.0 * std_error + 0.5, "{n} valid, estimated {value} ± {std_error}");
     (valid, solver_set.len())
 }
 
