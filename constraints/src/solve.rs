@@ -130,11 +130,13 @@ fn values<'c>(model: &z3::Model<'c>, vars: &[Cases<'c>]) -> Result<Codes, Error>
 impl<'c> Z3Ctx<'c> {
     fn new(space: &Space, ctx: &'c Context, track: bool) -> Z3Ctx<'c> {
         let solver = Solver::new(ctx);
+        let mut p = z3::Params::new(ctx);
         if space.options.timeout_ms > 0 {
-            let mut p = z3::Params::new(ctx);
             p.set_u32("timeout", space.options.timeout_ms.min(u32::MAX as u64) as u32);
-            solver.set_params(&p);
         }
+        // Smaller unsat cores make nogoods that cut more of the search.
+        p.set_bool("core.minimize", true);
+        solver.set_params(&p);
         let vars = Z3Vars::new(ctx, &space.domains, &space.parents, &space.ls_domains);
         for d in &vars.domains {
             solver.assert(d);
