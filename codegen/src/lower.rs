@@ -815,6 +815,22 @@ impl<'a> Lower<'a> {
                 self.span(head),
             ));
         }
+        if space == Space::Local && !self.loops.iter().any(|l| matches!(l.kind, LoopKind::Group(_))) {
+            // Inside a mapGlb the buffer is each work item's own scratch space: a parallel map
+            // writing it would spread one work item's buffer over several.
+            if let Some(inner) = self.parallel_map_in(a) {
+                return Err(CodegenError::new(
+                    K::LocalMemory {
+                        map: what,
+                        reason: format!(
+                            "is inside a mapGlb, where local memory is each work item's own scratch space, but \
+                             `{inner}` writes it in parallel"
+                        ),
+                    },
+                    self.span(head),
+                ));
+            }
+        }
         if let Some(d) = &dest {
             if d.base().is_some_and(|b| self.bufs[b.0].space == space) {
                 return self.gen_arg(a, dest);
@@ -838,6 +854,22 @@ impl<'a> Lower<'a> {
             self.copy(&o.view, &v, &t)?;
         }
         Out::view(v)
+    }
+
+    /// The first parallel map (mapGlb, mapWrg, mapLcl) in an argument's expression.
+    fn parallel_map_in(&self, a: &Arg) -> Option<String> {
+        let Arg::Node(n) = a else { return None };
+        let mut stack = vec![*n];
+        while let Some(n) = stack.pop() {
+            let node = self.p.node(n);
+            if let Node::Prim(Prim::Map { kind: kind @ (MapKind::Glb(_) | MapKind::Wrg(_) | MapKind::Lcl(_)), label }) =
+                node
+            {
+                return Some(map_name(*kind, label));
+            }
+            stack.extend(node.children());
+        }
+        None
     }
 
     /// A new buffer for a value of type `t`, with one copy per iteration of the enclosing parallel

@@ -71,6 +71,18 @@ fn to_local_outside_work_group() {
     let e =
         error("size N = 8\ndef f(x: [f32]N) = mapGlb@A(0, fun(v => v), toLocal(mapSeq@B(fun(v => v + 1.0), x)))", None);
     assert_eq!(e, "`toLocal` around `mapSeq@B` is outside any mapWrg or mapGlb: local memory belongs to a work group");
+    // Inside a mapGlb, local memory is each work item's own scratch space: written sequentially,
+    // not by a parallel map.
+    let e = error(
+        "size N = 8, M = 4\ndef f(x: [[f32]M]N) = mapGlb@A(0, fun(r => toLocal(mapGlb@B(1, fun(v => v + 1.0), r))), x)",
+        None,
+    );
+    assert!(e.contains("each work item's own scratch space, but `mapGlb(1)@B` writes it in parallel"), "{e}");
+    let p = mapsat_ir::parse(
+        "size N = 8, M = 4\ndef f(x: [[f32]M]N) = mapGlb@A(0, fun(r => toGlobal(mapSeq@C(fun(v => v * 2.0), toLocal(mapSeq@B(fun(v => v + 1.0), r))))), x)",
+    )
+    .expect("parse");
+    assert!(emit(&p, &Options::default(), Dialect::OpenCl).is_ok());
 }
 
 #[test]

@@ -350,8 +350,8 @@ impl Space {
         }
         // (7) Exhaustive thread indexing: the paper states it for each pair of chains; "uses the
         // same dimensions" is an equivalence, so comparing every chain with the first says the
-        // same with one instance per chain and domain instead of one per pair (2,223 instead of
-        // 114 on the tiled convolution), which makes every use of the space faster.
+        // same with one instance per chain and domain instead of one per pair (114 instead of
+        // 2,223 on the tiled convolution), which makes every use of the space faster.
         if let Some((first, rest)) = chains.split_first() {
             for chain in rest {
                 for (base, dom) in [(10, "local"), (20, "work-group"), (30, "global")] {
