@@ -10,21 +10,14 @@
 //! redundant mappings by design. Without an OpenCL device the runs are skipped (lowering is
 //! still compared), unless `MAPSAT_REQUIRE_OPENCL=1`.
 
+mod common;
+
+use common::opencl_present;
 use mapsat_constraints::analysis::Writer;
 use mapsat_constraints::{Code, Mapping, Options, Space};
 use mapsat_ir::ast::AddressSpace;
 use mapsat_tuner::measure::{self, DeviceSpec, RunConfig};
 use std::collections::HashMap;
-
-fn opencl_present() -> bool {
-    let devices = measure::list_devices();
-    let present = devices.iter().any(|d| d.starts_with("opencl:0:0"));
-    if !present {
-        assert!(std::env::var("MAPSAT_REQUIRE_OPENCL").is_err(), "no OpenCL device: {devices:?}");
-        eprintln!("device runs skipped: no OpenCL device ({devices:?})");
-    }
-    present
-}
 
 /// What happened to one assignment outside the solver.
 #[derive(Debug, PartialEq)]

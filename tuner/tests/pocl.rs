@@ -4,6 +4,9 @@
 //! Without any OpenCL platform the test is skipped with a message, unless
 //! `MAPSAT_REQUIRE_OPENCL=1` (CI sets it) makes that a failure.
 
+mod common;
+
+use common::opencl_present;
 use mapsat_tuner::measure::{self, DeviceSpec, RunConfig};
 use std::collections::HashMap;
 use std::path::Path;
@@ -31,16 +34,6 @@ fn runs(text: &str) -> Vec<Run> {
         out.push(run);
     }
     out
-}
-
-fn opencl_present() -> bool {
-    let devices = measure::list_devices();
-    let present = devices.iter().any(|d| d.starts_with("opencl:0:0"));
-    if !present {
-        assert!(std::env::var("MAPSAT_REQUIRE_OPENCL").is_err(), "no OpenCL device: {devices:?}");
-        eprintln!("skipped: no OpenCL device ({devices:?})");
-    }
-    present
 }
 
 #[test]

@@ -13,6 +13,9 @@
 //! platform the device runs are skipped with a message (applying and lowering are still
 //! checked), unless `MAPSAT_REQUIRE_OPENCL=1`.
 
+mod common;
+
+use common::opencl_present;
 use mapsat_constraints::{Error as SpaceError, Options, Space};
 use mapsat_tuner::measure::{self, DeviceSpec, RunConfig};
 use std::collections::HashMap;
@@ -38,16 +41,6 @@ fn second_sizes(name: &str) -> Option<&'static [(&'static str, i64)]> {
 
 fn samples() -> usize {
     std::env::var("MAPSAT_SOUNDNESS_SAMPLES").ok().and_then(|s| s.parse().ok()).unwrap_or(8)
-}
-
-fn opencl_present() -> bool {
-    let devices = measure::list_devices();
-    let present = devices.iter().any(|d| d.starts_with("opencl:0:0"));
-    if !present {
-        assert!(std::env::var("MAPSAT_REQUIRE_OPENCL").is_err(), "no OpenCL device: {devices:?}");
-        eprintln!("device runs skipped: no OpenCL device ({devices:?})");
-    }
-    present
 }
 
 #[test]
