@@ -263,6 +263,8 @@ struct Search<'s, 'c> {
     pushed: usize,
     /// Learnt nogoods (sets of `(variable, code)` no valid mapping has), by their last variable.
     nogoods: Vec<Vec<Vec<(usize, i64)>>>,
+    /// Local sizes left open (constraints on them undecided), for prefix evaluation.
+    no_ls: Vec<Option<i64>>,
 }
 
 impl<'s, 'c> Search<'s, 'c> {
@@ -284,13 +286,18 @@ impl<'s, 'c> Search<'s, 'c> {
             w_ls,
             pushed: 0,
             nogoods: vec![Vec::new(); n],
+            no_ls: vec![None; space.n_ls],
         }))
+    }
+
+    /// Does a learnt nogood ending at variable `i` hold in `codes` (assigned up to `i`)?
+    fn learnt_refutes(&self, i: usize, codes: &[Option<i64>]) -> bool {
+        self.nogoods[i].iter().any(|ng| ng.iter().all(|&(x, c)| codes[x] == Some(c)))
     }
 
     /// Constraints decided by the prefix `0..=i` that the prefix violates?
     fn prefix_violates(&self, i: usize) -> bool {
-        let no_ls: Vec<Option<i64>> = vec![None; self.space.n_ls];
-        let env = Env { codes: &self.assign, parents: &self.space.parents, ls: &no_ls };
+        let env = Env { codes: &self.assign, parents: &self.space.parents, ls: &self.no_ls };
         self.idx.by_last[i].iter().any(|&k| env.eval(&self.space.constraints[k].expr) == Some(false))
     }
 
@@ -311,7 +318,7 @@ impl<'s, 'c> Search<'s, 'c> {
     /// [`COMPLETION_BUDGET`] tried codes. On success the completion (valid: every constraint was
     /// evaluated true) becomes the witness; on failure (no completion, or out of budget) Z3
     /// decides.
-    fn complete_greedily(&mut self, i: usize) -> bool {
+    fn complete_without_z3(&mut self, i: usize) -> bool {
         let env = Env { codes: &self.assign, parents: &self.space.parents, ls: &self.w_ls };
         let cs = &self.space.constraints;
         // Constraints on local sizes decided by the prefix (undecided when it was checked).
@@ -344,7 +351,7 @@ impl<'s, 'c> Search<'s, 'c> {
             cand[j] = Some(v);
             let env = Env { codes: cand, parents: &self.space.parents, ls: &self.w_ls };
             let ok = self.idx.by_last[j].iter().all(|&k| env.eval(&self.space.constraints[k].expr) == Some(true))
-                && !self.nogoods[j].iter().any(|ng| ng.iter().all(|&(x, c)| cand[x] == Some(c)));
+                && !self.learnt_refutes(j, cand);
             if ok && self.complete_from(j + 1, cand, budget) {
                 return true;
             }
@@ -371,11 +378,10 @@ impl<'s, 'c> Search<'s, 'c> {
         if self.w_codes[i] == Some(v) || self.patch(i, v) {
             return Ok(true);
         }
-        let learnt = |ng: &Vec<(usize, i64)>| ng.iter().all(|&(x, c)| self.assign[x] == Some(c));
-        if self.prefix_violates(i) || self.nogoods[i].iter().any(learnt) {
+        if self.prefix_violates(i) || self.learnt_refutes(i, &self.assign) {
             return Ok(false);
         }
-        if self.complete_greedily(i) {
+        if self.complete_without_z3(i) {
             return Ok(true);
         }
         while self.pushed < i {
