@@ -4,14 +4,14 @@
 use crate::index::Index;
 use mapsat_ir::ast::{BinOp, Lit, UnOp};
 use mapsat_ir::ScalarKind;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 /// Handle of a buffer in [`Kernel::buffers`].
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub struct BufId(pub usize);
 
 /// Where a buffer lives.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Space {
     /// Global memory (a kernel argument).
@@ -23,7 +23,7 @@ pub enum Space {
 }
 
 /// What a buffer is for.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Role {
     /// A program parameter (read only), by position.
@@ -182,7 +182,7 @@ pub enum Stmt {
 }
 
 /// Launch configuration.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Launch {
     /// Number of dimensions used (1 to 3).
     pub dims: u32,
@@ -210,7 +210,7 @@ pub struct Kernel {
     /// Floating-point operations of one run (each scalar op of a user function, times its trips).
     pub flops: u64,
     /// Size values the kernel was specialized for, sorted by name.
-    pub sizes: Vec<(String, i64)>,
+    pub sizes: mapsat_ir::Sizes,
 }
 
 impl Kernel {
@@ -238,7 +238,7 @@ impl Kernel {
 }
 
 /// Bytes per address space.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct MemoryTotals {
     /// Global memory: inputs, output and temporaries.
     pub global_bytes: u64,

@@ -27,14 +27,13 @@ pub use error::{CodegenError, CodegenErrorKind};
 pub use kir::Kernel;
 pub use print::{print, Dialect};
 
-use serde::Serialize;
-use std::collections::BTreeMap;
+use serde::{Deserialize, Serialize};
 
 /// What the caller chooses.
 #[derive(Clone, Debug, Default)]
 pub struct Options {
     /// Values of size variables (the program's defaults fill the others).
-    pub sizes: BTreeMap<String, i64>,
+    pub sizes: mapsat_ir::Sizes,
     /// Work-group size per dimension, overriding the default derived from the map extents.
     pub local: Option<Vec<i64>>,
     /// The target's limit on work items per work group (a device profile's
@@ -50,7 +49,7 @@ pub fn lower(p: &mapsat_ir::Program, opts: &Options) -> Result<Kernel, CodegenEr
 }
 
 /// A buffer as the host sees it.
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct BufferInfo {
     /// Name in the kernel.
     pub name: String,
@@ -59,7 +58,7 @@ pub struct BufferInfo {
     /// Address space.
     pub space: kir::Space,
     /// Element scalar type (`f32`, `i32`, `bool` stored as one byte).
-    pub elem: String,
+    pub elem: mapsat_ir::ScalarKind,
     /// Number of scalars.
     pub len: i64,
     /// Bytes.
@@ -73,16 +72,16 @@ pub struct BufferInfo {
 }
 
 /// What a host needs to run a kernel: written next to the source as JSON.
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Manifest {
     /// Entry point.
     pub entry: String,
-    /// `opencl` or `cuda`.
-    pub target: String,
+    /// The source's dialect (`opencl` or `cuda`).
+    pub target: Dialect,
     /// Source file name.
     pub source: String,
     /// Size values the kernel is specialized for.
-    pub sizes: BTreeMap<String, i64>,
+    pub sizes: mapsat_ir::Sizes,
     /// Launch shape.
     pub launch: kir::Launch,
     /// Buffers: kernel arguments first, in argument order, then local and private ones.
@@ -114,7 +113,7 @@ pub fn manifest(k: &Kernel, d: Dialect, source: &str) -> Manifest {
             name: b.name.clone(),
             role: b.role,
             space: b.space,
-            elem: b.kind.name().to_string(),
+            elem: b.kind,
             len: b.scalars(),
             bytes: b.bytes(),
             arg: k.args.iter().position(|a| *a == id),
@@ -124,9 +123,9 @@ pub fn manifest(k: &Kernel, d: Dialect, source: &str) -> Manifest {
     }
     Manifest {
         entry: k.name.clone(),
-        target: d.name().to_string(),
+        target: d,
         source: source.to_string(),
-        sizes: k.sizes.iter().cloned().collect(),
+        sizes: k.sizes.clone(),
         launch: k.launch.clone(),
         buffers,
         memory: k.memory(),

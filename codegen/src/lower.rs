@@ -29,7 +29,7 @@ use crate::kir::*;
 use crate::Options;
 use mapsat_ir::ast::{AddressSpace, MapKind, Node, NodeId, PadMode, Prim, Span};
 use mapsat_ir::check::TypeInfo;
-use mapsat_ir::{Program, ScalarKind, Type};
+use mapsat_ir::{Program, ScalarKind, Sizes, Type};
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 
 type R<T> = Result<T, CodegenError>;
@@ -191,7 +191,10 @@ pub(crate) struct Lower<'a> {
     dirty: BTreeMap<BufId, Dirty>,
     /// Shared buffers written inside the current outermost parallel loop.
     written: BTreeSet<BufId>,
-    sizes_map: BTreeMap<String, i64>,
+    /// Every size variable's value.
+    sizes: Sizes,
+    /// The same values as sizes, for substitution into the program's size expressions.
+    subst: HashMap<String, mapsat_ir::Size>,
 }
 
 const RESERVED: &[&str] = &[
@@ -403,22 +406,15 @@ fn largest_divisor_at_most(n: i64, cap: i64) -> i64 {
 
 impl<'a> Lower<'a> {
     pub(crate) fn run(p: &'a Program, opts: &Options) -> R<Kernel> {
-        let mut sizes: HashMap<String, i64> = opts.sizes.iter().map(|(k, v)| (k.clone(), *v)).collect();
-        for s in &p.sizes {
-            if !sizes.contains_key(&s.name) {
-                match s.default {
-                    Some(d) => {
-                        sizes.insert(s.name.clone(), d);
-                    }
-                    None => return Err(K::MissingSize(s.name.clone()).into()),
-                }
-            }
-        }
+        let sizes = p.resolve_sizes(&opts.sizes).map_err(|e| CodegenError::from(K::MissingSize(e.0)))?;
         let info = mapsat_ir::check::check_with_sizes(p, &sizes).map_err(|e| CodegenError::from(K::Type(e)))?;
         let maps = collect_maps(p, &info)?;
         let launch = launch_shape(&maps, opts.local.as_deref(), opts.max_work_group_size)?;
-        let mut sizes_sorted: Vec<(String, i64)> = sizes.into_iter().collect();
-        sizes_sorted.sort();
+        let subst: HashMap<String, mapsat_ir::Size> = p
+            .sizes
+            .iter()
+            .filter_map(|v| Some((v.name.clone(), mapsat_ir::Size::constant(sizes.get(&v.name)?))))
+            .collect();
         let mut lw = Lower {
             p,
             info,
@@ -438,12 +434,11 @@ impl<'a> Lower<'a> {
             slots: Vec::new(),
             dirty: BTreeMap::new(),
             written: BTreeSet::new(),
-            sizes_map: sizes_sorted.iter().cloned().collect(),
+            sizes,
+            subst,
         };
         for (i, q) in p.params.iter().enumerate() {
-            let t = q
-                .ty
-                .substitute(&sizes_sorted.iter().map(|(k, v)| (k.clone(), mapsat_ir::Size::constant(*v))).collect());
+            let t = q.ty.substitute(&lw.subst);
             let (dims, elem) = dims_of(&t)?;
             let (kind, width) = match elem {
                 Type::Scalar(k) => (k, 1),
@@ -500,7 +495,7 @@ impl<'a> Lower<'a> {
             body,
             launch: lw.launch,
             flops: lw.flops,
-            sizes: sizes_sorted,
+            sizes: lw.sizes,
         })
     }
 
@@ -772,17 +767,7 @@ impl<'a> Lower<'a> {
 
     /// Sizes in primitives are written with variables; the checker substituted them in types only.
     fn concrete(&self, s: &mapsat_ir::Size) -> mapsat_ir::Size {
-        let vals: HashMap<String, mapsat_ir::Size> = self
-            .p
-            .sizes
-            .iter()
-            .filter_map(|v| self.launch_sizes().get(&v.name).map(|x| (v.name.clone(), mapsat_ir::Size::constant(*x))))
-            .collect();
-        s.substitute(&vals)
-    }
-
-    fn launch_sizes(&self) -> &BTreeMap<String, i64> {
-        &self.sizes_map
+        s.substitute(&self.subst)
     }
 
     fn label_of(&self, a: &Arg) -> String {

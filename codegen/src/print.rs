@@ -7,12 +7,14 @@ use mapsat_ir::ast::{BinOp, Lit, UnOp};
 use mapsat_ir::ScalarKind;
 use std::fmt::Write;
 
-/// A target language.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+/// A target language (serialized as its [`Dialect::name`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, serde::Serialize, serde::Deserialize)]
 pub enum Dialect {
     /// OpenCL C 1.2.
+    #[serde(rename = "opencl")]
     OpenCl,
     /// CUDA C++ (compiled with NVRTC or nvcc).
+    #[serde(rename = "cuda")]
     Cuda,
 }
 
@@ -31,6 +33,11 @@ impl Dialect {
             Dialect::OpenCl => "opencl",
             Dialect::Cuda => "cuda",
         }
+    }
+
+    /// The dialect of a name (`opencl`, `cuda`).
+    pub fn parse(name: &str) -> Option<Dialect> {
+        [Dialect::OpenCl, Dialect::Cuda].into_iter().find(|d| d.name() == name)
     }
 }
 

@@ -148,7 +148,7 @@ fn no_barrier_at_the_end_of_a_loop_that_only_reads_shared_memory() {
         &std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/filetests/listing1.lift")).expect("read"),
     )
     .expect("parse");
-    let sizes = [("I", 3), ("J", 5), ("K", 12)].map(|(k, v)| (k.to_string(), v)).into();
+    let sizes = [("I", 3), ("J", 5), ("K", 12)].into_iter().collect();
     let (src, _) =
         emit(&p, &Options { sizes, local: Some(vec![8, 8]), ..Options::default() }, Dialect::OpenCl).expect("emit");
     assert_eq!(src.matches("barrier(").count(), 1, "{src}");
@@ -175,8 +175,8 @@ fn small_private_arrays_become_registers() {
     let p = mapsat_ir::parse(&text).expect("parse");
     for (o_b, regs) in [(4, true), (8, true), (32, false)] {
         let mut opts = Options::default();
-        opts.sizes.insert("oB".into(), o_b);
-        opts.sizes.insert("outChs".into(), 64);
+        opts.sizes.insert("oB", o_b);
+        opts.sizes.insert("outChs", 64);
         let (src, m) = emit(&p, &opts, Dialect::OpenCl).expect("emit");
         // Above 16 elements the array stays an array, indexed by its loop.
         assert_eq!(!src.contains("acc["), regs, "oB={o_b}:\n{src}");

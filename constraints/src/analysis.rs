@@ -3,7 +3,7 @@
 //! interpretations of the program over *views*:
 //!
 //! - **Strides** (family 9): each array dimension of a value carries its stride in memory, one per
-//!   underlying array, computed at the program's default sizes. A map is vectorizable when it is a
+//!   underlying array, computed at the analysed sizes. A map is vectorizable when it is a
 //!   leaf of the nesting tree, its elements are scalars (or tuples of scalars) and its input
 //!   dimension has stride 1 in every underlying array, and its length is a multiple of 4.
 //! - **Buffers** (families 1, 2, 10): the output of every map that writes memory is a buffer; each
@@ -18,7 +18,7 @@
 //! composition and partial application alike.
 
 use mapsat_ir::ast::{AddressSpace, Node, NodeId, Prim};
-use mapsat_ir::{Program, Type};
+use mapsat_ir::{Program, Sizes, Type};
 use petgraph::graph::{DiGraph, NodeIndex};
 use std::collections::HashMap;
 use std::rc::Rc;
@@ -40,7 +40,7 @@ pub struct MapInfo {
     /// True when the map is perfectly nested in its parent: the parent's function is this map
     /// (partially applied, or applied to the parent's element and nothing else).
     pub perfectly_nested: bool,
-    /// Number of iterations at the program's default sizes, when known.
+    /// Number of iterations at the analysed sizes, when known.
     pub extent: Option<i64>,
     /// Why the map cannot be vectorized (`None`: it can).
     pub unvectorizable: Option<String>,
@@ -78,7 +78,7 @@ pub struct Buffer {
     /// Address space of each dimension (inferred as in Lift: a map writes where its function
     /// writes, unless a `toX` says otherwise).
     pub spaces: Vec<AddressSpace>,
-    /// Bytes at the default sizes, when known.
+    /// Bytes at the analysed sizes, when known.
     pub bytes: Option<i64>,
     /// Reads of its dimensions: (dimension, reader).
     pub reads: Vec<(usize, Reader)>,
@@ -215,7 +215,10 @@ impl AV {
 
 struct Walker<'a> {
     p: &'a Program,
-    defaults: HashMap<String, i64>,
+    /// The sizes the analysis is made at.
+    sizes: Sizes,
+    /// The same, for substitution into types.
+    subst: HashMap<String, mapsat_ir::Size>,
     explicit: HashMap<NodeId, AddressSpace>,
     maps: Vec<MapInfo>,
     by_node: HashMap<NodeId, MapIdx>,
@@ -236,7 +239,7 @@ const MAX_DEPTH: usize = 2000;
 
 impl<'a> Walker<'a> {
     fn size(&self, s: &mapsat_ir::Size) -> Option<i64> {
-        s.eval(&self.defaults)
+        s.eval(&self.sizes)
     }
 
     fn eval(&mut self, id: NodeId, env: &Rc<Vec<AV>>) -> AV {
@@ -250,9 +253,7 @@ impl<'a> Walker<'a> {
         match self.p.node(id) {
             Node::Param(i) => match self.p.params.get(*i as usize) {
                 Some(param) => {
-                    let t = param.ty.substitute(
-                        &self.defaults.iter().map(|(k, v)| (k.clone(), mapsat_ir::Size::constant(*v))).collect(),
-                    );
+                    let t = param.ty.substitute(&self.subst);
                     AV::V(view_of_type(&t))
                 }
                 None => AV::V(View::Unknown),
@@ -533,7 +534,7 @@ impl<'a> Walker<'a> {
                             "its length {l} is not a multiple of the vector width {}",
                             crate::VECTOR_WIDTH
                         )),
-                        None => Some("its length is unknown at the default sizes".into()),
+                        None => Some("its length is unknown at these sizes".into()),
                     },
                     Some(_) => Some("consecutive iterations do not access consecutive elements".into()),
                     None => Some("its input is not an array the analysis understands".into()),
@@ -623,7 +624,13 @@ fn is_perfect(p: &Program, f: NodeId, inner: NodeId) -> bool {
 impl Analysis {
     /// Analyses a program at its default sizes.
     pub fn new(p: &Program) -> Analysis {
-        let defaults: HashMap<String, i64> = p.default_sizes().into_iter().collect();
+        Analysis::at(p, &Sizes::new())
+    }
+
+    /// Analyses a program at the given sizes (the program's defaults for the others).
+    pub fn at(p: &Program, given: &Sizes) -> Analysis {
+        let sizes = given.or(&p.default_sizes());
+        let subst = sizes.iter().map(|(k, v)| (k.to_string(), mapsat_ir::Size::constant(v))).collect();
         let mut explicit = HashMap::new();
         for node in &p.nodes {
             if let Node::App(f, x) = node {
@@ -636,7 +643,8 @@ impl Analysis {
         }
         let mut w = Walker {
             p,
-            defaults,
+            sizes,
+            subst,
             explicit,
             maps: Vec::new(),
             by_node: HashMap::new(),

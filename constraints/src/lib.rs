@@ -18,7 +18,8 @@
 //! take no mapping; their labels are listed in [`Space::layout_maps`].
 //!
 //! # Approximations (see also each family's documentation)
-//! - Strides, lengths and memory footprints are computed at the program's default sizes.
+//! - Strides, lengths and memory footprints are computed at the sizes of [`Options::sizes`]
+//!   (the program's defaults for the others): a mapping is valid at the sizes it was checked at.
 //! - Synchronizability compares, for each buffer dimension, the map writing it with the map
 //!   reading it: a barrier is needed unless both are within one thread (S, V, or fused into
 //!   such) or both are the same parallel code (not fused). Joined dimensions, and fused parallel

@@ -6,7 +6,7 @@ use crate::expr::{Expr, Term};
 use crate::{Code, Error};
 use mapsat_ir::ast::AddressSpace;
 use mapsat_ir::profile::Profile;
-use mapsat_ir::Program;
+use mapsat_ir::{Program, Sizes};
 use std::fmt;
 
 /// A family of constraints.
@@ -132,11 +132,21 @@ pub struct Options {
     pub timeout_ms: u64,
     /// Random descents of the search tree for Knuth's estimate, when the count is not exact.
     pub probes: u32,
+    /// The sizes the constraints are evaluated at (lengths, strides, memory footprints, local
+    /// size candidates); the program's defaults fill the sizes not given.
+    pub sizes: Sizes,
 }
 
 impl Default for Options {
     fn default() -> Self {
-        Options { fusion: true, profile: None, count_limit: 10_000, timeout_ms: 10_000, probes: 50 }
+        Options {
+            fusion: true,
+            profile: None,
+            count_limit: 10_000,
+            timeout_ms: 10_000,
+            probes: 50,
+            sizes: Sizes::new(),
+        }
     }
 }
 
@@ -175,7 +185,7 @@ fn divisors(n: i64) -> Vec<i64> {
 impl Space {
     /// Generates the space of a program (which should have passed the type checker).
     pub fn generate(p: &Program, options: Options) -> Result<Space, Error> {
-        let analysis = Analysis::new(p);
+        let analysis = Analysis::at(p, &options.sizes);
         let vars = analysis.concrete_maps();
         if vars.is_empty() {
             return Err(Error::NoMaps);
@@ -659,7 +669,7 @@ impl Space {
                         Family::DeviceLimits,
                         &maps,
                         format!(
-                            "local memory: the toLocal buffers take {t} bytes at the default sizes; {} has {} per work group",
+                            "local memory: the toLocal buffers take {t} bytes at these sizes; {} has {} per work group",
                             prof.name, prof.local_mem_bytes
                         ),
                         Expr::Bool(t <= prof.local_mem_bytes as i64),
@@ -674,7 +684,7 @@ impl Space {
                     Family::DeviceLimits,
                     &maps,
                     format!(
-                        "private memory: the toPrivate buffers take {t} bytes per thread at the default sizes; {} has {}",
+                        "private memory: the toPrivate buffers take {t} bytes per thread at these sizes; {} has {}",
                         prof.name, prof.private_mem_bytes
                     ),
                     Expr::Bool(t <= prof.private_mem_bytes as i64),

@@ -19,13 +19,11 @@ fn tiled_conv_matches_conv() {
     let tiled = read("conv_tiled.lift");
     let conv = read("conv.lift");
     for given in [vec![], vec![("inH", 12), ("inW", 8), ("inChs", 6), ("outChs", 4)]] {
-        let given: HashMap<String, i64> = given.into_iter().map(|(k, v)| (k.to_string(), v)).collect();
-        let mut sizes: HashMap<String, i64> = conv.default_sizes().into_iter().collect();
-        sizes.extend(given.clone());
+        let given: mapsat_ir::Sizes = given.into_iter().collect();
+        let sizes = given.or(&conv.default_sizes());
         let inputs = mapsat_ir::interp::random_inputs(&conv, &sizes, 3).expect("inputs");
         let want = mapsat_ir::interp::eval(&conv, &sizes, &inputs).expect("conv");
-        let mut tsizes: HashMap<String, i64> = tiled.default_sizes().into_iter().collect();
-        tsizes.extend(given);
+        let tsizes = given.or(&tiled.default_sizes());
         let got = mapsat_ir::interp::eval(&tiled, &tsizes, &inputs).expect("conv_tiled");
         assert_eq!(got.shape, want.shape);
         assert!(got.allclose(&want, 1e-4, 1e-4), "max abs diff {:?} at {sizes:?}", got.max_abs_diff(&want));

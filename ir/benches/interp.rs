@@ -5,7 +5,6 @@
 
 use criterion::{criterion_group, criterion_main, Criterion};
 use mapsat_ir::{check, interp, parse};
-use std::collections::HashMap;
 
 fn conv_source() -> String {
     std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../examples/conv.lift")).expect("examples/conv.lift")
@@ -29,7 +28,7 @@ fn eval_conv(c: &mut Criterion) {
         ("default 8x8x4->6", vec![]),
         ("VGG 56x56x128->128", vec![("inH", 56), ("inW", 56), ("inChs", 128), ("outChs", 128)]),
     ] {
-        let mut sizes: HashMap<String, i64> = p.default_sizes().into_iter().collect();
+        let mut sizes = p.default_sizes();
         for (k, v) in extra {
             sizes.insert(k.to_string(), v);
         }

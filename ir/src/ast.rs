@@ -546,9 +546,4 @@ impl Program {
             }
         }
     }
-
-    /// Values of the size variables that have defaults.
-    pub fn default_sizes(&self) -> Vec<(String, i64)> {
-        self.sizes.iter().filter_map(|s| Some((s.name.clone(), s.default?))).collect()
-    }
 }

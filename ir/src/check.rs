@@ -62,9 +62,9 @@ pub fn check(p: &Program) -> TResult<TypeInfo> {
 
 /// Checks a program with some size variables replaced by concrete values: what `eval` and code
 /// generation use, so that, e.g., a `split` that does not divide a concrete length is caught.
-pub fn check_with_sizes(p: &Program, sizes: &HashMap<String, i64>) -> TResult<TypeInfo> {
+pub fn check_with_sizes(p: &Program, sizes: &crate::Sizes) -> TResult<TypeInfo> {
     for s in &p.sizes {
-        if let Some(&v) = sizes.get(&s.name) {
+        if let Some(v) = sizes.get(&s.name) {
             if v < s.min || s.max.is_some_and(|m| v > m) {
                 let range = match s.max {
                     Some(m) => format!("{}..{m}", s.min),
@@ -77,7 +77,7 @@ pub fn check_with_sizes(p: &Program, sizes: &HashMap<String, i64>) -> TResult<Ty
             }
         }
     }
-    let subst = sizes.iter().map(|(k, v)| (k.clone(), Size::constant(*v))).collect();
+    let subst = sizes.iter().map(|(k, v)| (k.to_string(), Size::constant(v))).collect();
     Checker::new(p, subst).run()
 }
 

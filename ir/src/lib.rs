@@ -8,11 +8,13 @@
 
 pub mod ast;
 pub mod size;
+pub mod sizes;
 pub mod syntax;
 pub mod types;
 
 pub use ast::{Node, NodeId, Prim, Program};
 pub use size::Size;
+pub use sizes::{MissingSize, Sizes};
 pub use syntax::{parse, print, ParseError};
 pub use types::{ScalarKind, Type};
 pub mod check;

@@ -377,13 +377,13 @@ impl Size {
 
     /// Evaluates with concrete values; `None` on a missing variable, a division by zero or
     /// an overflow.
-    pub fn eval(&self, values: &HashMap<String, i64>) -> Option<i64> {
+    pub fn eval(&self, values: &crate::Sizes) -> Option<i64> {
         let mut sum: i64 = 0;
         for (m, c) in &self.terms {
             let mut t = *c;
             for (a, p) in m {
                 let v = match a {
-                    Atom::Var(name) => *values.get(name)?,
+                    Atom::Var(name) => values.get(name)?,
                     Atom::Div(x, y) => floor_div(x.eval(values)?, y.eval(values)?)?,
                     Atom::Mod(x, y) => floor_mod(x.eval(values)?, y.eval(values)?)?,
                     Atom::Min(x, y) => x.eval(values)?.min(y.eval(values)?),
@@ -643,7 +643,7 @@ mod tests {
     fn floor_semantics() {
         assert_eq!(Size::constant(-7).div(&Size::constant(2)), Size::constant(-4));
         assert_eq!(Size::constant(-7).rem(&Size::constant(2)), Size::constant(1));
-        let v = HashMap::from([("N".to_string(), 5)]);
+        let v = crate::Sizes::new().with("N", 5);
         assert_eq!(n().div(&Size::constant(0)).eval(&v), None);
     }
 }

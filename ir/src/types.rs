@@ -4,8 +4,9 @@ use crate::size::Size;
 use std::collections::HashMap;
 use std::fmt;
 
-/// A scalar element type.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+/// A scalar element type (serialized by its name in the text format: `f32`, `i32`, `bool`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "lowercase")]
 pub enum ScalarKind {
     /// 32-bit float.
     F32,

@@ -8,7 +8,6 @@
 
 use mapsat_ir::interp::{eval, read_npy, Tensor};
 use mapsat_ir::{check, parse, Program};
-use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
 const RTOL: f64 = 1e-4;
@@ -66,12 +65,12 @@ fn run_fixture(dir: &Path) -> Result<(), String> {
     let fixture = dir.file_name().and_then(|n| n.to_str()).unwrap_or("?").to_string();
     let (example, is_default) = example_of(dir);
     let p = load_example(&example);
-    let mut sizes: HashMap<String, i64> = p.default_sizes().into_iter().collect();
+    let mut sizes = p.default_sizes();
     for (k, v) in read_sizes(dir) {
         if !p.sizes.iter().any(|s| s.name == k) {
             return Err(format!("{fixture}: sizes.txt sets `{k}`, which examples/{example}.lift does not declare"));
         }
-        if is_default && sizes.get(&k) != Some(&v) {
+        if is_default && sizes.get(&k) != Some(v) {
             return Err(format!(
                 "{fixture}: sizes.txt has {k}={v} but the default in examples/{example}.lift is {:?}: \
                  regenerate the fixtures or fix the default",

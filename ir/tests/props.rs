@@ -4,7 +4,6 @@
 use mapsat_ir::size::Size;
 use mapsat_ir::{check, parse, print};
 use proptest::prelude::*;
-use std::collections::HashMap;
 
 /// A size expression as a plain tree, evaluated directly (the oracle for `Size`).
 #[derive(Clone, Debug)]
@@ -79,7 +78,7 @@ proptest! {
     fn size_simplification_keeps_value(e in expr(), env in [1i64..9, 1i64..9, 1i64..9]) {
         if let Some(v) = e.eval(&env) {
             let s = e.build();
-            let values: HashMap<String, i64> = VARS.iter().zip(env).map(|(k, v)| (k.to_string(), v)).collect();
+            let values: mapsat_ir::Sizes = VARS.iter().zip(env).map(|(k, v)| (k.to_string(), v)).collect();
             prop_assert_eq!(s.eval(&values), Some(v), "{:?} simplified to {}", e, s);
         }
     }
@@ -155,7 +154,7 @@ proptest! {
         prop_assert_eq!(print(&q), text);
         let t2 = check::check(&q).map_err(|e| TestCaseError::fail(format!("{e:?}")))?;
         prop_assert_eq!(&t.result, &t2.result);
-        let sizes = HashMap::from([("N".to_string(), 24)]);
+        let sizes = mapsat_ir::Sizes::new().with("N", 24);
         let concrete = check::check_with_sizes(&p, &sizes).map_err(|e| TestCaseError::fail(format!("{e:?}")))?;
         prop_assert_eq!(concrete.result.to_string(), format!("[f32]{len}"));
     }

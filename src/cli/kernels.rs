@@ -5,7 +5,6 @@ use super::{all_sizes, load_inputs, CliResult, Failure, SizeArgs, Source};
 use mapsat::ir;
 use mapsat_codegen::{Dialect, Options};
 use mapsat_tuner::measure::{self, DeviceSpec, RunConfig};
-use std::collections::HashMap;
 use std::path::Path;
 
 /// Parses `--local 64,4,1`.
@@ -23,12 +22,9 @@ pub(super) fn emit(file: &Path, sizes: &SizeArgs, target: &str, local: Option<&s
     let p = src.parse()?;
     ir::check::check(&p).map_err(|e| src.reject(&e))?;
     let sizes = all_sizes(&p, sizes)?;
-    let dialect = match target {
-        "opencl" => Dialect::OpenCl,
-        "cuda" => Dialect::Cuda,
-        t => return Err(Failure::Usage(format!("--target must be opencl or cuda, not `{t}`"))),
-    };
-    let opts = Options { sizes: sizes.into_iter().collect(), local: parse_local(local)?, ..Options::default() };
+    let dialect = Dialect::parse(target)
+        .ok_or_else(|| Failure::Usage(format!("--target must be opencl or cuda, not `{target}`")))?;
+    let opts = Options { sizes, local: parse_local(local)?, ..Options::default() };
     let (code, manifest) = mapsat_codegen::emit(&p, &opts, dialect).map_err(|e| src.reject(&e))?;
     std::fs::create_dir_all(out)
         .map_err(|e| Failure::Rejected(format!("error: cannot create {}: {e}", out.display())))?;
@@ -66,7 +62,7 @@ pub(super) fn run(
     let src = Source::read(file)?;
     let p = src.parse()?;
     ir::check::check(&p).map_err(|e| src.reject(&e))?;
-    let sizes: HashMap<String, i64> = all_sizes(&p, sizes)?;
+    let sizes = all_sizes(&p, sizes)?;
     let device: DeviceSpec = device.parse().map_err(|e: measure::MeasureError| Failure::Usage(e.to_string()))?;
     let tensors = load_inputs(&src, &p, &sizes, inputs, Some(seed))?;
     let cfg = RunConfig { check, runs: runs.max(1), ..RunConfig::default() };

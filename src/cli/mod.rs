@@ -16,7 +16,7 @@ mod kernels;
 mod space;
 
 use clap::{Parser, Subcommand};
-use mapsat::ir::{self, diag, interp, Program};
+use mapsat::ir::{self, diag, interp, Program, Sizes};
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -229,8 +229,8 @@ impl Source {
 }
 
 /// Size values from the flags, checked against the program's size variables.
-fn given_sizes(p: &Program, args: &SizeArgs) -> CliResult<HashMap<String, i64>> {
-    let mut out = HashMap::new();
+fn given_sizes(p: &Program, args: &SizeArgs) -> CliResult<Sizes> {
+    let mut out = Sizes::new();
     for s in &args.sizes {
         let (name, value) =
             s.split_once('=').ok_or_else(|| Failure::Usage(format!("--size expects NAME=VALUE, got `{s}`")))?;
@@ -244,35 +244,19 @@ fn given_sizes(p: &Program, args: &SizeArgs) -> CliResult<HashMap<String, i64>> 
         }
         let v: i64 =
             value.trim().parse().map_err(|_| Failure::Usage(format!("--size {name}: `{value}` is not an integer")))?;
-        out.insert(name.to_string(), v);
+        out.insert(name, v);
     }
     Ok(out)
 }
 
 /// Every size variable's value: flags first, then the file's defaults.
-fn all_sizes(p: &Program, args: &SizeArgs) -> CliResult<HashMap<String, i64>> {
-    let mut sizes = given_sizes(p, args)?;
-    for v in &p.sizes {
-        if !sizes.contains_key(&v.name) {
-            match v.default {
-                Some(d) => {
-                    sizes.insert(v.name.clone(), d);
-                }
-                None => {
-                    return Err(Failure::Usage(format!(
-                        "size `{0}` has no default value: give --size {0}=VALUE",
-                        v.name
-                    )))
-                }
-            }
-        }
-    }
-    Ok(sizes)
+fn all_sizes(p: &Program, args: &SizeArgs) -> CliResult<Sizes> {
+    p.resolve_sizes(&given_sizes(p, args)?).map_err(|e| Failure::Usage(e.to_string()))
 }
 
-fn signature(p: &Program, result: &ir::Type, subst: Option<&HashMap<String, i64>>) -> String {
+fn signature(p: &Program, result: &ir::Type, subst: Option<&Sizes>) -> String {
     let s: HashMap<String, ir::Size> =
-        subst.map(|m| m.iter().map(|(k, v)| (k.clone(), ir::Size::constant(*v))).collect()).unwrap_or_default();
+        subst.map(|m| m.iter().map(|(k, v)| (k.to_string(), ir::Size::constant(v))).collect()).unwrap_or_default();
     let params: Vec<String> = p.params.iter().map(|q| format!("{}: {}", q.name, q.ty.substitute(&s))).collect();
     format!("{}({}) : {}", p.name, params.join(", "), result)
 }
@@ -322,7 +306,7 @@ fn eval(file: &Path, args: &SizeArgs, inputs: &[String], random: Option<u64>, ou
 fn load_inputs(
     src: &Source,
     p: &Program,
-    sizes: &HashMap<String, i64>,
+    sizes: &Sizes,
     inputs: &[String],
     random: Option<u64>,
 ) -> CliResult<Vec<interp::Tensor>> {

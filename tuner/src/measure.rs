@@ -6,8 +6,7 @@ use mapsat_codegen::kir::Role;
 use mapsat_codegen::{CodegenError, Dialect, Manifest, Options};
 use mapsat_ir::interp::{self, EvalError, Tensor, TensorData};
 use mapsat_ir::profile::{Profile, ProfileError};
-use mapsat_ir::Program;
-use std::collections::HashMap;
+use mapsat_ir::{Program, ScalarKind, Sizes};
 use std::fmt;
 
 /// Why a run failed (a failed comparison is not an error: see [`Check`]).
@@ -144,18 +143,6 @@ impl RunReport {
     }
 }
 
-/// Values of all size variables: given ones, then the program's defaults.
-pub fn resolve_sizes(p: &Program, given: &HashMap<String, i64>) -> R<HashMap<String, i64>> {
-    let mut s = given.clone();
-    for v in &p.sizes {
-        if !s.contains_key(&v.name) {
-            let d = v.default.ok_or_else(|| MeasureError::Input(format!("size `{}` has no value", v.name)))?;
-            s.insert(v.name.clone(), d);
-        }
-    }
-    Ok(s)
-}
-
 /// Host data of one kernel argument.
 enum Host {
     F32(Vec<f32>),
@@ -171,11 +158,11 @@ fn host_of(t: &Tensor) -> Host {
     }
 }
 
-fn poison(kind: &str, n: usize) -> Host {
+fn poison(kind: ScalarKind, n: usize) -> Host {
     match kind {
-        "f32" => Host::F32(vec![f32::NAN; n]),
-        "i32" => Host::I32(vec![i32::MIN + 7; n]),
-        _ => Host::U8(vec![0xAB; n]),
+        ScalarKind::F32 => Host::F32(vec![f32::NAN; n]),
+        ScalarKind::I32 => Host::I32(vec![i32::MIN + 7; n]),
+        ScalarKind::Bool => Host::U8(vec![0xAB; n]),
     }
 }
 
@@ -215,14 +202,14 @@ pub fn compare(got: &Tensor, want: &Tensor, rtol: f64, atol: f64) -> Check {
 /// Generates, runs and (optionally) checks a program on a device.
 pub fn run(
     p: &Program,
-    sizes: &HashMap<String, i64>,
+    sizes: &Sizes,
     local: Option<Vec<i64>>,
     inputs: &[Tensor],
     device: DeviceSpec,
     cfg: &RunConfig,
 ) -> R<RunReport> {
-    let sizes = resolve_sizes(p, sizes)?;
-    let opts = Options { sizes: sizes.iter().map(|(k, v)| (k.clone(), *v)).collect(), local, ..Options::default() };
+    let sizes = p.resolve_sizes(sizes).map_err(|e| MeasureError::Input(e.to_string()))?;
+    let opts = Options { sizes: sizes.clone(), local, ..Options::default() };
     let dialect = match device {
         DeviceSpec::OpenCl(..) => Dialect::OpenCl,
         DeviceSpec::Cuda(_) => Dialect::Cuda,
@@ -259,9 +246,9 @@ pub fn run(
             }
             (Role::Output, _) => {
                 out_arg = args.len();
-                Arg::Buffer(poison(&b.elem, b.len as usize))
+                Arg::Buffer(poison(b.elem, b.len as usize))
             }
-            _ => Arg::Buffer(poison(&b.elem, b.len.max(1) as usize)),
+            _ => Arg::Buffer(poison(b.elem, b.len.max(1) as usize)),
         };
         args.push(a);
     }

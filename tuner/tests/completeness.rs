@@ -16,6 +16,7 @@ use common::opencl_present;
 use mapsat_constraints::analysis::Writer;
 use mapsat_constraints::{Code, Mapping, Options, Space};
 use mapsat_ir::ast::AddressSpace;
+use mapsat_ir::Sizes;
 use mapsat_tuner::measure::{self, DeviceSpec, RunConfig};
 use std::collections::HashMap;
 
@@ -30,19 +31,15 @@ enum Outcome {
     Wrong(String),
 }
 
-fn outcome(p: &mapsat_ir::Program, space: &Space, m: &Mapping, sizes: &[(String, i64)], device: bool) -> Outcome {
+fn outcome(p: &mapsat_ir::Program, space: &Space, m: &Mapping, sizes: &Sizes, device: bool) -> Outcome {
     let q = match space.apply(p, m) {
         Ok(q) => q,
         Err(e) => return Outcome::Refused(format!("apply: {e}")),
     };
-    let mut sets = vec![HashMap::new()];
-    sets.push(sizes.iter().cloned().collect::<HashMap<String, i64>>());
+    let sets = [Sizes::new(), sizes.clone()];
     for (k, given) in sets.iter().enumerate() {
-        let sizes = measure::resolve_sizes(p, given).expect("sizes");
-        let opts = mapsat_codegen::Options {
-            sizes: sizes.iter().map(|(k, v)| (k.clone(), *v)).collect(),
-            ..Default::default()
-        };
+        let sizes = p.resolve_sizes(given).expect("sizes");
+        let opts = mapsat_codegen::Options { sizes: sizes.clone(), ..Default::default() };
         if let Err(e) = mapsat_codegen::lower(&q, &opts) {
             return Outcome::Refused(format!("codegen: {e}"));
         }
@@ -110,7 +107,7 @@ fn every_assignment(name: &str, src: &str, sizes: &[(&str, i64)]) {
     let p = mapsat_ir::parse(src).expect("parse");
     mapsat_ir::check::check(&p).expect("check");
     let space = Space::generate(&p, Options { fusion: false, ..Options::default() }).expect("space");
-    let sizes: Vec<(String, i64)> = sizes.iter().map(|(k, v)| (k.to_string(), *v)).collect();
+    let sizes: Sizes = sizes.iter().copied().collect();
     let mut solver = std::collections::HashSet::new();
     space
         .enumerate(None, |m| {

@@ -7,12 +7,12 @@
 mod common;
 
 use common::opencl_present;
+use mapsat_ir::Sizes;
 use mapsat_tuner::measure::{self, DeviceSpec, RunConfig};
-use std::collections::HashMap;
 use std::path::Path;
 
 struct Run {
-    sizes: HashMap<String, i64>,
+    sizes: Sizes,
     local: Option<Vec<i64>>,
 }
 
@@ -20,14 +20,14 @@ fn runs(text: &str) -> Vec<Run> {
     let mut out = Vec::new();
     for line in text.lines() {
         let Some(rest) = line.trim().strip_prefix("// run:") else { continue };
-        let mut run = Run { sizes: HashMap::new(), local: None };
+        let mut run = Run { sizes: Sizes::new(), local: None };
         for word in rest.split_whitespace() {
             if let Some(l) = word.strip_prefix("local=") {
                 run.local = Some(l.split(',').map(|x| x.parse().expect("local size")).collect());
             } else {
                 for kv in word.split(',') {
                     let (k, v) = kv.split_once('=').expect("NAME=VALUE");
-                    run.sizes.insert(k.to_string(), v.parse().expect("size value"));
+                    run.sizes.insert(k, v.parse().expect("size value"));
                 }
             }
         }
@@ -51,7 +51,7 @@ fn filetests_match_interpreter_on_opencl() {
         let p = mapsat_ir::parse(&text).expect("parse");
         for (k, run) in runs(&text).into_iter().enumerate() {
             count += 1;
-            let sizes = measure::resolve_sizes(&p, &run.sizes).expect("sizes");
+            let sizes = p.resolve_sizes(&run.sizes).expect("sizes");
             let inputs = mapsat_ir::interp::random_inputs(&p, &sizes, 42 + k as u64).expect("inputs");
             let cfg = RunConfig { warmup: 0, runs: 1, ..RunConfig::default() };
             let name = format!("{} {:?} local={:?}", f.display(), run.sizes, run.local);
@@ -111,9 +111,8 @@ fn conv_at_vgg_size_matches_interpreter() {
     let mapped = read("../codegen/tests/filetests/conv_reg.lift");
     let reference = read("../examples/conv.lift");
     let vgg = [("inH", 56), ("inW", 56), ("inChs", 128), ("outChs", 128), ("kerH", 3), ("kerW", 3)];
-    let given: HashMap<String, i64> = vgg.map(|(k, v)| (k.to_string(), v)).into();
-    let mut sizes = measure::resolve_sizes(&mapped, &given).expect("sizes");
-    sizes.insert("oB".to_string(), 4);
+    let given: Sizes = vgg.into_iter().collect();
+    let sizes = mapped.resolve_sizes(&given).expect("sizes").with("oB", 4);
     let inputs = mapsat_ir::interp::random_inputs(&reference, &given, 7).expect("inputs");
     let cfg = RunConfig { warmup: 0, runs: 1, check: false, ..RunConfig::default() };
     let r = measure::run(&mapped, &sizes, Some(vec![32, 4, 1]), &inputs, DeviceSpec::OpenCl(0, 0), &cfg).expect("run");

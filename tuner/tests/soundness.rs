@@ -17,8 +17,8 @@ mod common;
 
 use common::opencl_present;
 use mapsat_constraints::{Error as SpaceError, Options, Space};
+use mapsat_ir::Sizes;
 use mapsat_tuner::measure::{self, DeviceSpec, RunConfig};
-use std::collections::HashMap;
 use std::path::Path;
 
 /// The second size set of each example (the first is its defaults). Divisibility is kept as at
@@ -69,7 +69,7 @@ fn sampled_mappings_run_correctly() {
             Err(e) => panic!("{name}: {e}"),
         };
         let extra = second_sizes(&name).unwrap_or_else(|| panic!("{name}: add its second size set to this test"));
-        let mut size_sets = vec![HashMap::new()];
+        let mut size_sets = vec![Sizes::new()];
         if !extra.is_empty() {
             size_sets.push(extra.iter().map(|(k, v)| (k.to_string(), *v)).collect());
         }
@@ -79,14 +79,12 @@ fn sampled_mappings_run_correctly() {
         // checked at).
         let mut cases = Vec::new();
         for (k, given) in size_sets.iter().enumerate() {
-            let sizes = measure::resolve_sizes(&p, given).expect("sizes");
+            let sizes = p.resolve_sizes(given).expect("sizes");
             let inputs = mapsat_ir::interp::random_inputs(&p, &sizes, 11 + k as u64).expect("inputs");
             let want = mapsat_ir::interp::eval(&p, &sizes, &inputs).expect("interpreter");
-            let mut at = p.clone();
-            at.sizes.iter_mut().for_each(|v| v.default = Some(sizes[&v.name]));
-            let space_at =
-                Space::generate(&at, Options { profile: space.options.profile.clone(), ..Options::default() })
-                    .expect("space at these sizes");
+            let options =
+                Options { profile: space.options.profile.clone(), sizes: sizes.clone(), ..Options::default() };
+            let space_at = Space::generate(&p, options).expect("space at these sizes");
             cases.push((sizes, inputs, want, space_at));
         }
         let mappings = space.sample(n, 2024).expect("sample");
@@ -119,7 +117,7 @@ fn sampled_mappings_run_correctly() {
                 let local = if space_at.n_ls > 0 { e.local_sizes } else { None };
                 checked += 1;
                 let opts = mapsat_codegen::Options {
-                    sizes: sizes.iter().map(|(k, v)| (k.clone(), *v)).collect(),
+                    sizes: sizes.clone(),
                     local: local.clone(),
                     max_work_group_size: Some(max_group),
                 };
@@ -172,18 +170,15 @@ fn table1_mappings_run_correctly() {
         (&fused, "A=W0,B=L0,C=V,D=S,E=L0"),
     ];
     for given in [vec![], vec![("I", 8), ("J", 4), ("K", 8)], vec![("I", 128), ("J", 4), ("K", 8)]] {
-        let given: HashMap<String, i64> = given.into_iter().map(|(k, v)| (k.to_string(), v)).collect();
-        let sizes = measure::resolve_sizes(&p, &given).expect("sizes");
+        let given: Sizes = given.into_iter().collect();
+        let sizes = p.resolve_sizes(&given).expect("sizes");
         let inputs = mapsat_ir::interp::random_inputs(&p, &sizes, 5).expect("inputs");
         let want = mapsat_ir::interp::eval(&p, &sizes, &inputs).expect("interpreter");
         for (space, text) in table {
             let m = space.parse_mapping(text).expect("mapping");
             assert!(space.explain(&m).expect("explain").valid, "{text}");
             let q = space.apply(&p, &m).expect("apply");
-            let opts = mapsat_codegen::Options {
-                sizes: sizes.iter().map(|(k, v)| (k.clone(), *v)).collect(),
-                ..Default::default()
-            };
+            let opts = mapsat_codegen::Options { sizes: sizes.clone(), ..Default::default() };
             let kernel = mapsat_codegen::lower(&q, &opts).unwrap_or_else(|e| panic!("{text}: {e}"));
             if text.starts_with("A=G0") {
                 // One slice of the local buffer per work item of the work group (pocl runs the

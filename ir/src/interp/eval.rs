@@ -7,7 +7,7 @@ use super::value::{tuple_at, Array, Collector, Fill, Func, Scalar, Tree, Value};
 use super::EvalError;
 use crate::ast::{BinOp, Node, NodeId, PadMode, Prim, Program, Span};
 use crate::size::Size;
-use std::collections::HashMap;
+use crate::Sizes;
 use std::ops::Range;
 use std::sync::Arc;
 use std::time::Instant;
@@ -27,7 +27,7 @@ type R<T> = Result<T, EvalError>;
 #[derive(Clone, Copy)]
 pub(crate) struct Interp<'a> {
     pub prog: &'a Program,
-    pub sizes: &'a HashMap<String, i64>,
+    pub sizes: &'a Sizes,
     pub params: &'a [Value],
     /// Threads a map may use.
     pub threads: usize,
@@ -37,7 +37,7 @@ pub(crate) struct Interp<'a> {
 }
 
 impl<'a> Interp<'a> {
-    pub(crate) fn new(prog: &'a Program, sizes: &'a HashMap<String, i64>, params: &'a [Value], threads: usize) -> Self {
+    pub(crate) fn new(prog: &'a Program, sizes: &'a Sizes, params: &'a [Value], threads: usize) -> Self {
         Interp { prog, sizes, params, threads, in_parallel: false, depth: 0 }
     }
 

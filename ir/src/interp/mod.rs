@@ -32,8 +32,8 @@ pub use npy::{read_npy, write_npy};
 
 use crate::ast::{Param, Program, Span};
 use crate::types::{ScalarKind, Type};
+use crate::Sizes;
 use rand::{Rng, SeedableRng};
-use std::collections::HashMap;
 use std::fmt;
 use value::{checked_numel, Array, Buffer, Scalar, Tree, Value, View, MAX_ELEMS};
 
@@ -281,11 +281,11 @@ fn check_arena(p: &Program) -> Result<(), EvalError> {
 }
 
 /// Checks that every size variable of `p` has a positive value.
-fn check_sizes(p: &Program, sizes: &HashMap<String, i64>) -> Result<(), EvalError> {
+fn check_sizes(p: &Program, sizes: &Sizes) -> Result<(), EvalError> {
     for s in &p.sizes {
         match sizes.get(&s.name) {
             None => return Err(EvalError::MissingSize(s.name.clone())),
-            Some(&v) if v <= 0 => return Err(EvalError::NonPositiveSize { name: s.name.clone(), value: v }),
+            Some(v) if v <= 0 => return Err(EvalError::NonPositiveSize { name: s.name.clone(), value: v }),
             Some(_) => {}
         }
     }
@@ -295,14 +295,14 @@ fn check_sizes(p: &Program, sizes: &HashMap<String, i64>) -> Result<(), EvalErro
 /// The element type and shape (outermost first) of an array-of-scalars type, for concrete
 /// sizes. A scalar type has shape `[]`; a vector element (`f32x4`) adds an innermost dimension
 /// of its width. Tuples and functions are refused.
-pub fn concrete_shape(ty: &Type, sizes: &HashMap<String, i64>) -> Result<(ScalarKind, Vec<usize>), EvalError> {
+pub fn concrete_shape(ty: &Type, sizes: &Sizes) -> Result<(ScalarKind, Vec<usize>), EvalError> {
     let (dims, elem) = ty.dims();
     let mut shape = Vec::with_capacity(dims.len() + 1);
     for d in dims {
         let v = match d.eval(sizes) {
             Some(v) => v,
             None => {
-                return Err(match d.vars().into_iter().find(|v| !sizes.contains_key(v)) {
+                return Err(match d.vars().into_iter().find(|v| !sizes.contains(v)) {
                     Some(v) => EvalError::MissingSize(v),
                     None => EvalError::Shape(format!("cannot evaluate the size `{d}` (division by zero or overflow)")),
                 })
@@ -329,7 +329,7 @@ pub fn concrete_shape(ty: &Type, sizes: &HashMap<String, i64>) -> Result<(Scalar
 }
 
 /// The value of a parameter, checking the input against the parameter's type.
-fn input_value(p: &Param, t: &Tensor, sizes: &HashMap<String, i64>) -> Result<Value, EvalError> {
+fn input_value(p: &Param, t: &Tensor, sizes: &Sizes) -> Result<Value, EvalError> {
     let bad = |message: String| EvalError::BadInput { name: p.name.clone(), message };
     let (kind, shape) = concrete_shape(&p.ty, sizes).map_err(|e| match e {
         EvalError::Shape(m) => bad(m),
@@ -417,7 +417,7 @@ fn thread_count() -> usize {
 /// The result is a scalar (shape `[]`) or an array of scalars (nested arrays flatten row-major
 /// into the shape); arrays of vectors get an innermost dimension of the vector width. A result
 /// holding tuples is an error.
-pub fn eval(p: &Program, sizes: &HashMap<String, i64>, inputs: &[Tensor]) -> Result<Tensor, EvalError> {
+pub fn eval(p: &Program, sizes: &Sizes, inputs: &[Tensor]) -> Result<Tensor, EvalError> {
     check_sizes(p, sizes)?;
     check_arena(p)?;
     if inputs.len() != p.params.len() {
@@ -445,7 +445,7 @@ pub fn eval(p: &Program, sizes: &HashMap<String, i64>, inputs: &[Tensor]) -> Res
 
 /// Random inputs for every parameter of `p`, reproducible from `seed`: `f32` uniform in
 /// `[-1, 1)`, `i32` uniform in `[-10, 10]`, `bool` fair coin flips.
-pub fn random_inputs(p: &Program, sizes: &HashMap<String, i64>, seed: u64) -> Result<Vec<Tensor>, EvalError> {
+pub fn random_inputs(p: &Program, sizes: &Sizes, seed: u64) -> Result<Vec<Tensor>, EvalError> {
     check_sizes(p, sizes)?;
     let mut rng = rand::rngs::SmallRng::seed_from_u64(seed);
     let mut out = Vec::with_capacity(p.params.len());

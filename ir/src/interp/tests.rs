@@ -11,8 +11,8 @@ fn program(src: &str) -> Program {
     parse(src).unwrap_or_else(|e| panic!("parse error {e:?} in\n{src}"))
 }
 
-fn sizes_of(p: &Program, sizes: &[(&str, i64)]) -> HashMap<String, i64> {
-    let mut m: HashMap<String, i64> = p.default_sizes().into_iter().collect();
+fn sizes_of(p: &Program, sizes: &[(&str, i64)]) -> Sizes {
+    let mut m = p.default_sizes();
     for (k, v) in sizes {
         m.insert(k.to_string(), *v);
     }
@@ -548,7 +548,7 @@ fn input_errors() {
     assert_eq!(e, EvalError::InputCount { expected: 2, got: 1 });
     // Missing and non-positive sizes.
     let p = program("def f(xs: [f32]N) = xs");
-    let e = eval(&p, &HashMap::new(), &[f(&[4], iota(4))]).unwrap_err();
+    let e = eval(&p, &Sizes::new(), &[f(&[4], iota(4))]).unwrap_err();
     assert_eq!(e, EvalError::MissingSize("N".into()));
     let e = eval(&p, &sizes_of(&p, &[("N", 0)]), &[f(&[0], vec![])]).unwrap_err();
     assert!(matches!(e, EvalError::NonPositiveSize { .. }), "{e}");
@@ -634,7 +634,7 @@ fn deep_nesting_is_an_error() {
         id = p.push(Node::App(a, p.root), Default::default());
     }
     p.root = id;
-    let e = eval(&p, &HashMap::new(), &[f(&[], vec![1.0])]).unwrap_err();
+    let e = eval(&p, &Sizes::new(), &[f(&[], vec![1.0])]).unwrap_err();
     assert!(e.to_string().contains("nests too deeply"), "{e}");
     // Within the limit it works.
     let mut p = program("def f(x: f32) = x");
@@ -646,7 +646,7 @@ fn deep_nesting_is_an_error() {
         id = p.push(Node::App(a, x), Default::default());
     }
     p.root = id;
-    assert_eq!(eval(&p, &HashMap::new(), &[f(&[], vec![1.0])]).unwrap(), f(&[], vec![1001.0]));
+    assert_eq!(eval(&p, &Sizes::new(), &[f(&[], vec![1.0])]).unwrap(), f(&[], vec![1001.0]));
 }
 
 #[test]
@@ -654,11 +654,11 @@ fn malformed_programs_give_errors() {
     let mut p = program("def f(x: f32) = x");
     let x = p.root;
     p.root = p.push(Node::App(crate::ast::NodeId(999), x), Default::default());
-    assert!(matches!(eval(&p, &HashMap::new(), &[f(&[], vec![1.0])]), Err(EvalError::Internal(_))));
+    assert!(matches!(eval(&p, &Sizes::new(), &[f(&[], vec![1.0])]), Err(EvalError::Internal(_))));
     // A variable with no binder.
     let mut p = program("def f(x: f32) = x");
     p.root = p.push(Node::Var(3), Default::default());
-    assert!(matches!(eval(&p, &HashMap::new(), &[f(&[], vec![1.0])]), Err(EvalError::Runtime { .. })));
+    assert!(matches!(eval(&p, &Sizes::new(), &[f(&[], vec![1.0])]), Err(EvalError::Runtime { .. })));
 }
 
 fn add_node(p: &mut Program) -> crate::ast::NodeId {
@@ -672,7 +672,7 @@ fn concrete_shapes_and_random_inputs() {
     assert_eq!(concrete_shape(&p.params[0].ty, &s).unwrap(), (ScalarKind::F32, vec![8, 2]));
     assert_eq!(concrete_shape(&p.params[1].ty, &s).unwrap(), (ScalarKind::I32, vec![]));
     assert_eq!(concrete_shape(&p.params[3].ty, &s).unwrap(), (ScalarKind::F32, vec![2, 4]));
-    let e = concrete_shape(&p.params[0].ty, &HashMap::new()).unwrap_err();
+    let e = concrete_shape(&p.params[0].ty, &Sizes::new()).unwrap_err();
     assert!(matches!(e, EvalError::MissingSize(_)), "{e}");
     let tup = Type::Tuple(vec![Type::F32, Type::I32]);
     assert!(concrete_shape(&tup, &s).is_err());
