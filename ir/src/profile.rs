@@ -8,7 +8,7 @@ use serde::{Deserialize, Serialize};
 use std::path::Path;
 
 /// The limits of one device.
-#[derive(Clone, Debug, PartialEq, Eq, Deserialize, Serialize)]
+#[derive(Clone, Debug, PartialEq, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct Profile {
     /// Short name (`mali-g72-mp12`).
@@ -29,7 +29,31 @@ pub struct Profile {
     pub private_mem_bytes: u64,
     /// Preferred float vector width.
     pub vector_width: u32,
+    /// Throughput figures for cost models (a `[rates]` table; optional).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rates: Option<Rates>,
 }
+
+/// The rates of a device, for cost models: measured by `mapsat calibrate` or taken from a data
+/// sheet (a profile file cites the source of each figure).
+#[derive(Clone, Debug, PartialEq, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct Rates {
+    /// Single-precision arithmetic rate in GFLOP/s (a fused multiply-add counts as 2).
+    pub gflops: f64,
+    /// Global-memory bandwidth in GB/s (bytes read plus bytes written).
+    pub bandwidth_gbs: f64,
+    /// Time to launch a kernel that does nothing, in microseconds.
+    pub launch_us: f64,
+    /// Work items that execute in lock step: a warp, a sub-group, the vector lanes a CPU
+    /// driver packs work items into.
+    pub simd_width: u32,
+    /// Bytes of one global-memory transaction (a cache line or sector).
+    pub line_bytes: u32,
+}
+
+/// The fields of [`Rates`] in declaration order.
+const RATE_FIELDS: [&str; 5] = ["gflops", "bandwidth_gbs", "launch_us", "simd_width", "line_bytes"];
 
 /// The fields of [`Profile`] in declaration order: the order [`Profile::to_toml`] writes them.
 const FIELDS: [&str; 9] = [
@@ -98,13 +122,23 @@ impl Profile {
         if self.max_work_group_size == 0 || self.max_work_item_sizes.contains(&0) {
             return Err(invalid("work-group sizes must be positive"));
         }
+        if let Some(r) = &self.rates {
+            let positive = [r.gflops, r.bandwidth_gbs].iter().all(|x| x.is_finite() && *x > 0.0);
+            if !(positive && r.launch_us.is_finite() && r.launch_us >= 0.0) {
+                return Err(invalid("rates: gflops and bandwidth_gbs must be positive, launch_us not negative"));
+            }
+            if r.simd_width == 0 || r.line_bytes == 0 {
+                return Err(invalid("rates: simd_width and line_bytes must be positive"));
+            }
+        }
         Ok(())
     }
 
     /// The profile as a TOML file that [`Profile::from_toml`] reads back: the lines of `header`
     /// first, as `#` comments (say where the figures came from), then one line per field in
     /// declaration order, each preceded by its note from `notes` (`(field, text)`, as `#`
-    /// comments; notes naming no field are ignored).
+    /// comments; notes naming no field are ignored), then the `[rates]` table if there is one
+    /// (notes name its fields `rates.gflops`, ...).
     ///
     /// Fails only on a figure TOML cannot hold (an integer above `i64::MAX`).
     pub fn to_toml(&self, header: &str, notes: &[(&str, &str)]) -> Result<String, ProfileError> {
@@ -125,6 +159,16 @@ impl Profile {
                 comment(&mut out, text);
             }
             out.push_str(&format!("{field} = {value}\n"));
+        }
+        if let Some(rates) = table.get("rates").and_then(|r| r.as_table()) {
+            out.push_str("\n[rates]\n");
+            for field in RATE_FIELDS {
+                let value = rates.get(field).ok_or_else(|| invalid(format!("rate `{field}` was not serialized")))?;
+                for (_, text) in notes.iter().filter(|(f, _)| f.strip_prefix("rates.") == Some(field)) {
+                    comment(&mut out, text);
+                }
+                out.push_str(&format!("{field} = {value}\n"));
+            }
         }
         Ok(out)
     }
@@ -191,7 +235,7 @@ mod tests {
     fn to_toml_writes_every_field_once() {
         let p = Profile::builtin("pocl-cpu").unwrap();
         let table = toml::Table::try_from(&p).unwrap();
-        assert_eq!(table.len(), FIELDS.len());
+        assert_eq!(table.len(), FIELDS.len() + usize::from(p.rates.is_some()));
         let text = p.to_toml("", &[]).unwrap();
         for f in FIELDS {
             assert_eq!(text.lines().filter(|l| l.starts_with(&format!("{f} = "))).count(), 1, "{f}");

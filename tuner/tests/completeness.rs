@@ -51,7 +51,7 @@ fn outcome(p: &mapsat_ir::Program, space: &Space, m: &Mapping, sizes: &Sizes, de
         let cfg = RunConfig { warmup: 0, runs: 1, check: false, ..RunConfig::default() };
         match measure::run(&q, &sizes, None, &inputs, DeviceSpec::OpenCl(0, 0), &cfg) {
             Ok(r) => {
-                let c = measure::compare(&r.output, &want, 1e-4, 1e-5);
+                let c = r.output.compare(&want, 1e-4, 1e-5);
                 if !c.ok {
                     return Outcome::Wrong(format!("{sizes:?}: {} mismatches", c.mismatches));
                 }

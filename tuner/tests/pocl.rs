@@ -75,7 +75,7 @@ fn unwritten_output_is_caught() {
     // A kernel that writes nothing: the poisoned output must not pass the check.
     let got = mapsat_ir::interp::Tensor::f32(vec![3], vec![1.0, f32::NAN, 3.0]);
     let want = mapsat_ir::interp::Tensor::f32(vec![3], vec![1.0, 2.0, 3.0]);
-    let c = measure::compare(&got, &want, 1e-3, 1e-4);
+    let c = got.compare(&want, 1e-3, 1e-4);
     assert!(!c.ok);
     assert_eq!(c.mismatches, 1);
     assert_eq!(c.first_mismatch.map(|m| m.0), Some(1));
@@ -117,6 +117,6 @@ fn conv_at_vgg_size_matches_interpreter() {
     let cfg = RunConfig { warmup: 0, runs: 1, check: false, ..RunConfig::default() };
     let r = measure::run(&mapped, &sizes, Some(vec![32, 4, 1]), &inputs, DeviceSpec::OpenCl(0, 0), &cfg).expect("run");
     let want = mapsat_ir::interp::eval(&reference, &given, &inputs).expect("interpreter");
-    let c = measure::compare(&r.output, &want, 1e-3, 1e-4);
+    let c = r.output.compare(&want, 1e-3, 1e-4);
     assert!(c.ok, "{} mismatches, first {:?}, max abs diff {}", c.mismatches, c.first_mismatch, c.max_abs_diff);
 }

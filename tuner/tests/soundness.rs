@@ -131,7 +131,7 @@ fn sampled_mappings_run_correctly() {
                 let cfg = RunConfig { warmup: 0, runs: 1, check: false, ..RunConfig::default() };
                 match measure::run(&q, sizes, local.clone(), inputs, DeviceSpec::OpenCl(0, 0), &cfg) {
                     Ok(r) => {
-                        let c = measure::compare(&r.output, want, 1e-3, 1e-4);
+                        let c = r.output.compare(want, 1e-3, 1e-4);
                         if !c.ok {
                             failures.push(format!(
                                 "{name} {shown} {sizes:?}: {} mismatches, first {:?}",
@@ -202,7 +202,7 @@ fn table1_mappings_run_correctly() {
             }
             let cfg = RunConfig { warmup: 0, runs: 1, check: false, ..RunConfig::default() };
             let r = measure::run(&q, &sizes, None, &inputs, DeviceSpec::OpenCl(0, 0), &cfg).expect("run");
-            let c = measure::compare(&r.output, &want, 1e-4, 1e-5);
+            let c = r.output.compare(&want, 1e-4, 1e-5);
             assert!(c.ok, "{text} {sizes:?}: {} mismatches, first {:?}", c.mismatches, c.first_mismatch);
         }
     }

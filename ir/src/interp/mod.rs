@@ -228,16 +228,18 @@ impl Tensor {
         }
     }
 
-    /// Largest absolute difference between corresponding scalars (bools count as 0 and 1),
-    /// or `None` when the shapes or element types differ. Two NaNs, or two equal infinities,
-    /// differ by 0; a NaN against a number differs by infinity.
-    pub fn max_abs_diff(&self, other: &Tensor) -> Option<f64> {
-        if self.shape != other.shape || self.kind() != other.kind() || self.data.len() != other.data.len() {
-            return None;
+    /// Compares with an expected tensor (`want`) element by element, as `numpy.isclose` does:
+    /// `|a - b| <= atol + rtol * |b|`, bools counting as 0 and 1. Two NaNs, or two equal
+    /// infinities, are equal; a NaN against a number differs by infinity. Tensors of different
+    /// shapes or element types differ everywhere.
+    pub fn compare(&self, want: &Tensor, rtol: f64, atol: f64) -> Comparison {
+        if self.shape != want.shape || self.kind() != want.kind() || self.data.len() != want.data.len() {
+            let n = self.data.len().max(want.data.len());
+            return Comparison { ok: false, max_abs_diff: f64::INFINITY, mismatches: n, first_mismatch: None };
         }
-        let mut worst = 0.0f64;
+        let mut c = Comparison { ok: true, max_abs_diff: 0.0, mismatches: 0, first_mismatch: None };
         for i in 0..self.data.len() {
-            let (a, b) = (self.data.get(i)?, other.data.get(i)?);
+            let (Some(a), Some(b)) = (self.data.get(i), want.data.get(i)) else { continue };
             let d = if a == b || (a.is_nan() && b.is_nan()) {
                 0.0
             } else if a.is_nan() || b.is_nan() {
@@ -245,22 +247,41 @@ impl Tensor {
             } else {
                 (a - b).abs()
             };
-            worst = worst.max(d);
+            c.max_abs_diff = c.max_abs_diff.max(d);
+            if d > atol + rtol * b.abs() {
+                c.mismatches += 1;
+                c.first_mismatch.get_or_insert((i, a, b));
+            }
         }
-        Some(worst)
+        c.ok = c.mismatches == 0;
+        c
+    }
+
+    /// Largest absolute difference between corresponding scalars (see [`Tensor::compare`]), or
+    /// `None` when the shapes or element types differ.
+    pub fn max_abs_diff(&self, other: &Tensor) -> Option<f64> {
+        let same = self.shape == other.shape && self.kind() == other.kind() && self.data.len() == other.data.len();
+        same.then(|| self.compare(other, 0.0, f64::INFINITY).max_abs_diff)
     }
 
     /// True when the shapes and element types agree and every pair of scalars satisfies
     /// `|a - b| <= atol + rtol * |b|` (like `numpy.allclose`; NaNs are equal to NaNs here).
     pub fn allclose(&self, other: &Tensor, rtol: f64, atol: f64) -> bool {
-        if self.shape != other.shape || self.kind() != other.kind() || self.data.len() != other.data.len() {
-            return false;
-        }
-        (0..self.data.len()).all(|i| match (self.data.get(i), other.data.get(i)) {
-            (Some(a), Some(b)) => a == b || (a.is_nan() && b.is_nan()) || (a - b).abs() <= atol + rtol * b.abs(),
-            _ => false,
-        })
+        self.compare(other, rtol, atol).ok
     }
+}
+
+/// The result of [`Tensor::compare`].
+#[derive(Clone, Debug, PartialEq)]
+pub struct Comparison {
+    /// Within tolerance everywhere (and the same shape and element type).
+    pub ok: bool,
+    /// Largest absolute difference (NaN against a number counts as infinite).
+    pub max_abs_diff: f64,
+    /// Number of elements out of tolerance.
+    pub mismatches: usize,
+    /// First element out of tolerance: index, value, expected value.
+    pub first_mismatch: Option<(usize, f64, f64)>,
 }
 
 impl fmt::Display for Tensor {

@@ -1,0 +1,179 @@
+//! Running generated kernels on devices and checking them against the interpreter.
+//!
+//! - [`device`]: device names (`opencl:P:D`, `cuda:N`) and the list of devices;
+//! - [`session`]: an open device that builds each kernel source once and runs it on inputs;
+//! - `bind`: the host data of a kernel's arguments (inputs, poisoned output and temporaries);
+//! - `opencl`, `cuda`: the runtimes, both loaded at run time (`opencl3` through the ICD loader,
+//!   `cudarc` with NVRTC), so that mapsat builds and runs where neither is installed;
+//! - [`profile`]: a real OpenCL device's limits as a device profile.
+//!
+//! [`run`] is the one-shot path of `mapsat run`: generate, open the device, run, time with
+//! device events (warm-up, then the median of N runs), and compare with the interpreter
+//! ([`mapsat_ir::interp::Tensor::compare`]).
+
+#![allow(unsafe_code)]
+
+mod bind;
+mod cuda;
+pub mod device;
+mod opencl;
+pub mod profile;
+pub mod session;
+
+pub use device::{list_devices, DeviceSpec};
+pub use profile::{opencl_profile, opencl_profile_toml, CPU_PRIVATE_MEM_BYTES, GPU_PRIVATE_MEM_BYTES};
+pub use session::{DeviceRun, Session};
+
+use mapsat_codegen::{CodegenError, Manifest, Options};
+use mapsat_ir::interp::{self, Comparison, EvalError, Tensor};
+use mapsat_ir::profile::ProfileError;
+use mapsat_ir::{Program, Sizes};
+
+/// Why a run failed (a failed comparison is not an error: see [`Comparison`]).
+#[derive(Debug, thiserror::Error)]
+pub enum MeasureError {
+    /// Code generation refused the program.
+    #[error(transparent)]
+    Codegen(#[from] CodegenError),
+    /// The device name could not be parsed or does not exist.
+    #[error("{0}")]
+    Device(String),
+    /// The OpenCL runtime failed.
+    #[error("OpenCL: {0}")]
+    OpenCl(String),
+    /// The kernel did not compile; the compiler's log follows.
+    #[error("the kernel did not build:\n{log}")]
+    Build {
+        /// Build log.
+        log: String,
+    },
+    /// CUDA is not available or failed.
+    #[error("CUDA: {0}")]
+    Cuda(String),
+    /// Inputs do not fit the program.
+    #[error("{0}")]
+    Input(String),
+    /// The interpreter failed.
+    #[error("interpreter: {0}")]
+    Interp(#[from] EvalError),
+    /// A device's figures do not make a valid profile.
+    #[error(transparent)]
+    Profile(#[from] ProfileError),
+}
+
+type R<T> = Result<T, MeasureError>;
+
+/// How to run.
+#[derive(Clone, Debug)]
+pub struct RunConfig {
+    /// Untimed runs first (the first run, whose output is checked, counts as one).
+    pub warmup: usize,
+    /// Timed runs (the median is reported).
+    pub runs: usize,
+    /// Compare with the interpreter.
+    pub check: bool,
+    /// Relative tolerance of the comparison.
+    pub rtol: f64,
+    /// Absolute tolerance of the comparison.
+    pub atol: f64,
+}
+
+impl Default for RunConfig {
+    fn default() -> Self {
+        RunConfig { warmup: 1, runs: 5, check: true, rtol: 1e-3, atol: 1e-4 }
+    }
+}
+
+/// What a run measured.
+#[derive(Clone, Debug)]
+pub struct RunReport {
+    /// Device description.
+    pub device: String,
+    /// Median kernel time in milliseconds (device events).
+    pub median_ms: f64,
+    /// Fastest run in milliseconds.
+    pub min_ms: f64,
+    /// Floating-point operations of one run.
+    pub flops: u64,
+    /// Comparison with the interpreter, if asked for.
+    pub check: Option<Comparison>,
+    /// The device's result.
+    pub output: Tensor,
+    /// Launch shape used.
+    pub manifest: Manifest,
+}
+
+impl RunReport {
+    /// GFLOP/s at the median time.
+    pub fn gflops(&self) -> f64 {
+        gflops(self.flops, self.median_ms)
+    }
+}
+
+/// GFLOP/s of `flops` operations in `ms` milliseconds (0 for a zero time).
+pub fn gflops(flops: u64, ms: f64) -> f64 {
+    if ms > 0.0 {
+        flops as f64 / (ms * 1e6)
+    } else {
+        0.0
+    }
+}
+
+/// The median of some times (0 for none).
+pub fn median(times: &[f64]) -> f64 {
+    let mut sorted = times.to_vec();
+    sorted.sort_by(|a, b| a.total_cmp(b));
+    sorted.get(sorted.len() / 2).copied().unwrap_or(0.0)
+}
+
+/// The shape of the program's result at these sizes.
+pub fn result_shape(p: &Program, sizes: &Sizes) -> R<Vec<usize>> {
+    let info = mapsat_ir::check::check_with_sizes(p, sizes)
+        .map_err(|e| MeasureError::Input(format!("the program does not type-check: {}", e.message)))?;
+    Ok(interp::concrete_shape(&info.result, sizes)?.1)
+}
+
+/// Generates, runs and (optionally) checks a program on a device.
+pub fn run(
+    p: &Program,
+    sizes: &Sizes,
+    local: Option<Vec<i64>>,
+    inputs: &[Tensor],
+    device: DeviceSpec,
+    cfg: &RunConfig,
+) -> R<RunReport> {
+    let sizes = p.resolve_sizes(sizes).map_err(|e| MeasureError::Input(e.to_string()))?;
+    let opts = Options { sizes: sizes.clone(), local, ..Options::default() };
+    let (src, manifest) = mapsat_codegen::emit(p, &opts, device.dialect())?;
+    if inputs.len() != p.params.len() {
+        return Err(MeasureError::Input(format!("{} inputs for {} parameters", inputs.len(), p.params.len())));
+    }
+    let shape = result_shape(p, &sizes)?;
+    let mut session = Session::open(device)?;
+    let r = session.run(&src, &manifest, inputs, shape, cfg)?;
+    let check = if cfg.check {
+        let want = interp::eval(p, &sizes, inputs)?;
+        Some(r.output.compare(&want, cfg.rtol, cfg.atol))
+    } else {
+        None
+    };
+    let min_ms = r.times_ms.iter().copied().fold(f64::INFINITY, f64::min);
+    Ok(RunReport {
+        device: session.name().to_string(),
+        median_ms: median(&r.times_ms),
+        min_ms: if min_ms.is_finite() { min_ms } else { 0.0 },
+        flops: manifest.flops,
+        check,
+        output: r.output,
+        manifest,
+    })
+}
+
+/// The remaining warm-up launches (the first, checked one counts as warm-up), then the timed
+/// launches' times in milliseconds.
+fn timed_runs(cfg: &RunConfig, mut launch: impl FnMut() -> R<f64>) -> R<Vec<f64>> {
+    for _ in 1..cfg.warmup {
+        launch()?;
+    }
+    (0..cfg.runs.max(1)).map(|_| launch()).collect()
+}
