@@ -32,6 +32,7 @@ pub mod analysis;
 pub mod apply;
 pub mod code;
 pub mod expr;
+pub mod local;
 pub mod solve;
 pub mod space;
 

@@ -35,6 +35,11 @@ impl Sizes {
         self.0.insert(name.into(), value)
     }
 
+    /// Removes `name`, returning its value.
+    pub fn remove(&mut self, name: &str) -> Option<i64> {
+        self.0.remove(name)
+    }
+
     /// These values with `name` set to `value`.
     pub fn with(mut self, name: impl Into<String>, value: i64) -> Sizes {
         self.insert(name, value);

@@ -86,6 +86,34 @@ impl Type {
         }
     }
 
+    /// The size variables the type mentions, in order of appearance, each once.
+    pub fn size_vars(&self) -> Vec<String> {
+        let mut out: Vec<String> = Vec::new();
+        let mut add = |n: &Size| {
+            for v in n.vars() {
+                if !out.contains(&v) {
+                    out.push(v);
+                }
+            }
+        };
+        fn walk(t: &Type, add: &mut dyn FnMut(&Size)) {
+            match t {
+                Type::Scalar(_) | Type::Vector(..) => {}
+                Type::Tuple(ts) => ts.iter().for_each(|t| walk(t, add)),
+                Type::Array(e, n) => {
+                    add(n);
+                    walk(e, add);
+                }
+                Type::Fun(a, r) => {
+                    walk(a, add);
+                    walk(r, add);
+                }
+            }
+        }
+        walk(self, &mut add);
+        out
+    }
+
     /// The array lengths from the outside in and the innermost non-array element.
     pub fn dims(&self) -> (Vec<&Size>, &Type) {
         let mut dims = Vec::new();

@@ -1,8 +1,9 @@
-//! `mapsat emit`, `mapsat run` and `mapsat devices`: code generation, measurement and device
-//! limits.
+//! `mapsat emit`, `mapsat run`, `mapsat devices` and `mapsat calibrate`: code generation,
+//! measurement, device limits and rates.
 
 use super::{all_sizes, load_inputs, CliResult, Failure, SizeArgs, Source};
 use mapsat::ir;
+use mapsat::ir::profile::Profile;
 use mapsat_codegen::{Dialect, Options};
 use mapsat_tuner::measure::{self, DeviceSpec, RunConfig};
 use std::path::Path;
@@ -17,14 +18,47 @@ pub(super) fn parse_local(s: Option<&str>) -> CliResult<Option<Vec<i64>>> {
     }
 }
 
-pub(super) fn emit(file: &Path, sizes: &SizeArgs, target: &str, local: Option<&str>, out: &Path) -> CliResult<()> {
+/// How the program to emit or run is mapped: written mapped, or mapped by `--mapping`.
+pub(super) struct Mapped<'a> {
+    pub(super) mapping: Option<&'a str>,
+    pub(super) profile: Option<&'a str>,
+}
+
+impl Mapped<'_> {
+    /// The program to lower and its work-group size; `default_profile` gives the device limits
+    /// of the mapping's space when no `--profile` is given.
+    fn program(
+        &self,
+        p: ir::Program,
+        sizes: &ir::Sizes,
+        local: Option<Vec<i64>>,
+        default_profile: impl FnOnce() -> Option<Profile>,
+    ) -> CliResult<(ir::Program, Option<Vec<i64>>)> {
+        let Some(mapping) = self.mapping else { return Ok((p, local)) };
+        let profile = match self.profile {
+            Some(name) => Some(Profile::load(name).map_err(|e| Failure::Usage(e.to_string()))?),
+            None => default_profile(),
+        };
+        super::mapping::apply(&p, sizes, mapping, profile, local)
+    }
+}
+
+pub(super) fn emit(
+    file: &Path,
+    sizes: &SizeArgs,
+    how: Mapped,
+    target: &str,
+    local: Option<&str>,
+    out: &Path,
+) -> CliResult<()> {
     let src = Source::read(file)?;
     let p = src.parse()?;
     ir::check::check(&p).map_err(|e| src.reject(&e))?;
     let sizes = all_sizes(&p, sizes)?;
     let dialect = Dialect::parse(target)
         .ok_or_else(|| Failure::Usage(format!("--target must be opencl or cuda, not `{target}`")))?;
-    let opts = Options { sizes, local: parse_local(local)?, ..Options::default() };
+    let (p, local) = how.program(p, &sizes, parse_local(local)?, || None)?;
+    let opts = Options { sizes, local, ..Options::default() };
     let (code, manifest) = mapsat_codegen::emit(&p, &opts, dialect).map_err(|e| src.reject(&e))?;
     std::fs::create_dir_all(out)
         .map_err(|e| Failure::Rejected(format!("error: cannot create {}: {e}", out.display())))?;
@@ -52,6 +86,7 @@ pub(super) fn emit(file: &Path, sizes: &SizeArgs, target: &str, local: Option<&s
 pub(super) fn run(
     file: &Path,
     sizes: &SizeArgs,
+    how: Mapped,
     device: &str,
     local: Option<&str>,
     inputs: &[String],
@@ -64,9 +99,13 @@ pub(super) fn run(
     ir::check::check(&p).map_err(|e| src.reject(&e))?;
     let sizes = all_sizes(&p, sizes)?;
     let device: DeviceSpec = device.parse().map_err(|e: measure::MeasureError| Failure::Usage(e.to_string()))?;
+    if runs == 0 {
+        return Err(Failure::Usage("--runs must be at least 1".into()));
+    }
     let tensors = load_inputs(&src, &p, &sizes, inputs, Some(seed))?;
-    let cfg = RunConfig { check, runs: runs.max(1), ..RunConfig::default() };
-    let r = measure::run(&p, &sizes, parse_local(local)?, &tensors, device, &cfg).map_err(|e| match e {
+    let (p, local) = how.program(p, &sizes, parse_local(local)?, || measure::opencl_profile(device).ok())?;
+    let cfg = RunConfig { check, runs, ..RunConfig::default() };
+    let r = measure::run(&p, &sizes, local, &tensors, device, &cfg).map_err(|e| match e {
         measure::MeasureError::Codegen(c) => src.reject(&c),
         e => Failure::Rejected(format!("error: {e}")),
     })?;
@@ -108,5 +147,43 @@ pub(super) fn devices(profile: Option<&str>) -> CliResult<()> {
     let p = measure::opencl_profile(device).map_err(rejected)?;
     let text = measure::opencl_profile_toml(&p, device).map_err(rejected)?;
     outln!("{}", text.trim_end());
+    Ok(())
+}
+
+/// `mapsat calibrate`: the device's rates measured with micro-kernels, added to a profile (the
+/// device's own limits, or `--target`), written as TOML.
+pub(super) fn calibrate(device: &str, target: Option<&str>, output: Option<&Path>) -> CliResult<()> {
+    let spec: DeviceSpec = device.parse().map_err(|e: measure::MeasureError| Failure::Usage(e.to_string()))?;
+    let rejected = |e: measure::MeasureError| Failure::Rejected(format!("error: {e}"));
+    let mut profile = match (target, spec) {
+        (Some(t), _) => Profile::load(t).map_err(|e| Failure::Usage(e.to_string()))?,
+        (None, DeviceSpec::OpenCl(..)) => measure::opencl_profile(spec).map_err(rejected)?,
+        (None, DeviceSpec::Cuda(_)) => {
+            return Err(Failure::Usage("give the CUDA device's limits with --target (built-in: h100)".into()))
+        }
+    };
+    profile.rates = Some(mapsat_tuner::calibrate::calibrate(spec, &profile).map_err(rejected)?);
+    let header = format!(
+        "Device profile of {spec} ({}), with rates measured by `mapsat calibrate --device {spec}`.",
+        profile.description
+    );
+    let text = profile
+        .to_toml(&header, &mapsat_tuner::calibrate::notes())
+        .map_err(|e| Failure::Rejected(format!("error: {e}")))?;
+    match output {
+        Some(path) => {
+            std::fs::write(path, &text)
+                .map_err(|e| Failure::Rejected(format!("error: cannot write {}: {e}", path.display())))?;
+            let r = profile.rates.as_ref().expect("rates were just measured");
+            outln!(
+                "wrote {}: {:.1} GFLOP/s, {:.1} GB/s, launch {:.1} us",
+                path.display(),
+                r.gflops,
+                r.bandwidth_gbs,
+                r.launch_us
+            );
+        }
+        None => outln!("{}", text.trim_end()),
+    }
     Ok(())
 }

@@ -13,7 +13,9 @@ macro_rules! outln {
 }
 
 mod kernels;
+mod mapping;
 mod space;
+mod tune;
 
 use clap::{Parser, Subcommand};
 use mapsat::ir::{self, diag, interp, Program, Sizes};
@@ -67,10 +69,16 @@ enum Command {
     },
     /// Generate an OpenCL or CUDA kernel and its JSON manifest.
     Emit {
-        /// The IR file (fully mapped).
+        /// The IR file (fully mapped, or high level with --mapping).
         file: PathBuf,
         #[command(flatten)]
         sizes: SizeArgs,
+        /// Map a high-level program: `A=G0,B=S,...` (refused with its explanation if invalid).
+        #[arg(long, value_name = "LABEL=CODE,...")]
+        mapping: Option<String>,
+        /// Device profile for the mapping's device limits (built-in name or TOML file).
+        #[arg(long, value_name = "PROFILE")]
+        profile: Option<String>,
         /// `opencl` or `cuda`.
         #[arg(long, default_value = "opencl")]
         target: String,
@@ -83,10 +91,16 @@ enum Command {
     },
     /// Run a kernel on a device, time it and check it against the interpreter.
     Run {
-        /// The IR file (fully mapped).
+        /// The IR file (fully mapped, or high level with --mapping).
         file: PathBuf,
         #[command(flatten)]
         sizes: SizeArgs,
+        /// Map a high-level program: `A=G0,B=S,...` (refused with its explanation if invalid).
+        #[arg(long, value_name = "LABEL=CODE,...")]
+        mapping: Option<String>,
+        /// Device profile for the mapping's device limits (default: the OpenCL device's own).
+        #[arg(long, value_name = "PROFILE")]
+        profile: Option<String>,
         /// `opencl:PLATFORM:DEVICE` or `cuda:N` (see `mapsat devices`).
         #[arg(long, default_value = "opencl:0:0")]
         device: String,
@@ -106,6 +120,25 @@ enum Command {
         #[arg(long, default_value_t = 10)]
         runs: usize,
     },
+    /// Search mappings, tunable sizes and work-group sizes for the fastest valid kernel.
+    Tune(Box<tune::TuneArgs>),
+    /// Both cost models' predictions for one candidate.
+    Predict(tune::PredictArgs),
+    /// Measure a device's rates (bandwidth, arithmetic, launch) into a device profile.
+    Calibrate {
+        /// `opencl:PLATFORM:DEVICE` or `cuda:N`.
+        #[arg(long, default_value = "opencl:0:0")]
+        device: String,
+        /// The profile to add the rates to (default: the OpenCL device's limits).
+        #[arg(long, value_name = "PROFILE")]
+        target: Option<String>,
+        /// Write the profile here (default: standard output).
+        #[arg(long, short, value_name = "FILE")]
+        output: Option<PathBuf>,
+    },
+    /// The measurement worker of `mapsat tune` (reads jobs on standard input).
+    #[command(hide = true)]
+    Worker,
     /// List OpenCL and CUDA devices, or say why a runtime is missing.
     Devices {
         /// Print the limits of this OpenCL device (`opencl:PLATFORM:DEVICE`) as a device profile
@@ -173,12 +206,20 @@ pub fn main() -> ExitCode {
     let r = match cli.command {
         Command::Check { file, sizes } => check(&file, &sizes),
         Command::Fmt { file } => fmt(&file),
-        Command::Emit { file, sizes, target, local, output } => {
-            kernels::emit(&file, &sizes, &target, local.as_deref(), &output)
+        Command::Emit { file, sizes, mapping, profile, target, local, output } => {
+            let how = kernels::Mapped { mapping: mapping.as_deref(), profile: profile.as_deref() };
+            kernels::emit(&file, &sizes, how, &target, local.as_deref(), &output)
         }
-        Command::Run { file, sizes, device, local, inputs, seed, check, runs } => {
-            kernels::run(&file, &sizes, &device, local.as_deref(), &inputs, seed, check, runs)
+        Command::Run { file, sizes, mapping, profile, device, local, inputs, seed, check, runs } => {
+            let how = kernels::Mapped { mapping: mapping.as_deref(), profile: profile.as_deref() };
+            kernels::run(&file, &sizes, how, &device, local.as_deref(), &inputs, seed, check, runs)
         }
+        Command::Tune(args) => tune::tune(&args),
+        Command::Predict(args) => tune::predict(&args),
+        Command::Calibrate { device, target, output } => {
+            kernels::calibrate(&device, target.as_deref(), output.as_deref())
+        }
+        Command::Worker => tune::worker(),
         Command::Devices { profile } => kernels::devices(profile.as_deref()),
         Command::Space { file, target, json, sample, seed, random_baseline, no_fusion } => {
             space::space(&file, target.as_deref(), json, sample, seed, random_baseline, no_fusion)

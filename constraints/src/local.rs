@@ -1,0 +1,83 @@
+//! The local sizes (tuning parameters `ls0..ls2`) that are valid with a mapping, without Z3:
+//! what a tuner searches besides the codes.
+
+use crate::expr::Env;
+use crate::{Error, Mapping, Space};
+
+/// Most local-size vectors [`Space::local_sizes`] returns.
+pub const MAX_LOCAL_SIZES: usize = 4096;
+
+impl Space {
+    /// Every vector of local sizes that makes `m` valid, in increasing order (empty when the
+    /// codes alone already violate a constraint). A space without tuning parameters has one
+    /// answer, `[]`: the local size is code generation's choice. At most [`MAX_LOCAL_SIZES`]
+    /// vectors are returned.
+    pub fn local_sizes(&self, m: &Mapping) -> Result<Vec<Vec<i64>>, Error> {
+        if m.codes.len() != self.len() {
+            return Err(Error::Apply(format!("{} codes for {} maps", m.codes.len(), self.len())));
+        }
+        let codes: Vec<Option<i64>> = m.codes.iter().map(|c| Some(c.to_int())).collect();
+        let unset: Vec<Option<i64>> = vec![None; self.n_ls];
+        let env = Env { codes: &codes, parents: &self.parents, ls: &unset };
+        // Constraints on the codes alone first: they rule out every local size at once.
+        let (with_ls, without): (Vec<_>, Vec<_>) = self.constraints.iter().partition(|c| c.expr.has_ls());
+        if without.iter().any(|c| env.eval(&c.expr) == Some(false)) {
+            return Ok(Vec::new());
+        }
+        let mut out = Vec::new();
+        let mut ls = vec![1i64; self.n_ls];
+        self.local_sizes_from(0, &mut ls, &codes, &with_ls, &mut out);
+        Ok(out)
+    }
+
+    fn local_sizes_from(
+        &self,
+        d: usize,
+        ls: &mut Vec<i64>,
+        codes: &[Option<i64>],
+        with_ls: &[&crate::Constraint],
+        out: &mut Vec<Vec<i64>>,
+    ) {
+        if out.len() >= MAX_LOCAL_SIZES {
+            return;
+        }
+        if d == ls.len() {
+            let values: Vec<Option<i64>> = ls.iter().map(|v| Some(*v)).collect();
+            let env = Env { codes, parents: &self.parents, ls: &values };
+            if with_ls.iter().all(|c| env.eval(&c.expr) == Some(true)) {
+                out.push(ls.clone());
+            }
+            return;
+        }
+        for &v in &self.ls_domains[d] {
+            ls[d] = v;
+            self.local_sizes_from(d + 1, ls, codes, with_ls, out);
+        }
+        ls[d] = 1;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::{Options, Space};
+
+    #[test]
+    fn local_sizes_divide_the_local_maps() {
+        // A mapLcl(0) of length 16 inside a mapWrg(0): ls0 divides 16, ls1 = ls2 = 1.
+        let p =
+            mapsat_ir::parse("size N = 64\ndef f(xs: [f32]N) = join(map@A(map@B(fun(x => x * 2.0)), split(16, xs)))")
+                .unwrap();
+        let profile = mapsat_ir::profile::Profile::builtin("pocl-cpu");
+        let space = Space::generate(&p, Options { profile, ..Options::default() }).unwrap();
+        let m = space.parse_mapping("A=W0,B=L0").unwrap();
+        let all = space.local_sizes(&m).unwrap();
+        let firsts: Vec<i64> = all.iter().map(|l| l[0]).collect();
+        assert_eq!(firsts, vec![1, 2, 4, 8, 16]);
+        assert!(all.iter().all(|l| l[1] == 1 && l[2] == 1));
+        // Every answer is valid by Z3 too.
+        assert!(space.explain(&m).unwrap().valid);
+        // A mapping that is invalid whatever the local size has none.
+        let bad = space.parse_mapping("A=L0,B=W0").unwrap();
+        assert!(space.local_sizes(&bad).unwrap().is_empty());
+    }
+}

@@ -1,0 +1,317 @@
+//! `mapsat tune`, `mapsat predict` and the hidden `mapsat worker`: the optimizer on the command
+//! line.
+
+use super::{given_sizes, CliResult, Failure, SizeArgs, Source};
+use indicatif::{ProgressBar, ProgressStyle};
+use mapsat::ir::profile::Profile;
+use mapsat_tuner::measure::{self, DeviceSpec};
+use mapsat_tuner::tune::log::{Phase, Trial};
+use mapsat_tuner::tune::model::Learned;
+use mapsat_tuner::tune::task::{Candidate, Task};
+use mapsat_tuner::tune::worker::Fault;
+use mapsat_tuner::tune::{self, Files, Progress, TuneError, TuneOptions};
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+/// What `mapsat tune` takes (see `mapsat tune --help`).
+#[derive(clap::Args)]
+pub struct TuneArgs {
+    /// The IR file (high level: its maps are mapped by the tuner).
+    file: PathBuf,
+    #[command(flatten)]
+    sizes: SizeArgs,
+    /// `opencl:PLATFORM:DEVICE` or `cuda:N` (see `mapsat devices`).
+    #[arg(long, default_value = "opencl:0:0")]
+    device: String,
+    /// Device profile (built-in name or TOML file); default: the OpenCL device's own limits.
+    #[arg(long, value_name = "PROFILE")]
+    target: Option<String>,
+    /// Candidates measured by the model-guided search.
+    #[arg(long, default_value_t = 64)]
+    trials: usize,
+    /// Candidates measured by random valid sampling, the baseline of the report (0: none).
+    #[arg(long = "random-trials", default_value_t = 32)]
+    random_trials: usize,
+    /// Candidates per batch (the learned model is retrained after each).
+    #[arg(long, default_value_t = 64)]
+    batch: usize,
+    /// Timed runs per kernel (the median is its time).
+    #[arg(long, default_value_t = 5)]
+    runs: usize,
+    /// Longest wait for one kernel's build and runs, in seconds.
+    #[arg(long, default_value_t = 60.0)]
+    timeout: f64,
+    /// Seed of every random choice.
+    #[arg(long, default_value_t = 0)]
+    seed: u64,
+    /// The tuning log (JSON lines); default: DIR/tune.jsonl.
+    #[arg(long, value_name = "FILE")]
+    log: Option<PathBuf>,
+    /// Continue the log of an interrupted tune.
+    #[arg(long)]
+    resume: bool,
+    /// A model saved by an earlier tune (`LOG.model.json`): ranks the first batch and joins
+    /// its training data to this tune's.
+    #[arg(long, value_name = "FILE")]
+    model: Option<PathBuf>,
+    /// Turn off the sequential map fusion heuristic (rule 8).
+    #[arg(long)]
+    no_fusion: bool,
+    /// Output folder: the best kernel, the report and the plot.
+    #[arg(long, short, value_name = "DIR")]
+    output: PathBuf,
+    /// Tests only: the worker simulates a fault on one measurement (`hang@3`, `crash@5`).
+    #[arg(long, hide = true, value_name = "FAULT@N")]
+    inject_fault: Option<String>,
+}
+
+/// What `mapsat predict` takes.
+#[derive(clap::Args)]
+pub struct PredictArgs {
+    /// The IR file (high level).
+    file: PathBuf,
+    #[command(flatten)]
+    sizes: SizeArgs,
+    /// The mapping, `A=W0,B=L0,...`.
+    #[arg(long, value_name = "LABEL=CODE,...")]
+    mapping: String,
+    /// Work-group size, e.g. `64,4,1` (default: code generation's, or the space's local sizes).
+    #[arg(long, value_name = "X,Y,Z")]
+    local: Option<String>,
+    /// Device profile (built-in name or TOML file).
+    #[arg(long, value_name = "PROFILE", default_value = "pocl-cpu")]
+    target: String,
+    /// A learned model saved by a tune (`LOG.model.json`).
+    #[arg(long, value_name = "FILE")]
+    model: Option<PathBuf>,
+    /// Turn off the sequential map fusion heuristic (rule 8).
+    #[arg(long)]
+    no_fusion: bool,
+}
+
+fn rejected(e: impl std::fmt::Display) -> Failure {
+    Failure::Rejected(format!("error: {e}"))
+}
+
+fn tune_error(e: TuneError) -> Failure {
+    match e {
+        TuneError::Options(m) => Failure::Usage(m),
+        e => rejected(e),
+    }
+}
+
+/// The device profile: `--target`, else the OpenCL device's own limits (with the rates of the
+/// built-in `pocl-cpu` profile for a CPU device, whose rates were measured on a like machine).
+fn profile_for(target: Option<&str>, device: DeviceSpec) -> CliResult<Profile> {
+    if let Some(t) = target {
+        return Profile::load(t).map_err(|e| Failure::Usage(e.to_string()));
+    }
+    match device {
+        DeviceSpec::OpenCl(..) => {
+            let mut p = measure::opencl_profile(device).map_err(rejected)?;
+            if p.private_mem_bytes == measure::CPU_PRIVATE_MEM_BYTES {
+                p.rates = Profile::builtin("pocl-cpu").and_then(|b| b.rates);
+            }
+            Ok(p)
+        }
+        DeviceSpec::Cuda(_) => Err(Failure::Usage(
+            "give the CUDA device's profile with --target (built-in: h100), or a file from `mapsat calibrate`".into(),
+        )),
+    }
+}
+
+fn parse_fault(s: &str) -> CliResult<(Fault, u64)> {
+    let bad = || Failure::Usage(format!("--inject-fault expects hang@N or crash@N, not `{s}`"));
+    let (kind, n) = s.split_once('@').ok_or_else(bad)?;
+    let n: u64 = n.parse().map_err(|_| bad())?;
+    match kind {
+        "hang" => Ok((Fault::Hang, n)),
+        "crash" => Ok((Fault::Crash, n)),
+        _ => Err(bad()),
+    }
+}
+
+/// A progress bar per phase on standard error (hidden when it is not a terminal), and notes.
+struct Bar {
+    bar: Option<ProgressBar>,
+}
+
+impl Progress for Bar {
+    fn phase(&mut self, phase: Phase, total: usize, done: usize) {
+        if let Some(b) = self.bar.take() {
+            b.finish();
+        }
+        let name = match phase {
+            Phase::Guided => "guided search",
+            Phase::Random => "random valid sampling",
+        };
+        let bar = ProgressBar::new(total as u64).with_position(done as u64);
+        let style = ProgressStyle::with_template("{prefix:>22} [{bar:30}] {pos}/{len} trials, {msg} ({elapsed})")
+            .unwrap_or_else(|_| ProgressStyle::default_bar())
+            .progress_chars("=> ");
+        bar.set_style(style);
+        bar.set_prefix(name);
+        self.bar = Some(bar);
+    }
+
+    fn trial(&mut self, t: &Trial, best: f64, failures: usize) {
+        if let Some(b) = &self.bar {
+            b.set_position(t.trial + 1);
+            b.set_message(format!("best {best:.2} GFLOP/s, {failures} failed"));
+        }
+    }
+
+    fn note(&mut self, message: &str) {
+        match &self.bar {
+            Some(b) => b.println(message),
+            None => eprintln!("{message}"),
+        }
+    }
+}
+
+impl Drop for Bar {
+    fn drop(&mut self) {
+        if let Some(b) = self.bar.take() {
+            b.finish();
+        }
+    }
+}
+
+/// `mapsat tune`.
+pub fn tune(a: &TuneArgs) -> CliResult<()> {
+    let src = Source::read(&a.file)?;
+    let p = src.parse()?;
+    mapsat::ir::check::check(&p).map_err(|e| src.reject(&e))?;
+    let given = given_sizes(&p, &a.sizes)?;
+    let device: DeviceSpec = a.device.parse().map_err(|e: measure::MeasureError| Failure::Usage(e.to_string()))?;
+    if !(a.timeout > 0.0 && a.timeout.is_finite()) {
+        return Err(Failure::Usage("--timeout must be a positive number of seconds".into()));
+    }
+    if a.resume && a.model.is_some() {
+        return Err(Failure::Usage("--model starts a tune from a prior model; --resume continues one".into()));
+    }
+    let profile = profile_for(a.target.as_deref(), device)?;
+    let prior = a.model.as_deref().map(Learned::load).transpose().map_err(rejected)?;
+    let fault = a.inject_fault.as_deref().map(parse_fault).transpose()?;
+    let task = Task::new(p, &given, profile, device.dialect(), !a.no_fusion, a.seed).map_err(tune_error)?;
+    let opts = TuneOptions {
+        trials: a.trials,
+        random_trials: a.random_trials,
+        batch: a.batch,
+        seed: a.seed,
+        runs: a.runs,
+        timeout: Duration::from_secs_f64(a.timeout),
+        prior,
+        fault,
+        ..TuneOptions::default()
+    };
+    let log = a.log.clone().unwrap_or_else(|| a.output.join("tune.jsonl"));
+    if let Some(dir) = log.parent().filter(|d| !d.as_os_str().is_empty()) {
+        std::fs::create_dir_all(dir).map_err(|e| rejected(format!("cannot create {}: {e}", dir.display())))?;
+    }
+    let exe = std::env::current_exe().map_err(|e| rejected(format!("cannot find the mapsat program: {e}")))?;
+    let files = Files {
+        log: log.clone(),
+        resume: a.resume,
+        work: a.output.join("data"),
+        worker: vec![exe.into(), "worker".into()],
+    };
+    let result = {
+        let mut bar = Bar { bar: None };
+        tune::tune(&task, device, &opts, &files, &mut bar).map_err(tune_error)?
+    };
+    let written = tune::report::write(&task, &result, &a.output).map_err(tune_error)?;
+    let model_path = PathBuf::from(format!("{}.model.json", log.display()));
+    if let Some(m) = &result.model {
+        m.save(&model_path).map_err(rejected)?;
+    }
+    summarize(&task, &result, &written, result.model.is_some().then_some(model_path.as_path()));
+    Ok(())
+}
+
+fn summarize(task: &Task, r: &tune::TuneResult, written: &[PathBuf], model: Option<&Path>) {
+    let s = tune::report::Summary::of(task, r);
+    outln!("device: {}", r.device_name);
+    match &s.best {
+        Some(b) => {
+            outln!(
+                "best: {}, {:.2} GFLOP/s; the median valid candidate: {:.2} GFLOP/s ({:.1}x)",
+                tune::report::fmt_ms(b.median_ms),
+                b.gflops,
+                s.median_valid_gflops,
+                s.speedup_over_median
+            );
+            outln!("  mapping {}", b.mapping);
+            if !b.tuning.is_empty() {
+                outln!("  tunable sizes {}", b.tuning);
+            }
+            outln!("  work group {:?}", b.local);
+        }
+        None => outln!("no candidate ran correctly (see the report)"),
+    }
+    outln!(
+        "guided search best {:.2} GFLOP/s in {} trials; random valid sampling best {:.2} GFLOP/s in {} trials",
+        s.guided_best_gflops,
+        r.guided.len(),
+        s.random_best_gflops,
+        r.random.len()
+    );
+    for p in written {
+        outln!("wrote {}", p.display());
+    }
+    if let Some(m) = model {
+        outln!("wrote {} (the learned model, for --model)", m.display());
+    }
+}
+
+/// `mapsat predict`.
+pub fn predict(a: &PredictArgs) -> CliResult<()> {
+    let src = Source::read(&a.file)?;
+    let p = src.parse()?;
+    mapsat::ir::check::check(&p).map_err(|e| src.reject(&e))?;
+    let given = given_sizes(&p, &a.sizes)?;
+    let profile = Profile::load(&a.target).map_err(|e| Failure::Usage(e.to_string()))?;
+    let model = a.model.as_deref().map(Learned::load).transpose().map_err(rejected)?;
+    let local = super::kernels::parse_local(a.local.as_deref())?;
+    // Every tunable size is fixed by its default or --size: one point.
+    let mut fixed = given.clone();
+    for v in &p.sizes {
+        if let (false, Some(d)) = (fixed.contains(&v.name), v.default) {
+            fixed.insert(v.name.clone(), d);
+        }
+    }
+    let dialect = mapsat_codegen::Dialect::OpenCl;
+    let task = Task::new(p, &fixed, profile, dialect, !a.no_fusion, 0).map_err(tune_error)?;
+    let codes = task.parse_mapping(&task.first_point, &a.mapping).map_err(|e| Failure::Usage(format!("{e:?}")))?;
+    let c = Candidate { tuning: task.first_point.clone(), codes, local: local.unwrap_or_default() };
+    let c = task.complete_local(c);
+    let (b, score) = tune::predict(&task, &c, model.as_ref()).map_err(tune_error)?;
+    let r = &b.prediction;
+    let fmt = tune::report::fmt_ms;
+    outln!("kernel {} (launch global {:?}, local {:?})", b.hash, b.manifest.launch.global, b.manifest.launch.local);
+    outln!(
+        "analytical: {} (compute {}, global memory {}, local memory {}, barriers {}, launch {}; lanes busy {:.2}, tail {:.2})",
+        fmt(r.total_ms),
+        fmt(r.compute_ms),
+        fmt(r.global_ms),
+        fmt(r.local_ms),
+        fmt(r.barrier_ms),
+        fmt(r.launch_ms),
+        r.lane_util,
+        r.tail
+    );
+    match score {
+        Some(s) => {
+            outln!("learned: score {s:.4} (higher is predicted faster; only the order of scores means something)")
+        }
+        None => outln!("learned: no model (give --model FILE, written beside a tuning log as LOG.model.json)"),
+    }
+    Ok(())
+}
+
+/// `mapsat worker`: the measurement worker (see `mapsat_tuner::tune::worker`).
+pub fn worker() -> CliResult<()> {
+    let stdin = std::io::stdin();
+    let stdout = std::io::stdout();
+    tune::worker::serve(stdin.lock(), stdout.lock()).map_err(rejected)
+}

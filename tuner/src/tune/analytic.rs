@@ -1,0 +1,141 @@
+//! The analytical cost model: a predicted run time from a kernel's counts ([`KernelStats`]) and
+//! a device profile's limits and rates, after the roofline and the terms of Sioutas' AutoGPU
+//! model and Anderson 2021's appendix (compute with idle lanes and idle compute units, global
+//! traffic with coalescing, local-memory traffic, barriers, launch overhead).
+//!
+//! ```text
+//! lanes     = simd_width                           work items that run in lock step
+//! lane_util = T / (ceil(T / lanes) * lanes)        idle lanes of the last lock-step group
+//! tail      = ceil(G / CU) / (G / CU)              idle compute units in the last wave
+//! compute   = lane_flops / gflops / (lane_util * busy) * tail
+//! global    = max(footprint / bw, transactions * line / (bw * CACHE_REUSE)) * tail
+//! local     = (local + private array accesses) * 4 B / (bw * LOCAL_SPEEDUP) * tail
+//! barriers  = barriers_per_group * G * T * BARRIER_FLOPS / gflops * tail
+//! time      = launch + max(compute, global) + local + barriers
+//! ```
+//!
+//! `T` is the work-group size, `G` the number of work groups, `busy` the fraction of launched
+//! work items that have work. `footprint` is the bytes of the kernel's global buffers: each is
+//! read or written at least once from memory. `transactions` are the lines moved by the
+//! accesses as coalesced (see [`KernelStats`]); caches serve repeated lines, counted by the
+//! `CACHE_REUSE` factor. A profile without rates gets rough ones from its limits
+//! ([`rates_of`]), which is enough to rank candidates but not to predict seconds.
+
+use super::stats::{KernelStats, Lanes};
+use mapsat_ir::profile::{Profile, Rates};
+use serde::{Deserialize, Serialize};
+
+/// How many times a line fetched from memory is used again from cache, on average.
+pub const CACHE_REUSE: f64 = 4.0;
+/// How much faster local memory (and private arrays) are than global memory.
+pub const LOCAL_SPEEDUP: f64 = 8.0;
+/// The cost of one barrier for one work item, in floating-point operations.
+pub const BARRIER_FLOPS: f64 = 32.0;
+
+/// A predicted run time and its terms, in milliseconds.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct Prediction {
+    /// The predicted time.
+    pub total_ms: f64,
+    /// Arithmetic.
+    pub compute_ms: f64,
+    /// Global-memory traffic.
+    pub global_ms: f64,
+    /// Local and private-array traffic.
+    pub local_ms: f64,
+    /// Barriers.
+    pub barrier_ms: f64,
+    /// Launch overhead.
+    pub launch_ms: f64,
+    /// Work items busy in the last lock-step group (1: none idle).
+    pub lane_util: f64,
+    /// Compute-unit waves over their ideal number (1: no idle compute unit).
+    pub tail: f64,
+}
+
+/// The profile's rates, or rough ones from its limits: 1 GHz times the lanes of every compute
+/// unit times 2 (multiply-add), 20 GB/s, 20 µs per launch, lanes of the vector width, 64-byte
+/// lines.
+pub fn rates_of(p: &Profile) -> Rates {
+    p.rates.clone().unwrap_or(Rates {
+        gflops: f64::from(p.compute_units.max(1)) * f64::from(p.vector_width.max(1)) * 2.0,
+        bandwidth_gbs: 20.0,
+        launch_us: 20.0,
+        simd_width: p.vector_width.max(1),
+        line_bytes: 64,
+    })
+}
+
+/// The lanes and line size the counts are made for.
+pub fn lanes_of(p: &Profile) -> Lanes {
+    let r = rates_of(p);
+    Lanes { simd: r.simd_width, line: r.line_bytes }
+}
+
+/// Predicts a kernel's run time on a device (see the module documentation).
+pub fn predict(s: &KernelStats, p: &Profile) -> Prediction {
+    let r = rates_of(p);
+    let lanes = f64::from(r.simd_width.max(1));
+    let t = s.threads_per_group.max(1.0);
+    let g = s.groups.max(1.0);
+    let cu = f64::from(p.compute_units.max(1));
+    let lane_util = t / ((t / lanes).ceil() * lanes);
+    let tail = (g / cu).ceil() / (g / cu);
+    let flops_per_s = r.gflops * 1e9;
+    let bytes_per_s = r.bandwidth_gbs * 1e9;
+    let busy = s.busy_fraction.max(1e-3);
+    let compute = s.lane_flops / flops_per_s / (lane_util * busy) * tail;
+    let moved = s.global_transactions * f64::from(r.line_bytes) / CACHE_REUSE;
+    let global = s.footprint_bytes.max(moved) / bytes_per_s * tail;
+    let local = (s.local_accesses + s.private_accesses) * 4.0 / (bytes_per_s * LOCAL_SPEEDUP) * tail;
+    let barrier = s.barriers_per_group * g * t * BARRIER_FLOPS / flops_per_s * tail;
+    let launch = r.launch_us * 1e-6;
+    let ms = |x: f64| x * 1e3;
+    Prediction {
+        total_ms: ms(launch + compute.max(global) + local + barrier),
+        compute_ms: ms(compute),
+        global_ms: ms(global),
+        local_ms: ms(local),
+        barrier_ms: ms(barrier),
+        launch_ms: ms(launch),
+        lane_util,
+        tail,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn stats(src: &str, local: Vec<i64>, p: &Profile) -> KernelStats {
+        let prog = mapsat_ir::parse(src).unwrap();
+        let opts = mapsat_codegen::Options { local: Some(local), ..Default::default() };
+        KernelStats::of(&mapsat_codegen::lower(&prog, &opts).unwrap(), lanes_of(p))
+    }
+
+    #[test]
+    fn idle_lanes_and_idle_compute_units_cost_time() {
+        let p = Profile::builtin("h100").unwrap();
+        let src = "size N = 1048576\ndef f(xs: [f32]N) = mapGlb(0, fun(x => x * x * x * x * x * x * x * x), xs)";
+        let full = predict(&stats(src, vec![256], &p), &p);
+        let one_lane = predict(&stats(src, vec![1], &p), &p);
+        assert!(one_lane.compute_ms > 30.0 * full.compute_ms, "{one_lane:?} vs {full:?}");
+        assert_eq!(full.lane_util, 1.0);
+        // 2 work groups on 132 compute units: 66 times the ideal.
+        let few = "size N = 512\ndef f(xs: [f32]N) = mapGlb(0, fun(x => x * 2.0), xs)";
+        let pr = predict(&stats(few, vec![256], &p), &p);
+        assert!((pr.tail - 66.0).abs() < 1e-9, "{pr:?}");
+    }
+
+    #[test]
+    fn strided_reads_move_more_lines() {
+        let p = Profile::builtin("pocl-cpu").unwrap();
+        // Threads over columns read consecutive elements; threads over rows read a row each.
+        let cols =
+            "size N = 256, M = 256\ndef f(a: [[f32]M]N) = mapGlb(0, fun(c => reduceSeq(add, 0.0, c)), transpose(a))";
+        let rows = "size N = 256, M = 256\ndef f(a: [[f32]M]N) = mapGlb(0, fun(r => reduceSeq(add, 0.0, r)), a)";
+        let (c, r) = (stats(cols, vec![64], &p), stats(rows, vec![64], &p));
+        assert!(r.global_transactions > 4.0 * c.global_transactions, "{r:?} vs {c:?}");
+        assert!(predict(&r, &p).global_ms > predict(&c, &p).global_ms);
+    }
+}

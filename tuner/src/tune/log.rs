@@ -1,0 +1,285 @@
+//! The tuning log: JSON lines, a [`Header`] first, then one [`Trial`] per measured candidate,
+//! each written with one `write` and flushed, so that a tune killed at any point (`kill -9`)
+//! loses no record it had written. `--resume` reads the records back and continues: nothing
+//! measured is measured again (records are keyed by a hash of the kernel's source, which holds
+//! its sizes and launch shape). A last line cut short by the kill is dropped.
+//!
+//! A log belongs to one task: the header's program hash (the canonical program text, its
+//! problem sizes and the space options), device and format must match to resume.
+
+use super::worker::Status;
+use mapsat_ir::Sizes;
+use serde::{Deserialize, Serialize};
+use std::fs::{File, OpenOptions};
+use std::io::{Read, Seek, SeekFrom, Write};
+use std::path::{Path, PathBuf};
+
+/// The version of the log format; a log of another version is refused.
+pub const LOG_FORMAT: u32 = 1;
+
+/// The first line of a log.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Header {
+    /// [`LOG_FORMAT`].
+    pub format: u32,
+    /// The mapsat version that wrote it.
+    pub mapsat: String,
+    /// Hash of the task (program, problem sizes, options).
+    pub task: String,
+    /// The program's name.
+    pub program: String,
+    /// The problem sizes.
+    pub sizes: Sizes,
+    /// The device (`opencl:0:0`).
+    pub device: String,
+    /// The device profile's name.
+    pub profile: String,
+}
+
+/// Which search produced a trial.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Phase {
+    /// The model-guided search.
+    Guided,
+    /// Random valid sampling (the baseline).
+    Random,
+}
+
+/// One measured candidate.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Trial {
+    /// Position in its phase (0-based).
+    pub trial: u64,
+    /// The search that chose it.
+    pub phase: Phase,
+    /// Batch of the guided search (0 for random trials).
+    pub batch: u64,
+    /// Values of the tunable sizes.
+    pub tuning: Sizes,
+    /// The mapping, `A=W0,B=L0,...`.
+    pub mapping: String,
+    /// Work-group size given to code generation (empty: its default).
+    pub local: Vec<i64>,
+    /// Hash of the kernel source.
+    pub kernel: String,
+    /// How the measurement ended.
+    pub status: Status,
+    /// Why it failed.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub reason: String,
+    /// Timed launches in ms.
+    pub times_ms: Vec<f64>,
+    /// Their median in ms (0 when there are none).
+    pub median_ms: f64,
+    /// GFLOP/s at the median time.
+    pub gflops: f64,
+    /// Build time in ms.
+    pub build_ms: f64,
+    /// The analytical model's prediction in ms.
+    pub predicted_ms: f64,
+    /// The learned model's score when it chose the trial (higher: predicted faster).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub learned_score: Option<f64>,
+    /// The guided trial whose measurement a random trial reuses (the same kernel).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reused: Option<u64>,
+}
+
+impl Trial {
+    /// True when the kernel ran and computed the expected result.
+    pub fn ok(&self) -> bool {
+        self.status == Status::Ok && self.median_ms > 0.0
+    }
+}
+
+#[derive(Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "lowercase")]
+enum Line {
+    Header(Header),
+    Trial(Trial),
+}
+
+/// Why a log cannot be used.
+#[derive(Debug, thiserror::Error)]
+pub enum LogError {
+    /// Reading or writing failed.
+    #[error("{path}: {message}")]
+    Io {
+        /// The log.
+        path: PathBuf,
+        /// What failed.
+        message: String,
+    },
+    /// The file is not a mapsat tuning log of this version, or belongs to another task.
+    #[error("{path}: {message}")]
+    Foreign {
+        /// The log.
+        path: PathBuf,
+        /// What does not match.
+        message: String,
+    },
+}
+
+/// An open log, appended to.
+pub struct Log {
+    file: File,
+    path: PathBuf,
+}
+
+impl Log {
+    /// Creates a new log; an existing non-empty file is refused (resume it, or choose another).
+    pub fn create(path: &Path, header: &Header) -> Result<Log, LogError> {
+        let io = |e: std::io::Error| LogError::Io { path: path.to_path_buf(), message: e.to_string() };
+        if path.metadata().map(|m| m.len() > 0).unwrap_or(false) {
+            return Err(LogError::Foreign {
+                path: path.to_path_buf(),
+                message: "the log exists: continue it with --resume, or give another --log".into(),
+            });
+        }
+        let file = OpenOptions::new().create(true).write(true).truncate(true).open(path).map_err(io)?;
+        let mut log = Log { file, path: path.to_path_buf() };
+        log.write(&Line::Header(header.clone()))?;
+        Ok(log)
+    }
+
+    /// Opens an existing log to continue it: its trials, after checking that its header is
+    /// `header`'s task. A cut-off last line is removed.
+    pub fn resume(path: &Path, header: &Header) -> Result<(Log, Vec<Trial>), LogError> {
+        let io = |e: std::io::Error| LogError::Io { path: path.to_path_buf(), message: e.to_string() };
+        let foreign = |m: String| LogError::Foreign { path: path.to_path_buf(), message: m };
+        let mut file = OpenOptions::new().read(true).write(true).open(path).map_err(io)?;
+        let mut text = String::new();
+        file.read_to_string(&mut text).map_err(|e| foreign(format!("not a tuning log ({e})")))?;
+        let mut trials = Vec::new();
+        let mut valid_len = 0;
+        let mut lines = text.split_inclusive('\n').peekable();
+        let first = lines.next().ok_or_else(|| foreign("the log is empty".into()))?;
+        let found: Header = match serde_json::from_str(first.trim_end()) {
+            Ok(Line::Header(h)) => h,
+            _ => return Err(foreign("not a mapsat tuning log (its first line is no header)".into())),
+        };
+        check_header(&found, header).map_err(foreign)?;
+        valid_len += first.len();
+        while let Some(line) = lines.next() {
+            let last = lines.peek().is_none();
+            match serde_json::from_str(line.trim_end()) {
+                Ok(Line::Trial(t)) if line.ends_with('\n') => trials.push(t),
+                // Cut off by a kill: dropped.
+                _ if last => break,
+                _ => return Err(foreign(format!("line {} is not a trial record", trials.len() + 2))),
+            }
+            valid_len += line.len();
+        }
+        file.set_len(valid_len as u64).map_err(io)?;
+        file.seek(SeekFrom::End(0)).map_err(io)?;
+        Ok((Log { file, path: path.to_path_buf() }, trials))
+    }
+
+    /// Appends a trial (one write, flushed).
+    pub fn append(&mut self, t: &Trial) -> Result<(), LogError> {
+        self.write(&Line::Trial(t.clone()))
+    }
+
+    fn write(&mut self, line: &Line) -> Result<(), LogError> {
+        let io = |m: String| LogError::Io { path: self.path.clone(), message: m };
+        let mut text = serde_json::to_string(line).map_err(|e| io(e.to_string()))?;
+        text.push('\n');
+        self.file.write_all(text.as_bytes()).and_then(|_| self.file.flush()).map_err(|e| io(e.to_string()))
+    }
+
+    /// The log's path.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+}
+
+fn check_header(found: &Header, want: &Header) -> Result<(), String> {
+    if found.format != want.format {
+        return Err(format!("the log has format {}, this mapsat writes format {}", found.format, want.format));
+    }
+    if found.task != want.task || found.program != want.program {
+        return Err(format!(
+            "the log was written for another task (program `{}` at {}), not `{}` at {}",
+            found.program, found.sizes, want.program, want.sizes
+        ));
+    }
+    if found.device != want.device || found.profile != want.profile {
+        return Err(format!(
+            "the log was written for device {} (profile {}), not {} (profile {})",
+            found.device, found.profile, want.device, want.profile
+        ));
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn header() -> Header {
+        Header {
+            format: LOG_FORMAT,
+            mapsat: "test".into(),
+            task: "abc".into(),
+            program: "f".into(),
+            sizes: Sizes::new().with("N", 4),
+            device: "opencl:0:0".into(),
+            profile: "pocl-cpu".into(),
+        }
+    }
+
+    fn trial(n: u64) -> Trial {
+        Trial {
+            trial: n,
+            phase: Phase::Guided,
+            batch: 0,
+            tuning: Sizes::new(),
+            mapping: "A=G0".into(),
+            local: vec![4],
+            kernel: format!("k{n}"),
+            status: Status::Ok,
+            reason: String::new(),
+            times_ms: vec![1.0],
+            median_ms: 1.0,
+            gflops: 2.0,
+            build_ms: 3.0,
+            predicted_ms: 1.5,
+            learned_score: None,
+            reused: None,
+        }
+    }
+
+    #[test]
+    fn a_cut_off_line_is_dropped_on_resume() {
+        let dir = std::env::temp_dir().join(format!("mapsat-log-test-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("a.jsonl");
+        let _ = std::fs::remove_file(&path);
+        let mut log = Log::create(&path, &header()).unwrap();
+        log.append(&trial(0)).unwrap();
+        log.append(&trial(1)).unwrap();
+        drop(log);
+        assert!(Log::create(&path, &header()).is_err(), "an existing log is not overwritten");
+        // A kill in the middle of a write.
+        let mut f = OpenOptions::new().append(true).open(&path).unwrap();
+        f.write_all(b"{\"kind\":\"trial\",\"trial\":2,\"pha").unwrap();
+        drop(f);
+        let (mut log, trials) = Log::resume(&path, &header()).unwrap();
+        assert_eq!(trials, vec![trial(0), trial(1)]);
+        log.append(&trial(2)).unwrap();
+        drop(log);
+        let (_, trials) = Log::resume(&path, &header()).unwrap();
+        assert_eq!(trials.len(), 3);
+        // Another task, another format, another file.
+        let mut other = header();
+        other.task = "xyz".into();
+        assert!(matches!(Log::resume(&path, &other), Err(LogError::Foreign { .. })));
+        other = header();
+        other.format += 1;
+        assert!(matches!(Log::resume(&path, &other), Err(LogError::Foreign { .. })));
+        std::fs::write(dir.join("b.jsonl"), "{\"x\": 1}\n").unwrap();
+        assert!(matches!(Log::resume(&dir.join("b.jsonl"), &header()), Err(LogError::Foreign { .. })));
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+}

@@ -1,0 +1,472 @@
+//! `mapsat tune`: from a program to the fastest valid kernel found on a device.
+//!
+//! - [`task`]: the program at its problem sizes, its tunable sizes ([`params`]), one mapping
+//!   space per point of them, and candidates built into kernels;
+//! - [`stats`], [`analytic`], [`features`], [`model`]: what a kernel does, the analytical model's
+//!   predicted time, the learned model's features, and the models behind [`model::CostModel`];
+//! - [`search`]: the batches of the guided search and the random baseline;
+//! - [`worker`]: measurement in a child process, with a timeout;
+//! - [`log`]: the JSON-lines log that `--resume` continues;
+//! - [`report`]: the best kernel, the report and the plot written at the end.
+//!
+//! [`tune`] runs a whole tune; [`predict`] scores one candidate with both models.
+
+pub mod analytic;
+pub mod features;
+pub mod log;
+pub mod model;
+pub mod params;
+pub mod report;
+pub mod search;
+pub mod stats;
+pub mod task;
+pub mod worker;
+
+use crate::measure::DeviceSpec;
+use log::{Header, Log, LogError, Phase, Trial, LOG_FORMAT};
+use mapsat_ir::interp;
+use model::{Learned, ModelError};
+use search::{Done, Rejections, Search};
+use std::ffi::OsString;
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+use task::{Built, Task};
+use worker::{Fault, Measurer, Setup};
+
+/// Why a tune could not run.
+#[derive(Debug, thiserror::Error)]
+pub enum TuneError {
+    /// The program is not well formed at its sizes.
+    #[error("{0}")]
+    Program(String),
+    /// No point of the tunable sizes has a valid mapping.
+    #[error("the program has no valid mapping on this device: {0}")]
+    NoValidMapping(String),
+    /// The options make no tune (a budget of 0, ...).
+    #[error("{0}")]
+    Options(String),
+    /// The device cannot be used.
+    #[error("{0}")]
+    Device(String),
+    /// The log cannot be written or continued.
+    #[error(transparent)]
+    Log(#[from] LogError),
+    /// A model cannot be trained, read or written.
+    #[error(transparent)]
+    Model(#[from] ModelError),
+    /// An output file cannot be written.
+    #[error("{0}")]
+    Io(String),
+}
+
+/// How to tune. Budgets are explicit; the defaults are AutoTVM's batch of 64 and 5 % random.
+pub struct TuneOptions {
+    /// Candidates measured by the guided search.
+    pub trials: usize,
+    /// Candidates measured by random valid sampling (the baseline of the report and plot).
+    pub random_trials: usize,
+    /// Candidates per batch (the model is retrained after each).
+    pub batch: usize,
+    /// Share of each batch chosen at random.
+    pub epsilon: f64,
+    /// Random valid candidates built per batch for the model to choose from.
+    pub pool: usize,
+    /// Seed of every random choice.
+    pub seed: u64,
+    /// Untimed launches per kernel (the checked first launch counts as one).
+    pub warmup: usize,
+    /// Timed launches per kernel (their median is the kernel's time).
+    pub runs: usize,
+    /// Longest wait for one kernel's measurement (build included).
+    pub timeout: Duration,
+    /// Tolerances of the comparison with the interpreter.
+    pub rtol: f64,
+    /// Absolute tolerance.
+    pub atol: f64,
+    /// A model from an earlier tune (transfer): it ranks the first batch, and its training
+    /// data join this tune's.
+    pub prior: Option<Learned>,
+    /// Tests only: the worker simulates this fault on the measurement of this number (from 1,
+    /// counted over this run).
+    pub fault: Option<(Fault, u64)>,
+}
+
+impl Default for TuneOptions {
+    fn default() -> Self {
+        TuneOptions {
+            trials: 64,
+            random_trials: 32,
+            batch: 64,
+            epsilon: 0.05,
+            pool: 256,
+            seed: 0,
+            warmup: 1,
+            runs: 5,
+            timeout: Duration::from_secs(60),
+            rtol: 1e-3,
+            atol: 1e-4,
+            prior: None,
+            fault: None,
+        }
+    }
+}
+
+/// Where a tune reports as it goes (the CLI draws a progress bar; libraries stay silent).
+pub trait Progress {
+    /// A phase begins: `total` trials, `done` of them already in the log.
+    fn phase(&mut self, phase: Phase, total: usize, done: usize);
+    /// A trial was measured; the best GFLOP/s so far in its phase, failures so far.
+    fn trial(&mut self, t: &Trial, best_gflops: f64, failures: usize);
+    /// Something worth a line.
+    fn note(&mut self, message: &str);
+}
+
+/// Reports nothing.
+pub struct Silent;
+
+impl Progress for Silent {
+    fn phase(&mut self, _: Phase, _: usize, _: usize) {}
+    fn trial(&mut self, _: &Trial, _: f64, _: usize) {}
+    fn note(&mut self, _: &str) {}
+}
+
+/// How well the models ranked one batch before it was measured (Spearman's rank correlation
+/// of their scores with the measured speed).
+#[derive(Clone, Debug, PartialEq, serde::Serialize)]
+pub struct BatchAccuracy {
+    /// The batch.
+    pub batch: u64,
+    /// Its candidates that ran correctly.
+    pub measured: usize,
+    /// The analytical model's correlation.
+    pub analytic_spearman: f64,
+    /// The learned model's, when it chose the batch.
+    pub learned_spearman: Option<f64>,
+}
+
+/// Where the time went, in seconds.
+#[derive(Clone, Debug, Default, PartialEq, serde::Serialize)]
+pub struct Timing {
+    /// The whole tune.
+    pub total_s: f64,
+    /// Choosing candidates (building, scoring, training), measurement excluded.
+    pub search_s: f64,
+    /// Of which building candidates (apply, lower, print, features).
+    pub build_s: f64,
+    /// Measuring (worker round trips).
+    pub measure_s: f64,
+    /// Of which the device compiler, as the worker reported it.
+    pub compile_s: f64,
+}
+
+/// What a tune found.
+pub struct TuneResult {
+    /// The task.
+    pub task_hash: String,
+    /// The device's description.
+    pub device_name: String,
+    /// The guided search's trials, in order.
+    pub guided: Vec<Trial>,
+    /// The random baseline's trials, in order.
+    pub random: Vec<Trial>,
+    /// The fastest correct kernel of either phase.
+    pub best: Option<Built>,
+    /// Its trial.
+    pub best_trial: Option<Trial>,
+    /// The model accuracy per batch.
+    pub accuracy: Vec<BatchAccuracy>,
+    /// Where the time went.
+    pub timing: Timing,
+    /// Candidates built but not measured.
+    pub rejections: Rejections,
+    /// Workers started again after a timeout or a crash.
+    pub restarts: u64,
+    /// The learned model at the end (saved beside the log).
+    pub model: Option<Learned>,
+}
+
+/// Where a tune writes and how it measures.
+pub struct Files {
+    /// The tuning log.
+    pub log: PathBuf,
+    /// Continue the log instead of starting one.
+    pub resume: bool,
+    /// A folder for the inputs and the expected output the worker reads.
+    pub work: PathBuf,
+    /// The worker command (program and arguments): `mapsat worker`.
+    pub worker: Vec<OsString>,
+}
+
+/// Tunes `task` on `device` (see the module documentation).
+pub fn tune(
+    task: &Task,
+    device: DeviceSpec,
+    opts: &TuneOptions,
+    files: &Files,
+    progress: &mut dyn Progress,
+) -> Result<TuneResult, TuneError> {
+    if opts.trials == 0 {
+        return Err(TuneError::Options("--trials must be at least 1".into()));
+    }
+    if opts.batch == 0 || opts.runs == 0 {
+        return Err(TuneError::Options("the batch size and the number of timed runs must be at least 1".into()));
+    }
+    let start = Instant::now();
+    let setup = write_inputs(task, device, &files.work, opts)?;
+    let mut measurer = Measurer::new(files.worker.clone(), setup, opts.timeout);
+    let device_name = measurer.start().map_err(TuneError::Device)?;
+    let header = Header {
+        format: LOG_FORMAT,
+        mapsat: env!("CARGO_PKG_VERSION").to_string(),
+        task: task.hash.clone(),
+        program: task.program.name.clone(),
+        sizes: task.problem.clone(),
+        device: device.to_string(),
+        profile: task.profile.name.clone(),
+    };
+    let (mut log, old) =
+        if files.resume { Log::resume(&files.log, &header)? } else { (Log::create(&files.log, &header)?, Vec::new()) };
+    let mut run = Run {
+        search: Search::new(task, opts),
+        log: &mut log,
+        measurer: &mut measurer,
+        progress,
+        measure_s: 0.0,
+        compile_s: 0.0,
+        count: 0,
+    };
+    run.restore(old)?;
+    run.guided()?;
+    run.random()?;
+    let Run { search, measure_s, compile_s, .. } = run;
+    let total_s = start.elapsed().as_secs_f64();
+    let timing = Timing { total_s, search_s: total_s - measure_s, build_s: search.build_s, measure_s, compile_s };
+    finish(search, device_name, timing, measurer.restarts())
+}
+
+/// Writes random inputs and the interpreter's result for them; the worker's setup.
+fn write_inputs(task: &Task, device: DeviceSpec, dir: &Path, opts: &TuneOptions) -> Result<Setup, TuneError> {
+    let io = |e: String| TuneError::Io(format!("{}: {e}", dir.display()));
+    std::fs::create_dir_all(dir).map_err(|e| io(e.to_string()))?;
+    let sizes = task.sizes_at(&task.first_point);
+    let inputs = interp::random_inputs(&task.program, &sizes, opts.seed).map_err(|e| io(e.to_string()))?;
+    let expected = interp::eval(&task.program, &sizes, &inputs).map_err(|e| TuneError::Program(e.to_string()))?;
+    let mut paths = Vec::new();
+    for (q, t) in task.program.params.iter().zip(&inputs) {
+        let path = dir.join(format!("input_{}.npy", q.name));
+        interp::write_npy(&path, t).map_err(|e| io(e.to_string()))?;
+        paths.push(path);
+    }
+    let expected_path = dir.join("expected.npy");
+    interp::write_npy(&expected_path, &expected).map_err(|e| io(e.to_string()))?;
+    Ok(Setup { device: device.to_string(), inputs: paths, expected: expected_path, rtol: opts.rtol, atol: opts.atol })
+}
+
+struct Run<'a, 'b> {
+    search: Search<'a>,
+    log: &'b mut Log,
+    measurer: &'b mut Measurer,
+    progress: &'b mut dyn Progress,
+    measure_s: f64,
+    compile_s: f64,
+    count: u64,
+}
+
+impl Run<'_, '_> {
+    /// Takes back the trials of a resumed log (rebuilding the guided ones for their features).
+    fn restore(&mut self, old: Vec<Trial>) -> Result<(), TuneError> {
+        for t in old {
+            match t.phase {
+                Phase::Random => self.search.random.push(t),
+                Phase::Guided => {
+                    let task = self.search.task;
+                    let codes = task.parse_mapping(&t.tuning, &t.mapping).map_err(|e| {
+                        TuneError::Options(format!("trial {} of the log cannot be rebuilt: {e:?}", t.trial))
+                    })?;
+                    let candidate = task::Candidate { tuning: t.tuning.clone(), codes, local: t.local.clone() };
+                    let built = task.build(&candidate).map_err(|e| {
+                        TuneError::Options(format!("trial {} of the log cannot be rebuilt: {e:?}", t.trial))
+                    })?;
+                    self.search.guided.push(Done { trial: t, candidate, features: built.features });
+                }
+            }
+        }
+        Ok(())
+    }
+
+    fn measure(
+        &mut self,
+        b: &Built,
+        phase: Phase,
+        trial: u64,
+        batch: u64,
+        learned: Option<f64>,
+    ) -> Result<Trial, TuneError> {
+        self.count += 1;
+        let opts = self.search.opts;
+        let fault = opts.fault.filter(|(_, n)| *n == self.count).map(|(f, _)| f);
+        let t = Instant::now();
+        let o =
+            self.measurer.measure(&b.source, &b.manifest, opts.warmup, opts.runs, fault).map_err(TuneError::Device)?;
+        self.measure_s += t.elapsed().as_secs_f64();
+        self.compile_s += o.build_ms / 1e3;
+        let median_ms = if o.status == worker::Status::Ok { crate::measure::median(&o.times_ms) } else { 0.0 };
+        let trial = Trial {
+            trial,
+            phase,
+            batch,
+            tuning: b.candidate.tuning.clone(),
+            mapping: b.mapping.clone(),
+            local: b.candidate.local.clone(),
+            kernel: b.hash.clone(),
+            status: o.status,
+            reason: o.message,
+            times_ms: o.times_ms,
+            median_ms,
+            gflops: crate::measure::gflops(b.manifest.flops, median_ms),
+            build_ms: o.build_ms,
+            predicted_ms: b.prediction.total_ms,
+            learned_score: learned,
+            reused: None,
+        };
+        self.log.append(&trial)?;
+        Ok(trial)
+    }
+
+    /// Reports the trial just recorded in its phase.
+    fn report(&mut self, t: &Trial) {
+        let trials: Vec<&Trial> = match t.phase {
+            Phase::Guided => self.search.guided.iter().map(|d| &d.trial).collect(),
+            Phase::Random => self.search.random.iter().collect(),
+        };
+        let best = trials.iter().filter(|t| t.ok()).map(|t| t.gflops).fold(0.0, f64::max);
+        let failures = trials.iter().filter(|t| !t.ok()).count();
+        self.progress.trial(t, best, failures);
+    }
+
+    fn guided(&mut self) -> Result<(), TuneError> {
+        let opts = self.search.opts;
+        self.progress.phase(Phase::Guided, opts.trials, self.search.guided.len());
+        while self.search.guided.len() < opts.trials {
+            let b = (self.search.guided.len() / opts.batch) as u64;
+            let start = b as usize * opts.batch;
+            let n = opts.batch.min(opts.trials - start);
+            self.search.model = None;
+            if b > 0 {
+                self.search.retrain(b, self.progress);
+            } else if let Some(prior) = &opts.prior {
+                self.search.model = Learned::fit(prior.data.clone()).ok();
+            }
+            let chosen = self.search.batch(b, n);
+            let measured: Vec<String> = self.search.guided.iter().map(|d| d.trial.kernel.clone()).collect();
+            let todo: Vec<_> = chosen.into_iter().filter(|(x, _)| !measured.contains(&x.hash)).collect();
+            if todo.is_empty() {
+                self.progress.note("every valid candidate the search can reach is measured: stopping early");
+                break;
+            }
+            for (built, learned) in todo {
+                if self.search.guided.len() >= start + n {
+                    break;
+                }
+                let no = self.search.guided.len() as u64;
+                let t = self.measure(&built, Phase::Guided, no, b, learned)?;
+                self.search.guided.push(Done {
+                    trial: t.clone(),
+                    candidate: built.candidate,
+                    features: built.features,
+                });
+                self.report(&t);
+            }
+            // A batch cut short by an exhausted pool still counts as done.
+            if self.search.guided.len() < start + n {
+                self.search.score_batch(b);
+                break;
+            }
+            self.search.score_batch(b);
+        }
+        let b = self.search.guided.iter().map(|d| d.trial.batch + 1).max().unwrap_or(0);
+        self.search.retrain(b, self.progress);
+        Ok(())
+    }
+
+    fn random(&mut self) -> Result<(), TuneError> {
+        let opts = self.search.opts;
+        if opts.random_trials == 0 {
+            return Ok(());
+        }
+        self.progress.phase(Phase::Random, opts.random_trials, self.search.random.len());
+        let mut rng = <rand::rngs::StdRng as rand::SeedableRng>::seed_from_u64(opts.seed.wrapping_add(0x5EED));
+        // Replay the draws of the trials already in the log.
+        for _ in 0..self.search.random.len() {
+            self.search.random_candidate(&mut rng);
+        }
+        while self.search.random.len() < opts.random_trials {
+            let Some(b) = self.search.random_candidate(&mut rng) else {
+                self.progress.note("random sampling found no new valid candidate: stopping early");
+                break;
+            };
+            let no = self.search.random.len() as u64;
+            let t = match self.search.guided_of(&b.hash).cloned() {
+                Some(g) => {
+                    let t = Trial {
+                        trial: no,
+                        phase: Phase::Random,
+                        batch: 0,
+                        reused: Some(g.trial),
+                        learned_score: None,
+                        ..g
+                    };
+                    self.log.append(&t)?;
+                    t
+                }
+                None => self.measure(&b, Phase::Random, no, 0, None)?,
+            };
+            self.search.random.push(t.clone());
+            self.report(&t);
+        }
+        Ok(())
+    }
+}
+
+/// The result from the search's state: the best correct kernel, rebuilt.
+fn finish(search: Search, device_name: String, timing: Timing, restarts: u64) -> Result<TuneResult, TuneError> {
+    let guided: Vec<Trial> = search.guided.iter().map(|d| d.trial.clone()).collect();
+    let best_trial = guided
+        .iter()
+        .chain(&search.random)
+        .filter(|t| t.ok())
+        .min_by(|a, b| a.median_ms.total_cmp(&b.median_ms))
+        .cloned();
+    let task = search.task;
+    let best = match &best_trial {
+        Some(t) => {
+            let codes = task.parse_mapping(&t.tuning, &t.mapping).map_err(|e| TuneError::Program(format!("{e:?}")))?;
+            let c = task::Candidate { tuning: t.tuning.clone(), codes, local: t.local.clone() };
+            Some(task.build(&c).map_err(|e| TuneError::Program(format!("{e:?}")))?)
+        }
+        None => None,
+    };
+    Ok(TuneResult {
+        task_hash: task.hash.clone(),
+        device_name,
+        guided,
+        random: search.random,
+        best,
+        best_trial,
+        accuracy: search.accuracy,
+        timing,
+        rejections: search.rejections,
+        restarts,
+        model: search.model,
+    })
+}
+
+/// Both models' view of one candidate: the analytical prediction and, with a model, its score.
+pub fn predict(task: &Task, c: &task::Candidate, model: Option<&Learned>) -> Result<(Built, Option<f64>), TuneError> {
+    let built = task.build(c).map_err(|e| match e {
+        task::Rejection::Invalid(m) => TuneError::Options(format!("the candidate is not valid: {m}")),
+        task::Rejection::Codegen(m) => TuneError::Program(format!("code generation refused the candidate: {m}")),
+    })?;
+    let score = model.map(|m| model::CostModel::score(m, std::slice::from_ref(&built.features))[0]);
+    Ok((built, score))
+}

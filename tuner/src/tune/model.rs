@@ -1,0 +1,274 @@
+//! Cost models behind one small trait: the analytical model ([`super::analytic`]) and a learned
+//! model, gradient-boosted trees with a listwise ranking loss (ListNet, through the pure-Rust
+//! `perpetual` crate), trained on measured candidates.
+//!
+//! Training data are groups of candidates measured on one task (one program at one problem
+//! size on one device); within a group a candidate's relevance is `log2(best time / its time)`
+//! (0 for the best, −1 for twice as slow), and a failed candidate gets the group's worst
+//! relevance minus one. A saved model keeps its training data, so that a later tune of another
+//! program can train on them and its own measurements together (transfer).
+
+use super::features::{FEATURES_VERSION, NAMES};
+use perpetual::objective::Objective;
+use perpetual::{Matrix, PerpetualBooster};
+use serde::{Deserialize, Serialize};
+use std::path::Path;
+
+/// Ranks candidates from their feature vectors: higher scores are predicted faster; only the
+/// order of the scores means something.
+pub trait CostModel {
+    /// Scores of these feature rows.
+    fn score(&self, rows: &[Vec<f64>]) -> Vec<f64>;
+    /// A short name for reports.
+    fn name(&self) -> &'static str;
+}
+
+/// The analytical model as a [`CostModel`]: the negated predicted time (a feature).
+pub struct Analytic;
+
+/// Position of the analytical prediction in the feature vector.
+fn predicted_index() -> usize {
+    NAMES.iter().position(|n| *n == "predicted_ms").unwrap_or(0)
+}
+
+impl CostModel for Analytic {
+    fn score(&self, rows: &[Vec<f64>]) -> Vec<f64> {
+        let i = predicted_index();
+        rows.iter().map(|r| -r.get(i).copied().unwrap_or(0.0)).collect()
+    }
+
+    fn name(&self) -> &'static str {
+        "analytical"
+    }
+}
+
+/// Why a model could not be trained, saved or loaded.
+#[derive(Debug, thiserror::Error)]
+pub enum ModelError {
+    /// The booster refused the data.
+    #[error("training the model failed: {0}")]
+    Train(String),
+    /// The file could not be read or written.
+    #[error("{path}: {message}")]
+    File {
+        /// The file.
+        path: String,
+        /// What went wrong.
+        message: String,
+    },
+}
+
+/// Measured candidates grouped by task (rows of one group are contiguous).
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+pub struct TrainingSet {
+    /// Feature rows.
+    pub rows: Vec<Vec<f64>>,
+    /// Relevance of each row within its group (higher is faster).
+    pub relevance: Vec<f64>,
+    /// Sizes of the groups, in row order.
+    pub groups: Vec<u64>,
+}
+
+impl TrainingSet {
+    /// Adds one task's candidates: feature rows and measured times in ms (`None`: failed).
+    pub fn add_group(&mut self, rows: Vec<Vec<f64>>, times_ms: &[Option<f64>]) {
+        let best = times_ms.iter().flatten().copied().fold(f64::INFINITY, f64::min);
+        let rel: Vec<Option<f64>> = times_ms.iter().map(|t| t.map(|t| (best / t.max(1e-12)).log2())).collect();
+        let worst = rel.iter().flatten().copied().fold(0.0f64, f64::min);
+        self.relevance.extend(rel.iter().map(|r| r.unwrap_or(worst - 1.0)));
+        self.groups.push(rows.len() as u64);
+        self.rows.extend(rows);
+    }
+
+    /// Both sets, this one's groups first.
+    pub fn merged(&self, other: &TrainingSet) -> TrainingSet {
+        let mut out = self.clone();
+        out.rows.extend(other.rows.iter().cloned());
+        out.relevance.extend(other.relevance.iter().copied());
+        out.groups.extend(other.groups.iter().copied());
+        out
+    }
+
+    /// Number of rows.
+    pub fn len(&self) -> usize {
+        self.rows.len()
+    }
+
+    /// True without rows.
+    pub fn is_empty(&self) -> bool {
+        self.rows.is_empty()
+    }
+}
+
+/// Column-major data of feature rows, as `perpetual` takes it.
+fn columns(rows: &[Vec<f64>]) -> Vec<f64> {
+    let cols = NAMES.len();
+    let mut data = vec![0.0; rows.len() * cols];
+    for (i, r) in rows.iter().enumerate() {
+        for (j, x) in r.iter().take(cols).enumerate() {
+            data[j * rows.len() + i] = *x;
+        }
+    }
+    data
+}
+
+/// The learned model: see the module documentation.
+#[derive(Serialize, Deserialize)]
+pub struct Learned {
+    /// The feature layout the model was trained with.
+    pub features_version: u32,
+    booster: PerpetualBooster,
+    /// What it was trained on.
+    pub data: TrainingSet,
+}
+
+/// The booster's complexity budget (perpetual's single hyper-parameter).
+const BUDGET: f32 = 1.0;
+
+impl Learned {
+    /// Trains on `data` (deterministic for the same data).
+    pub fn fit(data: TrainingSet) -> Result<Learned, ModelError> {
+        if data.is_empty() {
+            return Err(ModelError::Train("no measured candidate to learn from".into()));
+        }
+        let x = columns(&data.rows);
+        let matrix = Matrix::new(&x, data.rows.len(), NAMES.len());
+        let mut booster = PerpetualBooster::default()
+            .set_objective(Objective::ListNetLoss)
+            .set_budget(BUDGET)
+            .set_seed(0)
+            .set_num_threads(Some(1));
+        booster
+            .fit(&matrix, &data.relevance, None, Some(&data.groups))
+            .map_err(|e| ModelError::Train(e.to_string()))?;
+        Ok(Learned { features_version: FEATURES_VERSION, booster, data })
+    }
+
+    /// Writes the model (and its training data) as JSON.
+    pub fn save(&self, path: &Path) -> Result<(), ModelError> {
+        let err = |m: String| ModelError::File { path: path.display().to_string(), message: m };
+        let text = serde_json::to_string(self).map_err(|e| err(e.to_string()))?;
+        std::fs::write(path, text).map_err(|e| err(e.to_string()))
+    }
+
+    /// Reads a model written by [`Learned::save`], refusing one of another feature layout.
+    pub fn load(path: &Path) -> Result<Learned, ModelError> {
+        let err = |m: String| ModelError::File { path: path.display().to_string(), message: m };
+        let text = std::fs::read_to_string(path).map_err(|e| err(e.to_string()))?;
+        let m: Learned = serde_json::from_str(&text).map_err(|e| err(format!("not a mapsat cost model ({e})")))?;
+        if m.features_version != FEATURES_VERSION {
+            return Err(err(format!(
+                "the model uses features of version {}, this mapsat computes version {FEATURES_VERSION}",
+                m.features_version
+            )));
+        }
+        Ok(m)
+    }
+}
+
+impl CostModel for Learned {
+    fn score(&self, rows: &[Vec<f64>]) -> Vec<f64> {
+        if rows.is_empty() {
+            return Vec::new();
+        }
+        let x = columns(rows);
+        self.booster.predict(&Matrix::new(&x, rows.len(), NAMES.len()), false)
+    }
+
+    fn name(&self) -> &'static str {
+        "learned"
+    }
+}
+
+/// Spearman's rank correlation of two sequences (ties get their average rank); 0 for fewer
+/// than two pairs.
+pub fn spearman(a: &[f64], b: &[f64]) -> f64 {
+    fn ranks(v: &[f64]) -> Vec<f64> {
+        let mut idx: Vec<usize> = (0..v.len()).collect();
+        idx.sort_by(|&i, &j| v[i].total_cmp(&v[j]));
+        let mut r = vec![0.0; v.len()];
+        let mut i = 0;
+        while i < idx.len() {
+            let mut j = i;
+            while j + 1 < idx.len() && v[idx[j + 1]] == v[idx[i]] {
+                j += 1;
+            }
+            let avg = (i + j) as f64 / 2.0;
+            for k in i..=j {
+                r[idx[k]] = avg;
+            }
+            i = j + 1;
+        }
+        r
+    }
+    let n = a.len().min(b.len());
+    if n < 2 {
+        return 0.0;
+    }
+    let (ra, rb) = (ranks(&a[..n]), ranks(&b[..n]));
+    let mean = (n as f64 - 1.0) / 2.0;
+    let (mut num, mut da, mut db) = (0.0, 0.0, 0.0);
+    for i in 0..n {
+        num += (ra[i] - mean) * (rb[i] - mean);
+        da += (ra[i] - mean).powi(2);
+        db += (rb[i] - mean).powi(2);
+    }
+    if da == 0.0 || db == 0.0 {
+        0.0
+    } else {
+        num / (da * db).sqrt()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn spearman_of_known_orders() {
+        assert!((spearman(&[1.0, 2.0, 3.0], &[10.0, 20.0, 30.0]) - 1.0).abs() < 1e-12);
+        assert!((spearman(&[1.0, 2.0, 3.0], &[3.0, 2.0, 1.0]) + 1.0).abs() < 1e-12);
+        // Hand-computed: ranks (1,2,3,4) and (2,1,4,3): d² = 4, rho = 1 - 6*4/(4*15) = 0.6.
+        assert!((spearman(&[1.0, 2.0, 3.0, 4.0], &[2.0, 1.0, 4.0, 3.0]) - 0.6).abs() < 1e-12);
+        assert_eq!(spearman(&[1.0], &[1.0]), 0.0);
+    }
+
+    #[test]
+    fn relevance_is_relative_to_the_best() {
+        let mut t = TrainingSet::default();
+        t.add_group(vec![vec![0.0; NAMES.len()]; 3], &[Some(2.0), Some(1.0), None]);
+        assert_eq!(t.relevance, vec![-1.0, 0.0, -2.0]);
+        assert_eq!(t.groups, vec![3]);
+    }
+
+    #[test]
+    fn the_learned_model_ranks_a_learnable_order() {
+        // Time grows with feature 0 and falls with feature 1; other features are noise.
+        let mut data = TrainingSet::default();
+        let mut rng_state = 7u64;
+        let mut next = || {
+            rng_state = rng_state.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+            (rng_state >> 11) as f64 / (1u64 << 53) as f64
+        };
+        let make = |next: &mut dyn FnMut() -> f64| {
+            let mut rows = Vec::new();
+            let mut times = Vec::new();
+            for _ in 0..64 {
+                let row: Vec<f64> = (0..NAMES.len()).map(|_| next() * 4.0).collect();
+                times.push(Some((row[0] - row[1] + 5.0).exp()));
+                rows.push(row);
+            }
+            (rows, times)
+        };
+        for _ in 0..3 {
+            let (rows, times) = make(&mut next);
+            data.add_group(rows, &times);
+        }
+        let model = Learned::fit(data).unwrap();
+        let (rows, times) = make(&mut next);
+        let scores = model.score(&rows);
+        let neg_times: Vec<f64> = times.iter().map(|t| -t.unwrap()).collect();
+        let rho = spearman(&scores, &neg_times);
+        assert!(rho > 0.8, "held-out Spearman {rho}");
+    }
+}

@@ -1,0 +1,290 @@
+//! What a tune leaves in its output folder: the best kernel (source, manifest, and the mapped
+//! program as `.lift` with its sizes as defaults, so that `mapsat run` reproduces it), a report
+//! in Markdown and JSON (the best candidates, the median valid candidate, where the time went,
+//! the models' accuracy), and an SVG plot of the best GFLOP/s so far against trials for the
+//! guided search and for random valid sampling.
+
+use super::log::Trial;
+use super::task::Task;
+use super::{BatchAccuracy, Timing, TuneError, TuneResult};
+use plotters::prelude::*;
+use serde::Serialize;
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+use std::path::{Path, PathBuf};
+
+/// Trials listed in the report.
+const TOP: usize = 10;
+
+/// The summary of a tune (the JSON report).
+#[derive(Clone, Debug, Serialize)]
+pub struct Summary {
+    /// The program's name.
+    pub program: String,
+    /// The task hash (as in the log).
+    pub task: String,
+    /// The device.
+    pub device: String,
+    /// The problem sizes.
+    pub sizes: mapsat_ir::Sizes,
+    /// The fastest correct kernel.
+    pub best: Option<Trial>,
+    /// The best of the guided search, in GFLOP/s.
+    pub guided_best_gflops: f64,
+    /// The best of random valid sampling, in GFLOP/s.
+    pub random_best_gflops: f64,
+    /// The median correct candidate of random valid sampling, in GFLOP/s.
+    pub median_valid_gflops: f64,
+    /// The best kernel's speed over the median valid candidate's.
+    pub speedup_over_median: f64,
+    /// The fastest trials of both phases.
+    pub top: Vec<Trial>,
+    /// Trials per phase and status.
+    pub counts: BTreeMap<String, usize>,
+    /// Where the time went.
+    pub timing: Timing,
+    /// The models' accuracy per batch.
+    pub accuracy: Vec<BatchAccuracy>,
+    /// Candidates built but not measured: invalid after lowering, refused by code generation.
+    pub rejected_invalid: u64,
+    /// Refused by code generation although the space accepts them.
+    pub rejected_codegen: u64,
+    /// Workers started again after a timeout or a crash.
+    pub worker_restarts: u64,
+}
+
+fn median(mut xs: Vec<f64>) -> f64 {
+    xs.sort_by(|a, b| a.total_cmp(b));
+    if xs.is_empty() {
+        0.0
+    } else if xs.len() % 2 == 1 {
+        xs[xs.len() / 2]
+    } else {
+        (xs[xs.len() / 2 - 1] + xs[xs.len() / 2]) / 2.0
+    }
+}
+
+fn best_gflops(ts: &[Trial]) -> f64 {
+    ts.iter().filter(|t| t.ok()).map(|t| t.gflops).fold(0.0, f64::max)
+}
+
+impl Summary {
+    /// The summary of a tune's result.
+    pub fn of(task: &Task, r: &TuneResult) -> Summary {
+        let mut all: Vec<Trial> =
+            r.guided.iter().chain(&r.random).filter(|t| t.ok() && t.reused.is_none()).cloned().collect();
+        all.sort_by(|a, b| a.median_ms.total_cmp(&b.median_ms));
+        let median_valid = median(r.random.iter().filter(|t| t.ok()).map(|t| t.gflops).collect());
+        let best = r.best_trial.clone();
+        let mut counts = BTreeMap::new();
+        for t in r.guided.iter().chain(&r.random) {
+            let phase = if t.phase == super::log::Phase::Guided { "guided" } else { "random" };
+            *counts.entry(format!("{phase} {}", t.status.name())).or_insert(0) += 1;
+        }
+        Summary {
+            program: task.program.name.clone(),
+            task: r.task_hash.clone(),
+            device: r.device_name.clone(),
+            sizes: task.problem.clone(),
+            speedup_over_median: match (&best, median_valid > 0.0) {
+                (Some(b), true) => b.gflops / median_valid,
+                _ => 0.0,
+            },
+            best,
+            guided_best_gflops: best_gflops(&r.guided),
+            random_best_gflops: best_gflops(&r.random),
+            median_valid_gflops: median_valid,
+            top: all.into_iter().take(TOP).collect(),
+            counts,
+            timing: r.timing.clone(),
+            accuracy: r.accuracy.clone(),
+            rejected_invalid: r.rejections.invalid,
+            rejected_codegen: r.rejections.codegen,
+            worker_restarts: r.restarts,
+        }
+    }
+
+    /// The report in Markdown.
+    pub fn markdown(&self) -> String {
+        let mut s = String::new();
+        let _ = writeln!(s, "# mapsat tune: `{}` on {}\n", self.program, self.device);
+        let _ = writeln!(s, "Problem sizes: `{}`; task `{}`.\n", self.sizes, self.task);
+        match &self.best {
+            Some(b) => {
+                let _ = writeln!(
+                    s,
+                    "**Best kernel:** {}, {:.2} GFLOP/s ({} trial {}), {:.1}x the median valid candidate \
+                     ({:.2} GFLOP/s over {} random valid trials).\n",
+                    fmt_ms(b.median_ms),
+                    b.gflops,
+                    if b.phase == super::log::Phase::Guided { "guided" } else { "random" },
+                    b.trial,
+                    self.speedup_over_median,
+                    self.median_valid_gflops,
+                    self.counts.iter().filter(|(k, _)| k.starts_with("random")).map(|(_, v)| v).sum::<usize>()
+                );
+                let _ = writeln!(
+                    s,
+                    "- mapping: `{}`\n- tunable sizes: `{}`\n- work group: `{:?}`\n",
+                    b.mapping, b.tuning, b.local
+                );
+            }
+            None => {
+                let _ = writeln!(s, "**No candidate ran correctly.**\n");
+            }
+        }
+        let _ = writeln!(
+            s,
+            "Best of the guided search: {:.2} GFLOP/s; best of random valid sampling: {:.2} GFLOP/s.\n",
+            self.guided_best_gflops, self.random_best_gflops
+        );
+        let _ = writeln!(
+            s,
+            "## Fastest candidates\n\n| time | GFLOP/s | predicted | phase | mapping | tunables | work group |"
+        );
+        let _ = writeln!(s, "|---|---|---|---|---|---|---|");
+        for t in &self.top {
+            let phase = if t.phase == super::log::Phase::Guided { "guided" } else { "random" };
+            let _ = writeln!(
+                s,
+                "| {} | {:.2} | {} | {phase} | `{}` | `{}` | `{:?}` |",
+                fmt_ms(t.median_ms),
+                t.gflops,
+                fmt_ms(t.predicted_ms),
+                t.mapping,
+                t.tuning,
+                t.local
+            );
+        }
+        let _ = writeln!(s, "\n## Trials\n");
+        for (k, v) in &self.counts {
+            let _ = writeln!(s, "- {k}: {v}");
+        }
+        let t = &self.timing;
+        let _ = writeln!(
+            s,
+            "\n## Time\n\n- total {:.1} s; search {:.1} s (building candidates {:.1} s); measuring {:.1} s (device compiler {:.1} s)",
+            t.total_s, t.search_s, t.build_s, t.measure_s, t.compile_s
+        );
+        let _ = writeln!(
+            s,
+            "- candidates not measured: {} over a device limit after lowering, {} refused by code generation; {} worker restarts",
+            self.rejected_invalid, self.rejected_codegen, self.worker_restarts
+        );
+        let _ = writeln!(
+            s,
+            "\n## Model accuracy (Spearman's rho of score and measured speed, per batch, before measuring)\n"
+        );
+        let _ = writeln!(s, "| batch | correct runs | analytical | learned |\n|---|---|---|---|");
+        for a in &self.accuracy {
+            let learned = a.learned_spearman.map(|x| format!("{x:.3}")).unwrap_or_else(|| "-".into());
+            let _ = writeln!(s, "| {} | {} | {:.3} | {learned} |", a.batch, a.measured, a.analytic_spearman);
+        }
+        s
+    }
+}
+
+/// Best GFLOP/s so far after each trial (0 before the first correct one), as the corners of a
+/// step function.
+fn best_so_far(ts: &[Trial]) -> Vec<(usize, f64)> {
+    let mut best = 0.0f64;
+    let mut out = Vec::new();
+    for (i, t) in ts.iter().enumerate() {
+        if t.ok() && t.gflops > best {
+            out.push((i + 1, best));
+            best = t.gflops;
+        }
+        out.push((i + 1, best));
+    }
+    out
+}
+
+/// A time in milliseconds with a unit that keeps 3 significant digits.
+pub fn fmt_ms(ms: f64) -> String {
+    if ms >= 1000.0 {
+        format!("{:.3} s", ms / 1e3)
+    } else if ms >= 1.0 {
+        format!("{ms:.3} ms")
+    } else if ms >= 1e-3 {
+        format!("{:.3} us", ms * 1e3)
+    } else {
+        format!("{:.0} ns", ms * 1e6)
+    }
+}
+
+/// The plot of best GFLOP/s so far against trials, as SVG text.
+pub fn plot(guided: &[Trial], random: &[Trial], title: &str) -> Result<String, String> {
+    let (g, r) = (best_so_far(guided), best_so_far(random));
+    let max_x = g.len().max(r.len()).max(1);
+    let max_y = g.iter().chain(&r).map(|p| p.1).fold(0.0, f64::max).max(1e-3) * 1.1;
+    let mut svg = String::new();
+    {
+        let root = SVGBackend::with_string(&mut svg, (720, 420)).into_drawing_area();
+        root.fill(&WHITE).map_err(|e| e.to_string())?;
+        let mut chart = ChartBuilder::on(&root)
+            .caption(title, ("sans-serif", 18))
+            .margin(12)
+            .x_label_area_size(36)
+            .y_label_area_size(56)
+            .build_cartesian_2d(0usize..max_x, 0.0..max_y)
+            .map_err(|e| e.to_string())?;
+        chart.configure_mesh().x_desc("trials").y_desc("best GFLOP/s so far").draw().map_err(|e| e.to_string())?;
+        for (points, color, name) in [(&g, BLUE, "model-guided search"), (&r, RED, "random valid sampling")] {
+            if points.is_empty() {
+                continue;
+            }
+            chart
+                .draw_series(LineSeries::new(points.iter().copied(), color.stroke_width(2)))
+                .map_err(|e| e.to_string())?
+                .label(name)
+                .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 18, y)], color.stroke_width(2)));
+        }
+        chart
+            .configure_series_labels()
+            .background_style(WHITE.mix(0.8))
+            .border_style(BLACK)
+            .position(SeriesLabelPosition::LowerRight)
+            .draw()
+            .map_err(|e| e.to_string())?;
+        root.present().map_err(|e| e.to_string())?;
+    }
+    Ok(svg)
+}
+
+/// Writes the output folder (see the module documentation); the paths written.
+pub fn write(task: &Task, r: &TuneResult, dir: &Path) -> Result<Vec<PathBuf>, TuneError> {
+    let io = |p: &Path, e: String| TuneError::Io(format!("cannot write {}: {e}", p.display()));
+    std::fs::create_dir_all(dir).map_err(|e| io(dir, e.to_string()))?;
+    let summary = Summary::of(task, r);
+    let mut files: Vec<(PathBuf, String)> = Vec::new();
+    if let (Some(b), Some(t)) = (&r.best, &r.best_trial) {
+        files.push((dir.join(&b.manifest.source), b.source.clone()));
+        files.push((
+            dir.join(format!("{}.json", b.manifest.entry)),
+            serde_json::to_string_pretty(&b.manifest).unwrap_or_default() + "\n",
+        ));
+        let q = task.mapped_program(&b.candidate).map_err(|e| TuneError::Program(format!("{e:?}")))?;
+        let header = format!(
+            "// The fastest kernel mapsat tune found for `{}` on {}: {}, {:.2} GFLOP/s.\n// Mapping {}; tunable sizes `{}`; work group {:?}.\n",
+            task.program.name,
+            r.device_name,
+            fmt_ms(t.median_ms),
+            t.gflops,
+            t.mapping,
+            t.tuning,
+            t.local
+        );
+        files.push((dir.join(format!("{}.lift", task.program.name)), header + &mapsat_ir::print(&q)));
+    }
+    files.push((dir.join("report.md"), summary.markdown()));
+    files.push((dir.join("report.json"), serde_json::to_string_pretty(&summary).unwrap_or_default() + "\n"));
+    let title = format!("{} on {}", task.program.name, r.device_name.split(" (").next().unwrap_or(""));
+    let svg = plot(&r.guided, &r.random, &title).map_err(|e| io(&dir.join("progress.svg"), e))?;
+    files.push((dir.join("progress.svg"), svg));
+    let mut out = Vec::new();
+    for (p, text) in files {
+        std::fs::write(&p, text).map_err(|e| io(&p, e.to_string()))?;
+        out.push(p);
+    }
+    Ok(out)
+}

@@ -1,0 +1,414 @@
+//! A tuning task: one program at its problem sizes on one device profile, and its candidates.
+//!
+//! A [`Candidate`] is a point of the tunable sizes ([`super::params`]), a mapping (one code per
+//! map) and a work-group size. Each point has its own mapping space, generated at the point's
+//! sizes with the device's limits, so that every candidate is valid *at its own sizes*:
+//! divisibility, local memory, work-group size and barrier conditions are evaluated there. The
+//! work-group size is the space's local sizes when the mapping has `mapLcl` maps (they must
+//! divide those loops), and otherwise a free choice checked by code generation. A candidate is
+//! built (applied, lowered, printed) into a [`Built`] kernel with its counts, the analytical
+//! model's prediction and its feature vector.
+
+use super::analytic::{lanes_of, predict, Prediction};
+use super::features::features;
+use super::params::{self, Tunable};
+use super::stats::KernelStats;
+use super::TuneError;
+use mapsat_codegen::{Dialect, Manifest};
+use mapsat_constraints::{Code, Mapping, Options, Space};
+use mapsat_ir::profile::Profile;
+use mapsat_ir::{Program, Sizes};
+use rand::seq::SliceRandom;
+use rand::{Rng, SeedableRng};
+use sha2::{Digest, Sha256};
+use std::cell::RefCell;
+use std::collections::HashMap;
+use std::rc::Rc;
+
+/// Mappings sampled per point of the tunable sizes (candidates draw from them).
+const MAPPINGS_PER_POINT: usize = 128;
+/// Random points tried before concluding that no point has a valid mapping.
+const POINT_TRIES: usize = 200;
+
+/// One candidate of a task.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct Candidate {
+    /// Values of the tunable sizes.
+    pub tuning: Sizes,
+    /// One code per map, in the order of [`Task::labels`].
+    pub codes: Vec<Code>,
+    /// The work-group size given to code generation (empty: its default).
+    pub local: Vec<i64>,
+}
+
+/// A candidate lowered to a kernel, with what the models need.
+#[derive(Clone, Debug)]
+pub struct Built {
+    /// The candidate.
+    pub candidate: Candidate,
+    /// Its mapping as text, `A=W0,B=L0,...`.
+    pub mapping: String,
+    /// The kernel source.
+    pub source: String,
+    /// The kernel's manifest.
+    pub manifest: Manifest,
+    /// Hash of the source (which names its sizes and launch shape).
+    pub hash: String,
+    /// What the kernel does.
+    pub stats: KernelStats,
+    /// The analytical model's prediction.
+    pub prediction: Prediction,
+    /// The feature vector.
+    pub features: Vec<f64>,
+}
+
+impl Built {
+    /// The structure of the mapping, for diversity: each map's level (S, F, V, L, W, G).
+    pub fn structure(&self) -> String {
+        self.candidate.codes.iter().map(|c| c.to_string().chars().next().unwrap_or('?')).collect()
+    }
+}
+
+/// Why a candidate was not built.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Rejection {
+    /// Not valid at its sizes (the space, or a device limit after lowering).
+    Invalid(String),
+    /// Code generation refused a mapping the space accepts (a disagreement between the two).
+    Codegen(String),
+}
+
+/// The space at one point, and mappings sampled from it.
+struct Point {
+    space: Space,
+    mappings: Vec<Mapping>,
+}
+
+/// A program at its problem sizes on a device profile: see the module documentation.
+pub struct Task {
+    /// The program (high level: its maps are mapped by the candidates).
+    pub program: Program,
+    /// Values of every size variable that is not tunable.
+    pub problem: Sizes,
+    /// The tunable sizes.
+    pub tunables: Vec<Tunable>,
+    /// The device's limits and rates.
+    pub profile: Profile,
+    /// The kernel language.
+    pub dialect: Dialect,
+    /// The sequential-map fusion heuristic (rule 8) in the spaces.
+    pub fusion: bool,
+    /// Labels of the maps that take a code.
+    pub labels: Vec<String>,
+    /// A point with valid mappings (the program's defaults when they are one).
+    pub first_point: Sizes,
+    /// Hash of the program, its problem sizes and the options.
+    pub hash: String,
+    points: RefCell<HashMap<Sizes, Option<Rc<Point>>>>,
+    seed: u64,
+}
+
+fn hex(bytes: &[u8]) -> String {
+    Sha256::digest(bytes).iter().take(8).map(|b| format!("{b:02x}")).collect()
+}
+
+impl Task {
+    /// The task of `program` at the `given` sizes (the program's defaults for the others,
+    /// tunable sizes excepted) on a device described by `profile`.
+    pub fn new(
+        program: Program,
+        given: &Sizes,
+        profile: Profile,
+        dialect: Dialect,
+        fusion: bool,
+        seed: u64,
+    ) -> Result<Task, TuneError> {
+        mapsat_ir::check::check(&program).map_err(|e| TuneError::Program(e.message))?;
+        let mut problem = given.clone();
+        for v in &program.sizes {
+            if let (false, Some(d)) = (problem.contains(&v.name), v.default) {
+                problem.insert(v.name.clone(), d);
+            }
+        }
+        let tunables = params::tunables(&program, given, &problem);
+        for t in &tunables {
+            problem.remove(&t.name);
+        }
+        let tunable = |name: &str| tunables.iter().any(|t| t.name == name);
+        if let Some(v) = program.sizes.iter().find(|v| !problem.contains(&v.name) && !tunable(&v.name)) {
+            return Err(TuneError::Program(format!("size `{0}` has no value: give --size {0}=VALUE", v.name)));
+        }
+        let text = format!("{}\n{problem}\nfusion={fusion}\n{}", mapsat_ir::print(&program), profile.name);
+        let mut task = Task {
+            hash: hex(text.as_bytes()),
+            program,
+            problem,
+            tunables,
+            profile,
+            dialect,
+            fusion,
+            labels: Vec::new(),
+            first_point: Sizes::new(),
+            points: RefCell::new(HashMap::new()),
+            seed,
+        };
+        task.first_point = task.find_first_point()?;
+        if let Some(p) = task.point(&task.first_point) {
+            task.labels = p.space.labels.clone();
+        }
+        Ok(task)
+    }
+
+    fn find_first_point(&self) -> Result<Sizes, TuneError> {
+        if let Some(p) = params::default_point(&self.tunables) {
+            if self.point(&p).is_some() {
+                return Ok(p);
+            }
+        }
+        let mut rng = rand::rngs::StdRng::seed_from_u64(self.seed);
+        for _ in 0..POINT_TRIES {
+            let p = params::random_point(&self.tunables, &mut rng);
+            if self.point(&p).is_some() {
+                return Ok(p);
+            }
+        }
+        // Say why the program's own sizes fail.
+        let at = params::default_point(&self.tunables).unwrap_or_default();
+        Err(TuneError::NoValidMapping(self.why_not(&at)))
+    }
+
+    /// Why a point has no valid mapping.
+    fn why_not(&self, at: &Sizes) -> String {
+        let sizes = self.problem.or(at);
+        if let Err(e) = mapsat_ir::check::check_with_sizes(&self.program, &sizes) {
+            return format!("at {sizes}: {}", e.message);
+        }
+        match self.space_at(&sizes) {
+            Err(e) => format!("at {sizes}: {e}"),
+            Ok(_) => format!("at {sizes} no mapping satisfies the constraints (see `mapsat space`)"),
+        }
+    }
+
+    fn space_at(&self, sizes: &Sizes) -> Result<Space, mapsat_constraints::Error> {
+        let options = Options {
+            fusion: self.fusion,
+            profile: Some(self.profile.clone()),
+            sizes: sizes.clone(),
+            ..Options::default()
+        };
+        Space::generate(&self.program, options)
+    }
+
+    /// Every size value of a candidate at this point.
+    pub fn sizes_at(&self, tuning: &Sizes) -> Sizes {
+        self.problem.or(tuning)
+    }
+
+    /// The space at a point and some of its mappings; `None` when the point has none.
+    fn point(&self, tuning: &Sizes) -> Option<Rc<Point>> {
+        if let Some(p) = self.points.borrow().get(tuning) {
+            return p.clone();
+        }
+        let sizes = self.sizes_at(tuning);
+        let point = (|| {
+            mapsat_ir::check::check_with_sizes(&self.program, &sizes).ok()?;
+            let space = self.space_at(&sizes).ok()?;
+            let seed = self.seed ^ u64::from_str_radix(&hex(sizes.to_string().as_bytes())[..15], 16).unwrap_or(0);
+            let mappings = space.sample(MAPPINGS_PER_POINT, seed).ok()?;
+            (!mappings.is_empty()).then(|| Rc::new(Point { space, mappings }))
+        })();
+        self.points.borrow_mut().insert(tuning.clone(), point.clone());
+        point
+    }
+
+    /// The mapping of a candidate as text.
+    pub fn mapping_text(&self, codes: &[Code]) -> String {
+        self.labels.iter().zip(codes).map(|(l, c)| format!("{l}={c}")).collect::<Vec<_>>().join(",")
+    }
+
+    /// Parses a mapping (`A=W0,...`) at a point.
+    pub fn parse_mapping(&self, tuning: &Sizes, text: &str) -> Result<Vec<Code>, Rejection> {
+        let p = self.point(tuning).ok_or_else(|| Rejection::Invalid(self.why_not(tuning)))?;
+        p.space.parse_mapping(text).map(|m| m.codes).map_err(|e| Rejection::Invalid(e.to_string()))
+    }
+
+    /// The valid work-group sizes of a mapping that has `mapLcl` maps (`None` otherwise).
+    fn lcl_sizes(&self, space: &Space, m: &Mapping) -> Option<Vec<Vec<i64>>> {
+        m.codes.iter().any(|c| matches!(c, Code::Lcl(_))).then(|| space.local_sizes(m).unwrap_or_default())
+    }
+
+    /// A work-group size for a mapping: one of the space's local sizes with `mapLcl` maps, a
+    /// random power-of-two shape within the device's limits for `mapGlb` ones, none otherwise.
+    fn random_local(&self, space: &Space, m: &Mapping, rng: &mut impl Rng) -> Option<Vec<i64>> {
+        if let Some(ls) = self.lcl_sizes(space, m) {
+            return ls.choose(rng).cloned();
+        }
+        let dims = m.codes.iter().filter_map(|c| if let Code::Glb(d) = c { Some(*d as usize + 1) } else { None }).max();
+        let Some(dims) = dims else { return Some(Vec::new()) };
+        let max = self.profile.max_work_group_size as i64;
+        for _ in 0..32 {
+            let l: Vec<i64> = (0..dims)
+                .map(|d| {
+                    let cap = (self.profile.max_work_item_sizes[d] as i64).min(if d == 0 { 256 } else { 16 });
+                    1i64 << rng.gen_range(0..=cap.max(1).ilog2())
+                })
+                .collect();
+            if l.iter().product::<i64>() <= max {
+                return Some(l);
+            }
+        }
+        Some(vec![1; dims])
+    }
+
+    /// The candidate with a work-group size when it has none and its mapping needs one (it
+    /// has `mapLcl` maps): the space's valid size with the most work items.
+    pub fn complete_local(&self, c: Candidate) -> Candidate {
+        let Some(p) = self.point(&c.tuning) else { return c };
+        let m = Mapping { codes: c.codes.clone() };
+        match self.lcl_sizes(&p.space, &m) {
+            Some(ls) if c.local.is_empty() => {
+                let local = ls.into_iter().max_by_key(|l| l.iter().product::<i64>()).unwrap_or_default();
+                Candidate { local, ..c }
+            }
+            _ => c,
+        }
+    }
+
+    /// Is `local` a valid work-group size for `m` in `space`?
+    fn local_ok(&self, space: &Space, m: &Mapping, local: &[i64]) -> bool {
+        match self.lcl_sizes(space, m) {
+            Some(ls) => ls.iter().any(|l| l == local),
+            None => local.iter().product::<i64>() <= self.profile.max_work_group_size as i64,
+        }
+    }
+
+    /// A random valid candidate: a random point, one of its sampled mappings, a random
+    /// work-group size (`None` when no point has a valid mapping).
+    pub fn random_candidate(&self, rng: &mut impl Rng) -> Option<Candidate> {
+        for _ in 0..POINT_TRIES {
+            let tuning = params::random_point(&self.tunables, rng);
+            let Some(p) = self.point(&tuning) else { continue };
+            let m = p.mappings.choose(rng)?.clone();
+            let Some(local) = self.random_local(&p.space, &m, rng) else { continue };
+            return Some(Candidate { tuning, codes: m.codes, local });
+        }
+        None
+    }
+
+    /// A valid candidate next to `c`: one tunable moved, one map's code changed, or the
+    /// work-group size changed (see the module documentation of [`super::search`]).
+    pub fn mutate(&self, c: &Candidate, rng: &mut impl Rng) -> Option<Candidate> {
+        let choice = rng.gen_range(0..10);
+        if choice < 3 && !self.tunables.is_empty() {
+            let tuning = params::neighbour(&self.tunables, &c.tuning, rng)?;
+            let p = self.point(&tuning)?;
+            let keep = Mapping { codes: c.codes.clone() };
+            let m = if p.space.evaluate(&keep).0.is_empty() { keep } else { p.mappings.choose(rng)?.clone() };
+            return self.with_local(&p.space, tuning, m, &c.local, rng);
+        }
+        let p = self.point(&c.tuning)?;
+        if choice < 7 {
+            for _ in 0..16 {
+                let i = rng.gen_range(0..c.codes.len());
+                let v = *p.space.domains[i].choose(rng)?;
+                let code = Code::from_int(v)?;
+                if code == c.codes[i] {
+                    continue;
+                }
+                let mut codes = c.codes.clone();
+                codes[i] = code;
+                let m = Mapping { codes };
+                if p.space.evaluate(&m).0.is_empty() {
+                    if let Some(n) = self.with_local(&p.space, c.tuning.clone(), m, &c.local, rng) {
+                        return Some(n);
+                    }
+                }
+            }
+            return None;
+        }
+        let m = Mapping { codes: c.codes.clone() };
+        let local = match self.lcl_sizes(&p.space, &m) {
+            Some(ls) => ls.choose(rng)?.clone(),
+            None if c.local.is_empty() => return None,
+            None => {
+                let mut l = c.local.clone();
+                let d = rng.gen_range(0..l.len());
+                l[d] = if rng.gen_bool(0.5) || l[d] == 1 { l[d] * 2 } else { l[d] / 2 };
+                l
+            }
+        };
+        self.local_ok(&p.space, &m, &local).then(|| Candidate { tuning: c.tuning.clone(), codes: m.codes, local })
+    }
+
+    /// `m` at `tuning` with `local` if it is valid there, else a random valid work-group size.
+    fn with_local(
+        &self,
+        space: &Space,
+        tuning: Sizes,
+        m: Mapping,
+        local: &[i64],
+        rng: &mut impl Rng,
+    ) -> Option<Candidate> {
+        let local = if self.local_ok(space, &m, local) && !local.is_empty() {
+            local.to_vec()
+        } else {
+            self.random_local(space, &m, rng)?
+        };
+        Some(Candidate { tuning, codes: m.codes, local })
+    }
+
+    /// The mapped program of a candidate, with its sizes as the defaults (so that `mapsat run`
+    /// reproduces the kernel).
+    pub fn mapped_program(&self, c: &Candidate) -> Result<Program, Rejection> {
+        let p = self.point(&c.tuning).ok_or_else(|| Rejection::Invalid(self.why_not(&c.tuning)))?;
+        let m = Mapping { codes: c.codes.clone() };
+        let mut q = p.space.apply(&self.program, &m).map_err(|e| Rejection::Codegen(e.to_string()))?;
+        let sizes = self.sizes_at(&c.tuning);
+        for v in q.sizes.iter_mut() {
+            v.default = sizes.get(&v.name).or(v.default);
+        }
+        Ok(q)
+    }
+
+    /// Builds a candidate (see the module documentation).
+    pub fn build(&self, c: &Candidate) -> Result<Built, Rejection> {
+        let p = self.point(&c.tuning).ok_or_else(|| Rejection::Invalid(self.why_not(&c.tuning)))?;
+        let m = Mapping { codes: c.codes.clone() };
+        if let Some(v) = p.space.evaluate(&m).0.first() {
+            return Err(Rejection::Invalid(v.text.clone()));
+        }
+        if !self.local_ok(&p.space, &m, &c.local) {
+            return Err(Rejection::Invalid(format!("work-group size {:?} is not valid with this mapping", c.local)));
+        }
+        let q = p.space.apply(&self.program, &m).map_err(|e| Rejection::Codegen(e.to_string()))?;
+        let opts = mapsat_codegen::Options {
+            sizes: self.sizes_at(&c.tuning),
+            local: (!c.local.is_empty()).then(|| c.local.clone()),
+            max_work_group_size: Some(self.profile.max_work_group_size as i64),
+        };
+        let kernel = mapsat_codegen::lower(&q, &opts).map_err(|e| Rejection::Codegen(e.to_string()))?;
+        let mem = kernel.memory();
+        if mem.local_bytes > self.profile.local_mem_bytes {
+            return Err(Rejection::Invalid(format!(
+                "{} bytes of local memory per work group; {} has {}",
+                mem.local_bytes, self.profile.name, self.profile.local_mem_bytes
+            )));
+        }
+        let source = mapsat_codegen::print(&kernel, self.dialect).map_err(|e| Rejection::Codegen(e.to_string()))?;
+        let manifest =
+            mapsat_codegen::manifest(&kernel, self.dialect, &format!("{}.{}", kernel.name, self.dialect.extension()));
+        let stats = KernelStats::of(&kernel, lanes_of(&self.profile));
+        let prediction = predict(&stats, &self.profile);
+        let features = features(&stats, &kernel.launch, &prediction, &c.codes, &self.profile);
+        Ok(Built {
+            mapping: self.mapping_text(&c.codes),
+            hash: hex(source.as_bytes()),
+            candidate: c.clone(),
+            source,
+            manifest,
+            stats,
+            prediction,
+            features,
+        })
+    }
+}
