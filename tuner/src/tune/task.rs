@@ -25,8 +25,13 @@ use std::cell::RefCell;
 use std::collections::HashMap;
 use std::rc::Rc;
 
-/// Mappings sampled per point of the tunable sizes (candidates draw from them).
-const MAPPINGS_PER_POINT: usize = 128;
+/// Mappings sampled at the first point: the pool candidates draw from at every point (a
+/// mapping of the pool is used at a point only where that point's space accepts it).
+const POOL_MAPPINGS: usize = 512;
+/// Mappings sampled at a point where no mapping of the pool is valid.
+const MAPPINGS_PER_POINT: usize = 32;
+/// Pool mappings tried at a point before sampling its own.
+const POOL_TRIES: usize = 16;
 /// Random points tried before concluding that no point has a valid mapping.
 const POINT_TRIES: usize = 200;
 
@@ -78,7 +83,7 @@ pub enum Rejection {
     Codegen(String),
 }
 
-/// The space at one point, and mappings sampled from it.
+/// The space at one point, and mappings sampled from it when the pool had none valid there.
 struct Point {
     space: Space,
     mappings: Vec<Mapping>,
@@ -102,6 +107,11 @@ pub struct Task {
     pub labels: Vec<String>,
     /// A point with valid mappings (the program's defaults when they are one).
     pub first_point: Sizes,
+    /// The shape of the result at the first point: every point must give this shape (tiles
+    /// that do not divide the data change it).
+    pub result_shape: Vec<usize>,
+    /// Mappings sampled at the first point.
+    pool: Vec<Mapping>,
     /// Hash of the program, its problem sizes and the options.
     pub hash: String,
     points: RefCell<HashMap<Sizes, Option<Rc<Point>>>>,
@@ -149,25 +159,36 @@ impl Task {
             fusion,
             labels: Vec::new(),
             first_point: Sizes::new(),
+            result_shape: Vec::new(),
+            pool: Vec::new(),
             points: RefCell::new(HashMap::new()),
             seed,
         };
         task.first_point = task.find_first_point()?;
-        if let Some(p) = task.point(&task.first_point) {
-            task.labels = p.space.labels.clone();
-        }
+        let p = task.point(&task.first_point).ok_or_else(|| TuneError::NoValidMapping("no first point".into()))?;
+        task.labels = p.space.labels().to_vec();
+        task.pool = p.space.sample(POOL_MAPPINGS, task.seed).map_err(|e| TuneError::Program(e.to_string()))?;
+        task.pool.extend(p.mappings.iter().cloned());
         Ok(task)
     }
 
-    fn find_first_point(&self) -> Result<Sizes, TuneError> {
-        if let Some(p) = params::default_point(&self.tunables) {
-            if self.point(&p).is_some() {
-                return Ok(p);
+    /// The first point (the program's defaults when they have a valid mapping, else a random
+    /// point that has one); it sets [`Task::result_shape`].
+    fn find_first_point(&mut self) -> Result<Sizes, TuneError> {
+        let default = params::default_point(&self.tunables);
+        if let Some(p) = &default {
+            self.result_shape = self.shape_at(p).unwrap_or_default();
+            if self.point(p).is_some() {
+                return Ok(p.clone());
             }
         }
         let mut rng = rand::rngs::StdRng::seed_from_u64(self.seed);
         for _ in 0..POINT_TRIES {
             let p = params::random_point(&self.tunables, &mut rng);
+            if default.is_none() {
+                self.result_shape = self.shape_at(&p).unwrap_or_default();
+                self.points.borrow_mut().clear();
+            }
             if self.point(&p).is_some() {
                 return Ok(p);
             }
@@ -177,11 +198,21 @@ impl Task {
         Err(TuneError::NoValidMapping(self.why_not(&at)))
     }
 
+    /// The concrete shape of the result at a point (`None` when it does not type-check).
+    fn shape_at(&self, tuning: &Sizes) -> Option<Vec<usize>> {
+        let sizes = self.sizes_at(tuning);
+        let info = mapsat_ir::check::check_with_sizes(&self.program, &sizes).ok()?;
+        mapsat_ir::interp::concrete_shape(&info.result, &sizes).ok().map(|(_, s)| s)
+    }
+
     /// Why a point has no valid mapping.
     fn why_not(&self, at: &Sizes) -> String {
         let sizes = self.problem.or(at);
         if let Err(e) = mapsat_ir::check::check_with_sizes(&self.program, &sizes) {
             return format!("at {sizes}: {}", e.message);
+        }
+        if let Some(s) = self.shape_at(at).filter(|s| *s != self.result_shape) {
+            return format!("at {sizes} the result has shape {s:?}, not {:?} (tiles that do not divide the data)", self.result_shape);
         }
         match self.space_at(&sizes) {
             Err(e) => format!("at {sizes}: {e}"),
@@ -211,10 +242,17 @@ impl Task {
         }
         let sizes = self.sizes_at(tuning);
         let point = (|| {
-            mapsat_ir::check::check_with_sizes(&self.program, &sizes).ok()?;
+            if self.shape_at(tuning)? != self.result_shape {
+                return None;
+            }
             let space = self.space_at(&sizes).ok()?;
-            let seed = self.seed ^ u64::from_str_radix(&hex(sizes.to_string().as_bytes())[..15], 16).unwrap_or(0);
-            let mappings = space.sample(MAPPINGS_PER_POINT, seed).ok()?;
+            // Most pool mappings are valid at most points: sample only where none is.
+            let valid = |m: &Mapping| space.evaluate(m).map(|(v, _)| v.is_empty()).unwrap_or(false);
+            let mut mappings: Vec<Mapping> = self.pool.iter().take(POOL_TRIES).filter(|m| valid(m)).cloned().collect();
+            if mappings.is_empty() {
+                let seed = self.seed ^ u64::from_str_radix(&hex(sizes.to_string().as_bytes())[..15], 16).unwrap_or(0);
+                mappings = space.sample(MAPPINGS_PER_POINT, seed).ok()?;
+            }
             (!mappings.is_empty()).then(|| Rc::new(Point { space, mappings }))
         })();
         self.points.borrow_mut().insert(tuning.clone(), point.clone());
