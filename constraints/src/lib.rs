@@ -5,10 +5,11 @@
 //! Every `map` that writes memory gets one integer variable with the paper's encoding
 //! ([`Code`]: 0 sequential, 1 fused with its outer map, 2 vectorized (mapsat's code), 10–12
 //! local, 20–22 work group, 30–32 global, by dimension). [`Space::generate`] builds the map
-//! nesting tree ([`analysis`]) and the constraint instances of twelve families ([`Family`]):
-//! the domain (0), the paper's rules (1)–(8), and mapsat's vectorization (9),
-//! synchronizability (10) and device limits (11). A [`Space`] can then be enumerated (a stream
-//! of distinct mappings), counted, sampled, and asked to [`Space::explain`] a mapping.
+//! nesting tree ([`analysis`]) and the constraint instances of thirteen families ([`Family`],
+//! numbered 0–12): the domain (0), the paper's rules (1)–(8), and mapsat's vectorization (9),
+//! synchronizability (10), device limits (11) and single launch shape (12). A [`Space`] can
+//! then be enumerated (a stream of distinct mappings), counted, sampled, and asked to
+//! [`Space::explain`] a mapping.
 //!
 //! # What a map that "writes memory" is
 //! A map is *concrete* (the paper's `ConcreteMaps`) when applying its function performs a
@@ -32,6 +33,7 @@ pub mod analysis;
 pub mod apply;
 pub mod code;
 pub mod expr;
+mod families;
 pub mod solve;
 pub mod space;
 
