@@ -7,9 +7,9 @@
 //! local, 20–22 work group, 30–32 global, by dimension). [`Space::generate`] builds the map
 //! nesting tree ([`analysis`]) and the constraint instances of thirteen families ([`Family`],
 //! numbered 0–12): the domain (0), the paper's rules (1)–(8), and mapsat's vectorization (9),
-//! synchronizability (10), device limits (11) and single launch shape (12). A [`Space`] can
-//! then be enumerated (a stream of distinct mappings), counted, sampled, and asked to
-//! [`Space::explain`] a mapping.
+//! synchronizability (10), device limits (11) and single launch shape (12). Each map is named
+//! by a [`MapId`] (its label is [`Space::label`]). A [`Space`] can then be enumerated (a stream
+//! of distinct mappings), counted, sampled, and asked to [`Space::explain`] a mapping.
 //!
 //! # What a map that "writes memory" is
 //! A map is *concrete* (the paper's `ConcreteMaps`) when applying its function performs a
@@ -40,7 +40,7 @@ pub mod space;
 pub use apply::apply_mapping;
 pub use code::Code;
 pub use solve::{Barrier, Count, EnumStats, Explanation, Mapping};
-pub use space::{Constraint, Family, Options, Space};
+pub use space::{BarrierSite, Constraint, Family, MapId, Options, Space};
 
 /// Vector width assumed for vectorization (family 9): lengths must be multiples of it.
 pub const VECTOR_WIDTH: i64 = 4;

@@ -6,12 +6,12 @@
 //! Evaluation and Z3 agree on every constraint (the tests check it by brute force).
 
 use crate::expr::{Cases, Env, Expr, Term, Z3Vars};
-use crate::space::{Constraint, Space};
+use crate::space::{Constraint, MapId, Space};
 use crate::{Code, Error};
 use rand::rngs::StdRng;
 use rand::seq::SliceRandom;
 use rand::{Rng, SeedableRng};
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 use std::fmt;
 use std::ops::ControlFlow;
 use z3::ast::Bool;
@@ -22,6 +22,14 @@ use z3::{Config, Context, SatResult, Solver};
 pub struct Mapping {
     /// The codes.
     pub codes: Vec<Code>,
+}
+
+impl std::ops::Index<MapId> for Mapping {
+    type Output = Code;
+
+    fn index(&self, id: MapId) -> &Code {
+        &self.codes[id.index()]
+    }
 }
 
 /// A mapping shown with its labels.
@@ -66,13 +74,13 @@ impl fmt::Display for Count {
     }
 }
 
-/// A barrier the mapping needs.
+/// A barrier the mapping needs (labels: [`Space::label`]).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Barrier {
     /// Map writing the buffer.
-    pub writer: String,
+    pub writer: MapId,
     /// Maps reading it.
-    pub readers: Vec<String>,
+    pub readers: Vec<MapId>,
 }
 
 /// The verdict on one mapping.
@@ -106,6 +114,9 @@ struct Z3Ctx<'c> {
     vars: Z3Vars<'c>,
     ctx: &'c Context,
     checks: u64,
+    /// The constraint (index in [`Space::constraints`]) each tracking literal stands for, when
+    /// the constraints are tracked (for unsat cores).
+    tracked: HashMap<Bool<'c>, usize>,
 }
 
 /// Codes tried by one completion without Z3 before Z3 is asked instead.
@@ -141,15 +152,18 @@ impl<'c> Z3Ctx<'c> {
         for d in &vars.domains {
             solver.assert(d);
         }
+        let mut tracked = HashMap::new();
         for (i, c) in space.constraints.iter().enumerate() {
             let e = vars.expr(ctx, &c.expr);
             if track {
-                solver.assert_and_track(&e, &Bool::new_const(ctx, format!("k{i}")));
+                let literal = Bool::new_const(ctx, format!("k{i}"));
+                solver.assert_and_track(&e, &literal);
+                tracked.insert(literal, i);
             } else {
                 solver.assert(&e);
             }
         }
-        Z3Ctx { solver, vars, ctx, checks: 0 }
+        Z3Ctx { solver, vars, ctx, checks: 0, tracked }
     }
 
     /// The codes and local sizes of the last model (after a satisfiable check).
@@ -643,7 +657,7 @@ impl Space {
             .barriers
             .iter()
             .filter(|b| env.eval(&b.needed) == Some(true))
-            .map(|b| Barrier { writer: b.writer.clone(), readers: b.readers.clone() })
+            .map(|b| Barrier { writer: b.writer, readers: b.readers.clone() })
             .collect();
         let ctx = Context::new(&Config::new());
         let mut z = Z3Ctx::new(self, &ctx, true);
@@ -659,12 +673,8 @@ impl Space {
                 (vec![], Some(ls).filter(|v| !v.is_empty()))
             }
             SatResult::Unsat => {
-                let core: Vec<usize> = z
-                    .solver
-                    .get_unsat_core()
-                    .iter()
-                    .filter_map(|b| b.to_string().strip_prefix('k').and_then(|s| s.parse().ok()))
-                    .collect();
+                let core: Vec<usize> =
+                    z.solver.get_unsat_core().iter().filter_map(|b| z.tracked.get(b).copied()).collect();
                 (core, None)
             }
             SatResult::Unknown => return Err(Error::Solver(z.solver.get_reason_unknown().unwrap_or_default())),

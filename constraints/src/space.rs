@@ -11,6 +11,18 @@ use mapsat_ir::profile::Profile;
 use mapsat_ir::{Program, Sizes};
 use std::fmt;
 
+/// A map to map: a variable of a [`Space`] (its index, in the order of [`Space::labels`]; outer
+/// maps come before the maps nested in them). Its label is [`Space::label`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct MapId(pub(crate) usize);
+
+impl MapId {
+    /// The variable's index: its position in [`Space::labels`] and in [`crate::Mapping::codes`].
+    pub fn index(self) -> usize {
+        self.0
+    }
+}
+
 /// A family of constraints.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum Family {
@@ -100,8 +112,8 @@ impl fmt::Display for Family {
 pub struct Constraint {
     /// Its family.
     pub family: Family,
-    /// Labels of the maps it involves.
-    pub maps: Vec<String>,
+    /// The maps it involves, each once (see [`Space::label`], [`Space::labels_of`]).
+    pub maps: Vec<MapId>,
     /// What it requires, in words.
     pub text: String,
     /// The predicate.
@@ -111,10 +123,10 @@ pub struct Constraint {
 /// A place where a barrier may be needed: a buffer written by one map nest and read by others.
 #[derive(Clone, Debug)]
 pub struct BarrierSite {
-    /// Label of the map writing the buffer (outermost).
-    pub writer: String,
-    /// Labels of the maps reading it.
-    pub readers: Vec<String>,
+    /// The map writing the buffer (outermost).
+    pub writer: MapId,
+    /// The maps reading it.
+    pub readers: Vec<MapId>,
     /// The buffer's address space.
     pub space: AddressSpace,
     /// True when threads read elements other threads wrote: a barrier is needed.
@@ -226,5 +238,18 @@ impl Space {
     /// True when there is no map to map (never, for a generated space).
     pub fn is_empty(&self) -> bool {
         self.vars.is_empty()
+    }
+
+    /// The label of a variable.
+    ///
+    /// # Panics
+    /// When `id` is not a variable of this space.
+    pub fn label(&self, id: MapId) -> &str {
+        &self.labels[id.0]
+    }
+
+    /// The labels of variables, in the order given.
+    pub fn labels_of(&self, ids: &[MapId]) -> Vec<&str> {
+        ids.iter().map(|&id| self.label(id)).collect()
     }
 }

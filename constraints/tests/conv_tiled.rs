@@ -63,7 +63,7 @@ fn tiled_conv_space() {
         let e = space.explain(m).expect("explain");
         assert!(e.valid, "{}: {:?}", space.show(m), e.violated);
         eprintln!("sample: {}", space.show(m));
-        eprintln!("  barriers after: {:?}", e.barriers.iter().map(|b| b.writer.as_str()).collect::<Vec<_>>());
+        eprintln!("  barriers after: {:?}", e.barriers.iter().map(|b| space.label(b.writer)).collect::<Vec<_>>());
     }
     // Everything sequential breaks rule 8 (perfectly nested maps both sequential) and rule 2
     // (the local copies need a work group), nothing else.

@@ -90,14 +90,14 @@ fn listing1_table1() {
     let m4 = explain(&s, "A=W0,B=L0,C=S,D=L0,E=S");
     assert!(m4.valid, "{:?}", m4.violated);
     assert_eq!(m4.barriers.len(), 1);
-    assert_eq!(m4.barriers[0].writer, "B");
-    assert!(m4.barriers[0].readers.contains(&"D".to_string()));
+    assert_eq!(s.label(m4.barriers[0].writer), "B");
+    assert!(s.labels_of(&m4.barriers[0].readers).contains(&"D"));
 
     // M5: E cannot be vectorized (its accesses are strided).
     let m5 = explain(&s, "A=W0,B=L0,C=S,D=L0,E=V");
     assert!(!m5.valid);
     assert_eq!(families(&m5), [Family::Vectorization]);
-    assert!(m5.violated[0].maps == ["E"]);
+    assert!(s.labels_of(&m5.violated[0].maps) == ["E"]);
 
     // M6: valid, no barrier.
     let m6 = explain(&s, "A=W0,B=L0,C=V,D=S,E=L0");

@@ -94,7 +94,11 @@ pub fn explain(file: &Path, mapping: &str, target: Option<&str>, no_fusion: bool
     if e.valid {
         outln!("valid");
         for b in &e.barriers {
-            outln!("  needs a barrier between map {} and its readers {}", b.writer, b.readers.join(", "));
+            outln!(
+                "  needs a barrier between map {} and its readers {}",
+                s.label(b.writer),
+                s.labels_of(&b.readers).join(", ")
+            );
         }
         if e.barriers.is_empty() {
             outln!("  no barrier needed");
@@ -106,7 +110,7 @@ pub fn explain(file: &Path, mapping: &str, target: Option<&str>, no_fusion: bool
     }
     let mut msg = format!("invalid: {} violated constraint(s)\n", e.violated.len());
     for c in &e.violated {
-        msg += &format!("  [{}] maps {}: {}\n", c.family, c.maps.join(", "), c.text);
+        msg += &format!("  [{}] maps {}: {}\n", c.family, s.labels_of(&c.maps).join(", "), c.text);
     }
     Err(Failure::Rejected(msg))
 }

@@ -24,7 +24,7 @@ mod sync;
 
 use crate::analysis::{Analysis, MapIdx, MapInfo};
 use crate::expr::Expr;
-use crate::space::{BarrierSite, Constraint, Family, Options};
+use crate::space::{BarrierSite, Constraint, Family, MapId, Options};
 
 /// What generation produces besides the analysis.
 pub(crate) struct Generated {
@@ -43,7 +43,7 @@ pub(crate) struct Generated {
 /// the models it finds and so the order of the enumeration: changing it changes which
 /// mappings come first (not which are valid).
 pub(crate) fn generate(g: &Gen) -> Generated {
-    let mut out = Out { labels: g.labels, constraints: Vec::new() };
+    let mut out = Out::default();
     let out = &mut out;
     let domains = domain::domains(g, out);
     memory::private_scope(g, out);
@@ -60,7 +60,7 @@ pub(crate) fn generate(g: &Gen) -> Generated {
     sequential::vectorization(g, out);
     let sync = sync::synchronizability(g, out);
     let ls_domains = device::device_limits(g, out, sync.needs_local_sizes);
-    Generated { constraints: std::mem::take(&mut out.constraints), domains, barriers: sync.barriers, ls_domains }
+    Generated { constraints: std::mem::take(&mut out.0), domains, barriers: sync.barriers, ls_domains }
 }
 
 /// The generator's context: the analysis and the map variables.
@@ -150,23 +150,19 @@ impl<'a> Gen<'a> {
 }
 
 /// The constraints generated so far.
-struct Out<'a> {
-    /// Label of each variable.
-    labels: &'a [String],
-    /// The constraints.
-    constraints: Vec<Constraint>,
-}
+#[derive(Default)]
+struct Out(Vec<Constraint>);
 
-impl Out<'_> {
-    /// Adds a constraint on the variables `maps` (labels listed once each, in order).
+impl Out {
+    /// Adds a constraint on the variables `maps` (listed once each, in order).
     fn push(&mut self, family: Family, maps: &[usize], text: String, expr: Expr) {
-        let mut names: Vec<String> = Vec::new();
+        let mut ids: Vec<MapId> = Vec::new();
         for &i in maps {
-            if !names.contains(&self.labels[i]) {
-                names.push(self.labels[i].clone());
+            if !ids.contains(&MapId(i)) {
+                ids.push(MapId(i));
             }
         }
-        self.constraints.push(Constraint { family, maps: names, text, expr });
+        self.0.push(Constraint { family, maps: ids, text, expr });
     }
 }
 

@@ -5,7 +5,7 @@
 use super::{divisors, Gen, Out};
 use crate::analysis::{Buffer, Reader, Writer};
 use crate::expr::{Expr, Term};
-use crate::space::{BarrierSite, Family};
+use crate::space::{BarrierSite, Family, MapId};
 use crate::Code;
 use mapsat_ir::ast::AddressSpace;
 
@@ -30,9 +30,8 @@ pub(super) fn synchronizability(g: &Gen, out: &mut Out) -> Sync {
             in_loops.push(c);
             sync.needs_local_sizes = true;
         }
-        let readers = site.readers.iter().map(|&r| g.label(r).to_string()).collect();
-        let writer = g.label(site.top).to_string();
-        sync.barriers.push(BarrierSite { writer, readers, space: b.space(), needed: site.needed });
+        let readers = site.readers.iter().map(|&r| MapId(r)).collect();
+        sync.barriers.push(BarrierSite { writer: MapId(site.top), readers, space: b.space(), needed: site.needed });
     }
     for (maps, text, e) in in_loops {
         out.push(Family::Sync, &maps, text, e);
