@@ -30,16 +30,15 @@
 //!   to divide its length.
 
 pub mod analysis;
-pub mod apply;
-pub mod code;
-pub mod expr;
+mod apply;
+mod code;
+mod expr;
 mod families;
-pub mod solve;
-pub mod space;
+mod solve;
+mod space;
 
-pub use apply::apply_mapping;
 pub use code::Code;
-pub use solve::{Barrier, Count, EnumStats, Explanation, Mapping};
+pub use solve::{Barrier, Count, EnumStats, Explanation, Labelled, Mapping};
 pub use space::{BarrierSite, Constraint, Family, MapId, Options, Space};
 
 /// Vector width assumed for vectorization (family 9): lengths must be multiples of it.
@@ -65,6 +64,14 @@ pub enum Error {
     /// A mapping gives a map twice.
     #[error("map `{0}` is given twice in the mapping")]
     DuplicateMap(String),
+    /// A mapping does not have one code per map of the space.
+    #[error("the mapping has {given} codes, but the space has {maps} maps")]
+    MappingLength {
+        /// Codes given.
+        given: usize,
+        /// Maps of the space.
+        maps: usize,
+    },
     /// A mapping leaves maps out.
     #[error("the mapping does not give a code for: {0}")]
     MissingMaps(String),
@@ -79,7 +86,7 @@ pub enum Error {
     /// A part of a mapping is not `LABEL=CODE`.
     #[error("`{0}` is not of the form LABEL=CODE")]
     MappingSyntax(String),
-    /// A mapping could not be applied to the program (see [`apply`]).
+    /// A mapping could not be applied to the program (see [`Space::apply`]).
     #[error("cannot apply the mapping: {0}")]
     Apply(String),
     /// Z3 answered unknown (a timeout, usually).

@@ -32,8 +32,9 @@ impl std::ops::Index<MapId> for Mapping {
     }
 }
 
-/// A mapping shown with its labels.
-pub struct Labelled<'a>(pub &'a Space, pub &'a Mapping);
+/// A mapping shown with its labels, as `A=W0,B=L0,...` ([`Space::show`]). Codes past the
+/// space's maps, in a mapping of the wrong length, are shown with `?` for a label.
+pub struct Labelled<'a>(&'a Space, &'a Mapping);
 
 impl fmt::Display for Labelled<'_> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -41,7 +42,7 @@ impl fmt::Display for Labelled<'_> {
             if i > 0 {
                 write!(f, ",")?;
             }
-            write!(f, "{}={c}", self.0.labels[i])?;
+            write!(f, "{}={c}", self.0.labels.get(i).map_or("?", String::as_str))?;
         }
         Ok(())
     }
@@ -300,7 +301,7 @@ impl<'s, 'c> Search<'s, 'c> {
             w_ls,
             pushed: 0,
             nogoods: vec![Vec::new(); n],
-            no_ls: vec![None; space.n_ls],
+            no_ls: vec![None; space.local_size_count()],
         }))
     }
 
@@ -646,10 +647,12 @@ impl Space {
     }
 
     /// Explains a mapping: valid, or every violated constraint (by evaluation, and Z3's unsat
-    /// core over tracked assertions for the constraints on tuning parameters).
+    /// core over tracked assertions for the constraints on tuning parameters). A mapping that
+    /// does not have one code per map is an error.
     pub fn explain(&self, m: &Mapping) -> Result<Explanation, Error> {
+        self.check_len(m.codes.len())?;
         let codes: Vec<Option<i64>> = m.codes.iter().map(|c| Some(c.to_int())).collect();
-        let no_ls: Vec<Option<i64>> = vec![None; self.n_ls];
+        let no_ls: Vec<Option<i64>> = vec![None; self.local_size_count()];
         let env = Env { codes: &codes, parents: &self.parents, ls: &no_ls };
         let mut violated: Vec<usize> =
             (0..self.constraints.len()).filter(|&k| env.eval(&self.constraints[k].expr) == Some(false)).collect();
@@ -701,7 +704,7 @@ impl Space {
     /// many are valid.
     pub fn random_baseline(&self, n: u64, seed: u64) -> Result<u64, Error> {
         let mut rng = StdRng::seed_from_u64(seed);
-        let no_ls: Vec<Option<i64>> = vec![None; self.n_ls];
+        let no_ls: Vec<Option<i64>> = vec![None; self.local_size_count()];
         let mut valid = 0;
         for _ in 0..n {
             let m = Mapping { codes: (0..self.len()).map(|_| Code::ALL[rng.gen_range(0..Code::ALL.len())]).collect() };
@@ -723,10 +726,12 @@ impl Space {
     }
 
     /// Evaluates every constraint on a full assignment without Z3: the violated ones, and
-    /// whether some constraint was left undecided (it involves tuning parameters).
-    pub fn evaluate(&self, m: &Mapping) -> (Vec<&Constraint>, bool) {
+    /// whether some constraint was left undecided (it involves tuning parameters). A mapping
+    /// that does not have one code per map is an error.
+    pub fn evaluate(&self, m: &Mapping) -> Result<(Vec<&Constraint>, bool), Error> {
+        self.check_len(m.codes.len())?;
         let codes: Vec<Option<i64>> = m.codes.iter().map(|c| Some(c.to_int())).collect();
-        let no_ls: Vec<Option<i64>> = vec![None; self.n_ls];
+        let no_ls: Vec<Option<i64>> = vec![None; self.local_size_count()];
         let env = Env { codes: &codes, parents: &self.parents, ls: &no_ls };
         let mut undecided = false;
         let mut violated = Vec::new();
@@ -737,11 +742,13 @@ impl Space {
                 Some(true) => {}
             }
         }
-        (violated, undecided)
+        Ok((violated, undecided))
     }
 
-    /// Is a full assignment valid? (Z3 on the codes; for tests and research code.)
+    /// Is a full assignment valid? (Z3 on the codes; for tests and research code.) A mapping
+    /// that does not have one code per map is an error.
     pub fn is_valid(&self, m: &Mapping) -> Result<bool, Error> {
+        self.check_len(m.codes.len())?;
         let ctx = Context::new(&Config::new());
         let mut z = Z3Ctx::new(self, &ctx, false);
         for (i, c) in m.codes.iter().enumerate() {

@@ -67,7 +67,7 @@ fn enumeration_rate() {
             "{name}: {} maps, {} constraints, generation {:.2} ms, first mapping {:.2} ms ({}), \
              {} mappings in {:.3} s = {:.0}/s ({} Z3 checks, complete: {})",
             s.len(),
-            s.constraints.len(),
+            s.constraints().len(),
             gen.as_secs_f64() * 1e3,
             first_t.as_secs_f64() * 1e3,
             first.first().map(|m| s.show(m).to_string()).unwrap_or_default(),
