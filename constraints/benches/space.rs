@@ -1,42 +1,98 @@
-//! The speed targets of the mapping space on the tiled convolution (`constraints/tests/programs/conv_tiled.lift`,
-//! 103 maps): constraint generation (target < 100 ms), the first valid mapping (< 1 s), and
-//! the stream of distinct mappings (target >= 1,000 per second over the first 10,000).
+//! Speed of the mapping space: constraint generation, the first valid mapping, and the stream
+//! of distinct mappings (the first 10,000, or the whole space when smaller; criterion reports
+//! it in mappings per second).
 //!
-//! `cargo bench -p mapsat-constraints --bench space`
+//! - `conv_tiled`: the tiled convolution (`constraints/tests/programs/conv_tiled.lift`, 103
+//!   maps), with the speed targets: generation < 100 ms, first mapping < 1 s, a stream of at
+//!   least 1,000 mappings per second.
+//! - `chain7`, `listing1`, `conv`, `matmul_tiled`: small programs.
+//!
+//! Before measuring, each program's size is printed: maps, constraint instances, and the Z3
+//! checks its stream makes (what the search spends besides evaluation).
+//!
+//! `cargo bench -p mapsat-constraints --bench space [-- FILTER]`
 #![allow(missing_docs)]
 
-use criterion::{criterion_group, criterion_main, Criterion};
+use criterion::{criterion_group, criterion_main, Criterion, Throughput};
 use mapsat_constraints::{Options, Space};
 use std::ops::ControlFlow;
 use std::path::Path;
 use std::time::Duration;
 
-fn program() -> mapsat_ir::Program {
-    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/programs/conv_tiled.lift");
-    mapsat_ir::parse(&std::fs::read_to_string(path).expect("read")).expect("parse")
+/// Mappings streamed per measurement.
+const STREAM: u64 = 10_000;
+
+/// The small programs: a chain of seven maps, and (smaller variants of) Listing 1, the direct
+/// convolution and the tiled matrix multiplication of `examples/`.
+const PROGRAMS: [(&str, &str); 4] = [
+    (
+        "chain7",
+        "size n = 8, m = 8, k = 8
+def big(x: [[[f32]k]m]n) =
+  map@A(fun(p => map@B(fun(r => map@C(fun(a => a + 1.0), r)), map@D(fun(r => map@E(fun(a => a * 2.0), r)),
+    map@F(fun(r => map@G(fun(a => a - 1.0), r)), p)))), x)",
+    ),
+    (
+        "listing1",
+        "size I = 4, J = 8, K = 8
+def listing1(input: [[[f32]K]J]I) =
+  map@A(fun(plane =>
+    let buf = toLocal(map@B(fun(row => map@C(fun(x => x * 2.0 + 1.0), row)), plane)) in
+    map@D(fun(col => map@E(fun(x => x * x), col)), transpose(buf))), input)",
+    ),
+    (
+        "conv",
+        "size inH = 8, inW = 8, inChs = 4, outChs = 6, kerH = 3, kerW = 3
+def conv(inp: [[[f32]inChs]inW]inH, ks: [[[[f32]inChs]kerW]kerH]outChs) =
+  mapND2@A(fun(win => map@B(fun(k => reduce(add, 0.0, map@C(fun(p => p.0 * p.1), joinND3(zipND3(win, k))))), ks)),
+    slideND2(kerH, 1, kerW, 1, padND2(1, 1, 0.0, inp)))",
+    ),
+    (
+        "matmul_tiled",
+        "size M = 8, K = 16, N = 8, tM = 4, tN = 4, tK = 4
+def matmul_tiled(a: [[f32]K]M, b: [[f32]N]K) =
+  join(map@A(fun(rowTile =>
+    map(join, transpose(map@B(fun(colTile =>
+      map@C(fun(row => map@D(fun(col => reduce(add, 0.0,
+            map@E(fun(chunk => reduce(add, 0.0, map@F(fun(p => p.0 * p.1), chunk))), split(tK, zip(row, col))))),
+          colTile)), rowTile)), split(tN, transpose(b)))))), split(tM, a)))",
+    ),
+];
+
+fn read(path: &str) -> String {
+    std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join(path)).expect("read")
+}
+
+/// Streams up to [`STREAM`] mappings; returns how many, and the Z3 checks made.
+fn stream(space: &Space) -> (u64, u64) {
+    let stats = space.enumerate(Some(STREAM), |_| ControlFlow::Continue(())).expect("enumerate");
+    (stats.produced, stats.z3_checks)
+}
+
+/// Generation, first mapping and stream of one program, `stream_secs` measuring the stream.
+fn program(c: &mut Criterion, name: &str, src: &str, stream_secs: u64) {
+    let p = mapsat_ir::parse(src).expect("parse");
+    let space = Space::generate(&p, Options::default()).expect("space");
+    let (produced, checks) = stream(&space);
+    eprintln!(
+        "{name}: {} maps, {} constraints; a stream of {produced} mappings makes {checks} Z3 checks",
+        space.len(),
+        space.constraints().len()
+    );
+    let mut g = c.benchmark_group(name);
+    g.sample_size(10).measurement_time(Duration::from_secs(5));
+    g.bench_function("generate", |b| b.iter(|| Space::generate(&p, Options::default()).expect("space")));
+    g.bench_function("first_mapping", |b| b.iter(|| space.first(1).expect("first")));
+    g.throughput(Throughput::Elements(produced)).measurement_time(Duration::from_secs(stream_secs));
+    g.bench_function(format!("stream_{STREAM}"), |b| b.iter(|| stream(&space)));
+    g.finish();
 }
 
 fn bench(c: &mut Criterion) {
-    let p = program();
-    let mut g = c.benchmark_group("conv_tiled");
-    g.sample_size(10).measurement_time(Duration::from_secs(5));
-    g.bench_function("generate", |b| b.iter(|| Space::generate(&p, Options::default()).expect("space")));
-    let space = Space::generate(&p, Options::default()).expect("space");
-    g.bench_function("first_mapping", |b| b.iter(|| space.first(1).expect("first")));
-    g.sample_size(10).measurement_time(Duration::from_secs(30));
-    g.bench_function("stream_10000", |b| {
-        b.iter(|| {
-            let mut n = 0u64;
-            space
-                .enumerate(Some(10_000), |_| {
-                    n += 1;
-                    ControlFlow::Continue(())
-                })
-                .expect("enumerate");
-            n
-        })
-    });
-    g.finish();
+    program(c, "conv_tiled", &read("tests/programs/conv_tiled.lift"), 30);
+    for (name, src) in PROGRAMS {
+        program(c, name, src, 10);
+    }
 }
 
 criterion_group!(benches, bench);

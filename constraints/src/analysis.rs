@@ -99,9 +99,9 @@ pub struct Analysis {
     /// Every map, in the order it was first evaluated.
     pub maps: Vec<MapInfo>,
     /// The nesting forest of the maps that write memory (edges parent -> child).
-    pub tree: DiGraph<MapIdx, ()>,
+    pub(crate) tree: DiGraph<MapIdx, ()>,
     /// Graph node of each map (only for concrete maps).
-    pub graph_node: HashMap<MapIdx, NodeIndex>,
+    pub(crate) graph_node: HashMap<MapIdx, NodeIndex>,
     /// Buffers written by map nests.
     pub buffers: Vec<Buffer>,
 }

@@ -1,19 +1,4 @@
-//! Applying a mapping to a program: the program with every map's `MapKind` set, ready for code
-//! generation.
-//!
-//! - `S`, `V`, `L0..2`, `W0..2`, `G0..2` set the kind of the map's `Prim::Map` node
-//!   (`mapSeq`, `mapVec`, `mapLcl(d)`, `mapWrg(d)`, `mapGlb(d)`).
-//! - `F` (fused with the outer map) is a program transformation. A map `B` perfectly nested in
-//!   `A`, `map@A(fun(r => map@B(g, r)), xs)` or `map@A(map@B(g), xs)`, becomes one map over the
-//!   flattened array, `split(m, map@A(g', join(xs)))`, where `m` is the length of the arrays
-//!   `B` iterates over and `g'` is `g` with its de Bruijn indices shifted past the removed
-//!   binder `r`. The fused map keeps `A`'s label and kind, so a chain `A`, `B=F`, `C=F` fuses
-//!   into one map (outer maps are fused first). A map `A` used as a function without its array
-//!   (`map@A(...) o split(s)`) becomes `fun(xs => split(m, map@A(g', join(xs))))`.
-//! - Every `reduce` becomes `reduceSeq` (one thread folds it; the maps around it decide which).
-//!
-//! Maps that only rearrange data (layout maps, see [`crate::Space::layout_maps`]) keep their
-//! abstract kind: code generation treats them as views.
+//! Applying a mapping to a program (see [`Space::apply`]).
 
 use crate::{Code, Error, Mapping, Space};
 use mapsat_ir::ast::{MapKind, Meta, Node, NodeId, Prim};
@@ -21,16 +6,32 @@ use mapsat_ir::{Program, Type};
 use std::collections::HashMap;
 
 impl Space {
-    /// The program with this mapping applied (see the module documentation). `p` must be the
-    /// program the space was generated from.
+    /// The program with this mapping applied: every map's `MapKind` set, ready for code
+    /// generation. `p` must be the program the space was generated from.
+    ///
+    /// - `S`, `V`, `L0..2`, `W0..2`, `G0..2` set the kind of the map's `Prim::Map` node
+    ///   (`mapSeq`, `mapVec`, `mapLcl(d)`, `mapWrg(d)`, `mapGlb(d)`).
+    /// - `F` (fused with the outer map) is a program transformation. A map `B` perfectly nested
+    ///   in `A`, `map@A(fun(r => map@B(g, r)), xs)` or `map@A(map@B(g), xs)`, becomes one map
+    ///   over the flattened array, `split(m, map@A(g', join(xs)))`, where `m` is the length of
+    ///   the arrays `B` iterates over and `g'` is `g` with its de Bruijn indices shifted past
+    ///   the removed binder `r`. The fused map keeps `A`'s label and kind, so a chain `A`,
+    ///   `B=F`, `C=F` fuses into one map (outer maps are fused first). A map `A` used as a
+    ///   function without its array (`map@A(...) o split(s)`) becomes
+    ///   `fun(xs => split(m, map@A(g', join(xs))))`.
+    /// - Every `reduce` becomes `reduceSeq` (one thread folds it; the maps around it decide
+    ///   which).
+    ///
+    /// Maps that only rearrange data (layout maps, see [`Space::layout_maps`]) keep their
+    /// abstract kind: code generation treats them as views.
     pub fn apply(&self, p: &Program, m: &Mapping) -> Result<Program, Error> {
         apply_mapping(p, &self.labels, &self.parents, m)
     }
 }
 
 /// Applies the codes of `m` (one per label in `labels`; `parents[i]` is the variable of the map
-/// `labels[i]` is nested in) to `p`. See the module documentation.
-pub fn apply_mapping(p: &Program, labels: &[String], parents: &[Option<usize>], m: &Mapping) -> Result<Program, Error> {
+/// `labels[i]` is nested in) to `p`. See [`Space::apply`].
+fn apply_mapping(p: &Program, labels: &[String], parents: &[Option<usize>], m: &Mapping) -> Result<Program, Error> {
     if m.codes.len() != labels.len() || parents.len() != labels.len() {
         return Err(Error::Apply(format!("{} codes for {} maps", m.codes.len(), labels.len())));
     }

@@ -7,6 +7,7 @@
 //! each comparison the disjunction of the value pairs that satisfy it. Z3 then decides the
 //! space with its SAT core, much faster here than with integer arithmetic over `ite` chains.
 
+use crate::Code;
 use std::collections::BTreeMap;
 use z3::ast::Bool;
 use z3::Context;
@@ -45,11 +46,22 @@ pub enum Expr {
     Not(Box<Expr>),
 }
 
-/// Shorthands.
+// The levels of the code encoding (`code / 10`, see [`Code`]): the comparisons below name them.
+/// First code of `mapLcl` (codes below run within one thread: S, F, V).
+const LOCAL: i64 = 10;
+/// First code of `mapWrg`.
+const WORK_GROUP: i64 = 20;
+/// First code of `mapGlb`.
+const GLOBAL: i64 = 30;
+/// Past the last code.
+const END: i64 = 40;
+
+/// Shorthands: the connectives, and the comparisons with the code encoding's levels by name.
+/// `t` is a map's code ([`Term::Code`]) or its effective code ([`Term::Eff`]: through fusion).
 impl Expr {
-    /// `code(i) = v`.
-    pub fn code_is(i: usize, v: i64) -> Expr {
-        Expr::Eq(Term::Code(i), Term::Const(v))
+    /// `code(i) = c`.
+    pub fn code_is(i: usize, c: Code) -> Expr {
+        Expr::Eq(Term::Code(i), Term::Const(c.to_int()))
     }
     /// `a ⇒ b`.
     pub fn implies(a: Expr, b: Expr) -> Expr {
@@ -62,6 +74,40 @@ impl Expr {
     /// `lo <= t < hi`.
     pub fn between(t: Term, lo: i64, hi: i64) -> Expr {
         Expr::And(vec![Expr::negate(Expr::Lt(t.clone(), Term::Const(lo))), Expr::Lt(t, Term::Const(hi))])
+    }
+
+    /// Runs within one thread: S, F or V (`t < 10`).
+    pub fn within_thread(t: Term) -> Expr {
+        Expr::Lt(t, Term::Const(LOCAL))
+    }
+    /// Runs within one work group: within one thread, or `mapLcl` (`t < 20`); not `mapWrg` or
+    /// `mapGlb`.
+    pub fn within_group(t: Term) -> Expr {
+        Expr::Lt(t, Term::Const(WORK_GROUP))
+    }
+    /// Not `mapGlb` (`t < 30`).
+    pub fn not_global(t: Term) -> Expr {
+        Expr::Lt(t, Term::Const(GLOBAL))
+    }
+    /// `mapLcl` in some dimension (`10 <= t < 20`).
+    pub fn local(t: Term) -> Expr {
+        Expr::between(t, LOCAL, WORK_GROUP)
+    }
+    /// `mapWrg` in some dimension (`20 <= t < 30`).
+    pub fn work_group(t: Term) -> Expr {
+        Expr::between(t, WORK_GROUP, GLOBAL)
+    }
+    /// `mapLcl` or `mapWrg` in some dimension: uses work-group or local ids (`10 <= t < 30`).
+    pub fn grouped(t: Term) -> Expr {
+        Expr::between(t, LOCAL, GLOBAL)
+    }
+    /// `mapGlb` in some dimension (`30 <= t < 40`).
+    pub fn global(t: Term) -> Expr {
+        Expr::between(t, GLOBAL, END)
+    }
+    /// Some map of `vars` has code `c`.
+    pub fn any_code(vars: &[usize], c: Code) -> Expr {
+        Expr::Or(vars.iter().map(|&i| Expr::code_is(i, c)).collect())
     }
 
     /// Does the expression mention a tuning parameter?

@@ -5,9 +5,10 @@
 //! Every `map` that writes memory gets one integer variable with the paper's encoding
 //! ([`Code`]: 0 sequential, 1 fused with its outer map, 2 vectorized (mapsat's code), 10–12
 //! local, 20–22 work group, 30–32 global, by dimension). [`Space::generate`] builds the map
-//! nesting tree ([`analysis`]) and the constraint instances of twelve families ([`Family`]):
-//! the domain (0), the paper's rules (1)–(8), and mapsat's vectorization (9),
-//! synchronizability (10) and device limits (11). A [`Space`] can then be enumerated (a stream
+//! nesting tree ([`analysis`]) and the constraint instances of thirteen families ([`Family`],
+//! numbered 0–12): the domain (0), the paper's rules (1)–(8), and mapsat's vectorization (9),
+//! synchronizability (10), device limits (11) and single launch shape (12). Each map is named
+//! by a [`MapId`] (its label is [`Space::label`]). A [`Space`] can then be enumerated (a stream
 //! of distinct mappings), counted, sampled, and asked to [`Space::explain`] a mapping.
 //!
 //! # What a map that "writes memory" is
@@ -29,17 +30,18 @@
 //!   to divide its length.
 
 pub mod analysis;
-pub mod apply;
-pub mod code;
-pub mod expr;
-pub mod local;
-pub mod solve;
-pub mod space;
+mod apply;
+mod code;
+mod expr;
+mod families;
+mod local;
+mod solve;
+mod space;
 
-pub use apply::apply_mapping;
 pub use code::Code;
-pub use solve::{Barrier, Count, EnumStats, Explanation, Mapping};
-pub use space::{Constraint, Family, Options, Space};
+pub use local::MAX_LOCAL_SIZES;
+pub use solve::{Barrier, Count, EnumStats, Explanation, Labelled, Mapping};
+pub use space::{BarrierSite, Constraint, Family, MapId, Options, Space};
 
 /// Vector width assumed for vectorization (family 9): lengths must be multiples of it.
 pub const VECTOR_WIDTH: i64 = 4;
@@ -64,6 +66,14 @@ pub enum Error {
     /// A mapping gives a map twice.
     #[error("map `{0}` is given twice in the mapping")]
     DuplicateMap(String),
+    /// A mapping does not have one code per map of the space.
+    #[error("the mapping has {given} codes, but the space has {maps} maps")]
+    MappingLength {
+        /// Codes given.
+        given: usize,
+        /// Maps of the space.
+        maps: usize,
+    },
     /// A mapping leaves maps out.
     #[error("the mapping does not give a code for: {0}")]
     MissingMaps(String),
@@ -78,7 +88,7 @@ pub enum Error {
     /// A part of a mapping is not `LABEL=CODE`.
     #[error("`{0}` is not of the form LABEL=CODE")]
     MappingSyntax(String),
-    /// A mapping could not be applied to the program (see [`apply`]).
+    /// A mapping could not be applied to the program (see [`Space::apply`]).
     #[error("cannot apply the mapping: {0}")]
     Apply(String),
     /// Z3 answered unknown (a timeout, usually).

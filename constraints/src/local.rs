@@ -13,11 +13,9 @@ impl Space {
     /// answer, `[]`: the local size is code generation's choice. At most [`MAX_LOCAL_SIZES`]
     /// vectors are returned.
     pub fn local_sizes(&self, m: &Mapping) -> Result<Vec<Vec<i64>>, Error> {
-        if m.codes.len() != self.len() {
-            return Err(Error::Apply(format!("{} codes for {} maps", m.codes.len(), self.len())));
-        }
+        self.check_len(m.codes.len())?;
         let codes: Vec<Option<i64>> = m.codes.iter().map(|c| Some(c.to_int())).collect();
-        let unset: Vec<Option<i64>> = vec![None; self.n_ls];
+        let unset: Vec<Option<i64>> = vec![None; self.local_size_count()];
         let env = Env { codes: &codes, parents: &self.parents, ls: &unset };
         // Constraints on the codes alone first: they rule out every local size at once.
         let (with_ls, without): (Vec<_>, Vec<_>) = self.constraints.iter().partition(|c| c.expr.has_ls());
@@ -25,7 +23,7 @@ impl Space {
             return Ok(Vec::new());
         }
         let mut out = Vec::new();
-        let mut ls = vec![1i64; self.n_ls];
+        let mut ls = vec![1i64; self.local_size_count()];
         self.local_sizes_from(0, &mut ls, &codes, &with_ls, &mut out);
         Ok(out)
     }

@@ -6,12 +6,12 @@
 //! Evaluation and Z3 agree on every constraint (the tests check it by brute force).
 
 use crate::expr::{Cases, Env, Expr, Term, Z3Vars};
-use crate::space::{Constraint, Space};
+use crate::space::{Constraint, MapId, Space};
 use crate::{Code, Error};
 use rand::rngs::StdRng;
 use rand::seq::SliceRandom;
 use rand::{Rng, SeedableRng};
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 use std::fmt;
 use std::ops::ControlFlow;
 use z3::ast::Bool;
@@ -24,8 +24,17 @@ pub struct Mapping {
     pub codes: Vec<Code>,
 }
 
-/// A mapping shown with its labels.
-pub struct Labelled<'a>(pub &'a Space, pub &'a Mapping);
+impl std::ops::Index<MapId> for Mapping {
+    type Output = Code;
+
+    fn index(&self, id: MapId) -> &Code {
+        &self.codes[id.index()]
+    }
+}
+
+/// A mapping shown with its labels, as `A=W0,B=L0,...` ([`Space::show`]). Codes past the
+/// space's maps, in a mapping of the wrong length, are shown with `?` for a label.
+pub struct Labelled<'a>(&'a Space, &'a Mapping);
 
 impl fmt::Display for Labelled<'_> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -33,7 +42,7 @@ impl fmt::Display for Labelled<'_> {
             if i > 0 {
                 write!(f, ",")?;
             }
-            write!(f, "{}={c}", self.0.labels[i])?;
+            write!(f, "{}={c}", self.0.labels.get(i).map_or("?", String::as_str))?;
         }
         Ok(())
     }
@@ -66,13 +75,13 @@ impl fmt::Display for Count {
     }
 }
 
-/// A barrier the mapping needs.
+/// A barrier the mapping needs (labels: [`Space::label`]).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Barrier {
     /// Map writing the buffer.
-    pub writer: String,
+    pub writer: MapId,
     /// Maps reading it.
-    pub readers: Vec<String>,
+    pub readers: Vec<MapId>,
 }
 
 /// The verdict on one mapping.
@@ -106,6 +115,9 @@ struct Z3Ctx<'c> {
     vars: Z3Vars<'c>,
     ctx: &'c Context,
     checks: u64,
+    /// The constraint (index in [`Space::constraints`]) each tracking literal stands for, when
+    /// the constraints are tracked (for unsat cores).
+    tracked: HashMap<Bool<'c>, usize>,
 }
 
 /// Codes tried by one completion without Z3 before Z3 is asked instead.
@@ -141,15 +153,18 @@ impl<'c> Z3Ctx<'c> {
         for d in &vars.domains {
             solver.assert(d);
         }
+        let mut tracked = HashMap::new();
         for (i, c) in space.constraints.iter().enumerate() {
             let e = vars.expr(ctx, &c.expr);
             if track {
-                solver.assert_and_track(&e, &Bool::new_const(ctx, format!("k{i}")));
+                let literal = Bool::new_const(ctx, format!("k{i}"));
+                solver.assert_and_track(&e, &literal);
+                tracked.insert(literal, i);
             } else {
                 solver.assert(&e);
             }
         }
-        Z3Ctx { solver, vars, ctx, checks: 0 }
+        Z3Ctx { solver, vars, ctx, checks: 0, tracked }
     }
 
     /// The codes and local sizes of the last model (after a satisfiable check).
@@ -286,7 +301,7 @@ impl<'s, 'c> Search<'s, 'c> {
             w_ls,
             pushed: 0,
             nogoods: vec![Vec::new(); n],
-            no_ls: vec![None; space.n_ls],
+            no_ls: vec![None; space.local_size_count()],
         }))
     }
 
@@ -632,10 +647,12 @@ impl Space {
     }
 
     /// Explains a mapping: valid, or every violated constraint (by evaluation, and Z3's unsat
-    /// core over tracked assertions for the constraints on tuning parameters).
+    /// core over tracked assertions for the constraints on tuning parameters). A mapping that
+    /// does not have one code per map is an error.
     pub fn explain(&self, m: &Mapping) -> Result<Explanation, Error> {
+        self.check_len(m.codes.len())?;
         let codes: Vec<Option<i64>> = m.codes.iter().map(|c| Some(c.to_int())).collect();
-        let no_ls: Vec<Option<i64>> = vec![None; self.n_ls];
+        let no_ls: Vec<Option<i64>> = vec![None; self.local_size_count()];
         let env = Env { codes: &codes, parents: &self.parents, ls: &no_ls };
         let mut violated: Vec<usize> =
             (0..self.constraints.len()).filter(|&k| env.eval(&self.constraints[k].expr) == Some(false)).collect();
@@ -643,7 +660,7 @@ impl Space {
             .barriers
             .iter()
             .filter(|b| env.eval(&b.needed) == Some(true))
-            .map(|b| Barrier { writer: b.writer.clone(), readers: b.readers.clone() })
+            .map(|b| Barrier { writer: b.writer, readers: b.readers.clone() })
             .collect();
         let ctx = Context::new(&Config::new());
         let mut z = Z3Ctx::new(self, &ctx, true);
@@ -659,12 +676,8 @@ impl Space {
                 (vec![], Some(ls).filter(|v| !v.is_empty()))
             }
             SatResult::Unsat => {
-                let core: Vec<usize> = z
-                    .solver
-                    .get_unsat_core()
-                    .iter()
-                    .filter_map(|b| b.to_string().strip_prefix('k').and_then(|s| s.parse().ok()))
-                    .collect();
+                let core: Vec<usize> =
+                    z.solver.get_unsat_core().iter().filter_map(|b| z.tracked.get(b).copied()).collect();
                 (core, None)
             }
             SatResult::Unknown => return Err(Error::Solver(z.solver.get_reason_unknown().unwrap_or_default())),
@@ -691,7 +704,7 @@ impl Space {
     /// many are valid.
     pub fn random_baseline(&self, n: u64, seed: u64) -> Result<u64, Error> {
         let mut rng = StdRng::seed_from_u64(seed);
-        let no_ls: Vec<Option<i64>> = vec![None; self.n_ls];
+        let no_ls: Vec<Option<i64>> = vec![None; self.local_size_count()];
         let mut valid = 0;
         for _ in 0..n {
             let m = Mapping { codes: (0..self.len()).map(|_| Code::ALL[rng.gen_range(0..Code::ALL.len())]).collect() };
@@ -713,10 +726,12 @@ impl Space {
     }
 
     /// Evaluates every constraint on a full assignment without Z3: the violated ones, and
-    /// whether some constraint was left undecided (it involves tuning parameters).
-    pub fn evaluate(&self, m: &Mapping) -> (Vec<&Constraint>, bool) {
+    /// whether some constraint was left undecided (it involves tuning parameters). A mapping
+    /// that does not have one code per map is an error.
+    pub fn evaluate(&self, m: &Mapping) -> Result<(Vec<&Constraint>, bool), Error> {
+        self.check_len(m.codes.len())?;
         let codes: Vec<Option<i64>> = m.codes.iter().map(|c| Some(c.to_int())).collect();
-        let no_ls: Vec<Option<i64>> = vec![None; self.n_ls];
+        let no_ls: Vec<Option<i64>> = vec![None; self.local_size_count()];
         let env = Env { codes: &codes, parents: &self.parents, ls: &no_ls };
         let mut undecided = false;
         let mut violated = Vec::new();
@@ -727,11 +742,13 @@ impl Space {
                 Some(true) => {}
             }
         }
-        (violated, undecided)
+        Ok((violated, undecided))
     }
 
-    /// Is a full assignment valid? (Z3 on the codes; for tests and research code.)
+    /// Is a full assignment valid? (Z3 on the codes; for tests and research code.) A mapping
+    /// that does not have one code per map is an error.
     pub fn is_valid(&self, m: &Mapping) -> Result<bool, Error> {
+        self.check_len(m.codes.len())?;
         let ctx = Context::new(&Config::new());
         let mut z = Z3Ctx::new(self, &ctx, false);
         for (i, c) in m.codes.iter().enumerate() {

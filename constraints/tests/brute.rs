@@ -30,7 +30,7 @@ fn brute_with(src: &str, options: Options, z3_every: usize) -> (usize, usize) {
         let m = Mapping { codes };
         // Rejected assignments fail a stated rule (evaluation names it); accepted ones are what
         // the solver enumerates. Undecided ones (tuning parameters) and every `z3_every`-th go to Z3.
-        let (violated, undecided) = s.evaluate(&m);
+        let (violated, undecided) = s.evaluate(&m).unwrap();
         let ok = if (undecided && violated.is_empty()) || k % z3_every == 0 {
             let e = s.explain(&m).unwrap();
             assert_eq!(e.valid, e.violated.is_empty(), "{}", s.show(&m));

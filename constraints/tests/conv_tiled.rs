@@ -36,7 +36,7 @@ fn tiled_conv_space() {
     let space = Space::generate(&p, Options::default()).expect("space");
     assert!(space.len() >= 100, "{} maps", space.len());
     // Table 4 of the paper, for this program.
-    eprintln!("{} maps to map, {} layout maps; constraint instances:", space.len(), space.layout_maps.len());
+    eprintln!("{} maps to map, {} layout maps; constraint instances:", space.len(), space.layout_maps().len());
     let counts: HashMap<Family, usize> = space.counts().into_iter().collect();
     for (f, n) in space.counts() {
         eprintln!("{n:>6}  {f}");
@@ -63,7 +63,7 @@ fn tiled_conv_space() {
         let e = space.explain(m).expect("explain");
         assert!(e.valid, "{}: {:?}", space.show(m), e.violated);
         eprintln!("sample: {}", space.show(m));
-        eprintln!("  barriers after: {:?}", e.barriers.iter().map(|b| b.writer.as_str()).collect::<Vec<_>>());
+        eprintln!("  barriers after: {:?}", e.barriers.iter().map(|b| space.label(b.writer)).collect::<Vec<_>>());
     }
     // Everything sequential breaks rule 8 (perfectly nested maps both sequential) and rule 2
     // (the local copies need a work group), nothing else.
@@ -77,7 +77,7 @@ fn tiled_conv_space() {
     // The tile map global and the input copy local (every valid mapping stages the input in
     // local memory, so it uses work groups): one launch cannot mix them.
     let mut glb = first[0].clone();
-    let t0 = space.labels.iter().position(|l| l == "T_0").expect("T_0");
+    let t0 = space.id("T_0").expect("T_0").index();
     assert!(matches!(glb.codes[t0], Code::Wrg(_) | Code::Lcl(_) | Code::Seq), "{}", space.show(&glb));
     glb.codes[t0] = Code::Glb(0);
     let e = space.explain(&glb).expect("explain");

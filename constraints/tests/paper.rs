@@ -45,8 +45,8 @@ fn families(e: &Explanation) -> Vec<Family> {
 #[test]
 fn listing1_tree() {
     let s = space(LISTING1, Options::default());
-    assert_eq!(s.labels, ["A", "B", "C", "D", "E"]);
-    let a = &s.analysis;
+    assert_eq!(s.labels(), ["A", "B", "C", "D", "E"]);
+    let a = s.analysis();
     let chains: Vec<Vec<String>> =
         a.chains().iter().map(|c| c.iter().map(|&m| a.maps[m].label.clone()).collect()).collect();
     assert_eq!(chains, [vec!["A", "B", "C"], vec!["A", "D", "E"]]);
@@ -90,14 +90,14 @@ fn listing1_table1() {
     let m4 = explain(&s, "A=W0,B=L0,C=S,D=L0,E=S");
     assert!(m4.valid, "{:?}", m4.violated);
     assert_eq!(m4.barriers.len(), 1);
-    assert_eq!(m4.barriers[0].writer, "B");
-    assert!(m4.barriers[0].readers.contains(&"D".to_string()));
+    assert_eq!(s.label(m4.barriers[0].writer), "B");
+    assert!(s.labels_of(&m4.barriers[0].readers).contains(&"D"));
 
     // M5: E cannot be vectorized (its accesses are strided).
     let m5 = explain(&s, "A=W0,B=L0,C=S,D=L0,E=V");
     assert!(!m5.valid);
     assert_eq!(families(&m5), [Family::Vectorization]);
-    assert!(m5.violated[0].maps == ["E"]);
+    assert!(s.labels_of(&m5.violated[0].maps) == ["E"]);
 
     // M6: valid, no barrier.
     let m6 = explain(&s, "A=W0,B=L0,C=V,D=S,E=L0");
@@ -108,7 +108,7 @@ fn listing1_table1() {
 #[test]
 fn listing3_examples() {
     let s = space(LISTING3, Options::default());
-    let mut labels = s.labels.clone();
+    let mut labels = s.labels().to_vec();
     labels.sort();
     assert_eq!(labels, ["A", "B", "C", "D"]);
     let legal = explain(&s, "A=W0,B=L0,C=L0,D=S");
@@ -130,10 +130,51 @@ fn mapping_errors() {
 }
 
 #[test]
+fn wrong_length_mappings() {
+    use mapsat_constraints::{Error, Mapping};
+    let s = space(LISTING3, Options::default());
+    for n in [0, 3, 5] {
+        let m = Mapping { codes: vec![Code::Seq; n] };
+        let wrong = |e: Error| matches!(e, Error::MappingLength { given, maps: 4 } if given == n);
+        assert!(wrong(s.explain(&m).unwrap_err()), "explain, {n} codes");
+        assert!(wrong(s.is_valid(&m).unwrap_err()), "is_valid, {n} codes");
+        assert!(wrong(s.evaluate(&m).unwrap_err()), "evaluate, {n} codes");
+        assert!(s.apply(&mapsat_ir::parse(LISTING3).unwrap(), &m).is_err(), "apply, {n} codes");
+        // Shown without a panic.
+        assert_eq!(s.show(&m).to_string().matches('=').count(), n);
+    }
+}
+
+#[test]
+fn space_accessors() {
+    use mapsat_ir::ast::AddressSpace;
+    let s = space(LISTING1, Options::default());
+    let ids: Vec<_> = s.ids().collect();
+    assert_eq!(s.labels_of(&ids), ["A", "B", "C", "D", "E"]);
+    let id = |l: &str| s.id(l).expect(l);
+    assert_eq!(s.id("Q"), None);
+    assert!(ids.iter().enumerate().all(|(i, &m)| m.index() == i && s.label(m) == s.labels()[i]));
+    assert_eq!(s.parent(id("A")), None);
+    assert_eq!(s.parent(id("C")), Some(id("B")));
+    assert_eq!(s.parent(id("D")), Some(id("A")));
+    // F only for the perfectly nested C and E.
+    assert!(!s.domain(id("B")).contains(&Code::Fused) && s.domain(id("C")).contains(&Code::Fused));
+    assert_eq!(s.domain(id("E")).len(), Code::ALL.len());
+    // B and C write the local buffer.
+    assert_eq!(s.buffer_writers(AddressSpace::Local), [id("B"), id("C")]);
+    assert_eq!(s.local_size_candidates().len(), s.local_size_count());
+    assert!(s.constraints().iter().all(|c| c.maps.iter().all(|m| m.index() < s.len())));
+    assert_eq!(s.constraints().len(), s.counts().iter().map(|(_, n)| n).sum::<usize>());
+    let site = s.barriers().iter().find(|b| s.label(b.writer) == "B").expect("a barrier site after B");
+    assert!(s.labels_of(&site.readers).contains(&"D"));
+    assert!(s.options().fusion);
+}
+
+#[test]
 fn conv_counts() {
     let s = space(CONV, Options::default());
-    assert_eq!(s.labels, ["A_0", "A_1", "B", "C"]);
-    assert!(!s.layout_maps.is_empty());
+    assert_eq!(s.labels(), ["A_0", "A_1", "B", "C"]);
+    assert!(!s.layout_maps().is_empty());
     let counts = s.counts();
     let get = |f: Family| counts.iter().find(|(g, _)| *g == f).map(|(_, n)| *n).unwrap_or(0);
     // One chain (A_0, A_1, B, C): 6 nested pairs.

@@ -7,10 +7,9 @@ use mapsat_constraints::{Code, Explanation, Options, Space};
 
 /// The violated constraints of an explanation, one per line.
 pub(super) fn violations(space: &Space, e: &Explanation) -> String {
-    let _ = space;
     let mut msg = format!("invalid: {} violated constraint(s)\n", e.violated.len());
     for c in &e.violated {
-        msg += &format!("  [{}] maps {}: {}\n", c.family, c.maps.join(", "), c.text);
+        msg += &format!("  [{}] maps {}: {}\n", c.family, space.labels_of(&c.maps).join(", "), c.text);
     }
     msg
 }
@@ -37,9 +36,9 @@ pub(super) fn apply(
         )));
     }
     let has_lcl = m.codes.iter().any(|c| matches!(c, Code::Lcl(_)));
-    if let (Some(l), true) = (&local, has_lcl && space.n_ls > 0) {
+    if let (Some(l), true) = (&local, has_lcl && space.local_size_count() > 0) {
         let mut padded = l.clone();
-        padded.resize(space.n_ls, 1);
+        padded.resize(space.local_size_count(), 1);
         let valid = space.local_sizes(&m).map_err(rejected)?;
         if !valid.contains(&padded) {
             let some: Vec<String> = valid.iter().take(8).map(|v| format!("{v:?}")).collect();

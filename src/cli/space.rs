@@ -50,8 +50,8 @@ pub fn space(
         let families: serde_json::Map<String, serde_json::Value> =
             counts.iter().map(|(f, n)| (f.name().to_string(), serde_json::json!(n))).collect();
         let mut out = serde_json::json!({
-            "maps": s.labels,
-            "layout_maps": s.layout_maps,
+            "maps": s.labels(),
+            "layout_maps": s.layout_maps(),
             "families": families,
             "count": count,
             "count_exact": exact,
@@ -64,14 +64,14 @@ pub fn space(
         outln!("{}", serde_json::to_string_pretty(&out).expect("JSON values serialize"));
         return Ok(());
     }
-    outln!("maps: {}", s.labels.join(" "));
-    if !s.layout_maps.is_empty() {
-        outln!("layout maps (views, not mapped): {}", s.layout_maps.join(" "));
+    outln!("maps: {}", s.labels().join(" "));
+    if !s.layout_maps().is_empty() {
+        outln!("layout maps (views, not mapped): {}", s.layout_maps().join(" "));
     }
-    if let Some(p) = &s.options.profile {
+    if let Some(p) = &s.options().profile {
         outln!("target: {} ({})", p.name, p.description);
     }
-    outln!("constraint instances ({} in all):", s.constraints.len());
+    outln!("constraint instances ({} in all):", s.constraints().len());
     for (f, n) in &counts {
         outln!("  {:>3}  {f}", n);
     }
@@ -94,7 +94,11 @@ pub fn explain(file: &Path, mapping: &str, target: Option<&str>, no_fusion: bool
     if e.valid {
         outln!("valid");
         for b in &e.barriers {
-            outln!("  needs a barrier between map {} and its readers {}", b.writer, b.readers.join(", "));
+            outln!(
+                "  needs a barrier between map {} and its readers {}",
+                s.label(b.writer),
+                s.labels_of(&b.readers).join(", ")
+            );
         }
         if e.barriers.is_empty() {
             outln!("  no barrier needed");
@@ -104,9 +108,5 @@ pub fn explain(file: &Path, mapping: &str, target: Option<&str>, no_fusion: bool
         }
         return Ok(());
     }
-    let mut msg = format!("invalid: {} violated constraint(s)\n", e.violated.len());
-    for c in &e.violated {
-        msg += &format!("  [{}] maps {}: {}\n", c.family, c.maps.join(", "), c.text);
-    }
-    Err(Failure::Rejected(msg))
+    Err(Failure::Rejected(super::mapping::violations(&s, &e)))
 }

@@ -13,7 +13,6 @@
 mod common;
 
 use common::opencl_present;
-use mapsat_constraints::analysis::Writer;
 use mapsat_constraints::{Code, Mapping, Options, Space};
 use mapsat_ir::ast::AddressSpace;
 use mapsat_ir::Sizes;
@@ -66,7 +65,7 @@ fn outcome(p: &mapsat_ir::Program, space: &Space, m: &Mapping, sizes: &Sizes, de
 /// constraint they violate is of a family listed here, and why.
 fn known_difference(space: &Space, m: &Mapping) -> Option<&'static str> {
     use mapsat_constraints::Family::*;
-    let violated = space.evaluate(m).0;
+    let violated = space.evaluate(m).expect("one code per map").0;
     if violated.iter().all(|c| matches!(c.family, LocalDims | WrgDims | Exhaustive)) {
         // The paper's rules 4, 5 and 7: mapWrg(d) and mapLcl(d) come in pairs and every chain
         // uses the same dimensions. Code generation launches what the maps ask for (one thread
@@ -85,15 +84,10 @@ fn known_difference(space: &Space, m: &Mapping) -> Option<&'static str> {
     // mapLcl), every work group, or every thread, computes the whole buffer itself, so those
     // reads find the values they expect: the result is right, but the work is repeated and
     // threads sharing a buffer may write the same values concurrently (a benign race).
-    let group_writers = space.analysis.buffers.iter().filter(|b| b.space() == AddressSpace::Local).all(|b| {
-        b.writers.iter().all(|w| match w {
-            Writer::Thread => true,
-            Writer::Maps(ms) => ms.iter().all(|&x| {
-                let i = space.vars.iter().position(|&v| v == x);
-                i.is_none_or(|i| matches!(m.codes[i], Code::Seq | Code::Vec | Code::Fused | Code::Lcl(_)))
-            }),
-        })
-    });
+    let group_writers = space
+        .buffer_writers(AddressSpace::Local)
+        .into_iter()
+        .all(|w| matches!(m[w], Code::Seq | Code::Vec | Code::Fused | Code::Lcl(_)));
     if group_writers
         && violated.iter().all(|c| matches!(c.family, LocalScope | Sync | LocalDims | WrgDims | Exhaustive))
     {
@@ -140,7 +134,8 @@ fn every_assignment(name: &str, src: &str, sizes: &[(&str, i64)]) {
             (false, Outcome::Correct) => match known_difference(&space, &m) {
                 Some(why) => *documented.entry(why).or_default() += 1,
                 None => {
-                    let mut fams: Vec<u32> = space.evaluate(&m).0.iter().map(|c| c.family.number()).collect();
+                    let mut fams: Vec<u32> =
+                        space.evaluate(&m).expect("one code per map").0.iter().map(|c| c.family.number()).collect();
                     fams.sort_unstable();
                     fams.dedup();
                     let e = rejected.entry(fams).or_insert((0, space.show(&m).to_string()));

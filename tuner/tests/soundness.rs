@@ -83,7 +83,7 @@ fn sampled_mappings_run_correctly() {
             let inputs = mapsat_ir::interp::random_inputs(&p, &sizes, 11 + k as u64).expect("inputs");
             let want = mapsat_ir::interp::eval(&p, &sizes, &inputs).expect("interpreter");
             let options =
-                Options { profile: space.options.profile.clone(), sizes: sizes.clone(), ..Options::default() };
+                Options { profile: space.options().profile.clone(), sizes: sizes.clone(), ..Options::default() };
             let space_at = Space::generate(&p, options).expect("space at these sizes");
             cases.push((sizes, inputs, want, space_at));
         }
@@ -114,7 +114,7 @@ fn sampled_mappings_run_correctly() {
                     not_valid_at += 1;
                     continue;
                 }
-                let local = if space_at.n_ls > 0 { e.local_sizes } else { None };
+                let local = if space_at.local_size_count() > 0 { e.local_sizes } else { None };
                 checked += 1;
                 let opts = mapsat_codegen::Options {
                     sizes: sizes.clone(),

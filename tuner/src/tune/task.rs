@@ -118,6 +118,11 @@ pub struct Task {
     seed: u64,
 }
 
+/// Does `m` satisfy every constraint of `space` that does not involve local sizes?
+fn valid(space: &Space, m: &Mapping) -> bool {
+    space.evaluate(m).map(|(v, _)| v.is_empty()).unwrap_or(false)
+}
+
 fn hex(bytes: &[u8]) -> String {
     Sha256::digest(bytes).iter().take(8).map(|b| format!("{b:02x}")).collect()
 }
@@ -212,7 +217,10 @@ impl Task {
             return format!("at {sizes}: {}", e.message);
         }
         if let Some(s) = self.shape_at(at).filter(|s| *s != self.result_shape) {
-            return format!("at {sizes} the result has shape {s:?}, not {:?} (tiles that do not divide the data)", self.result_shape);
+            return format!(
+                "at {sizes} the result has shape {s:?}, not {:?} (tiles that do not divide the data)",
+                self.result_shape
+            );
         }
         match self.space_at(&sizes) {
             Err(e) => format!("at {sizes}: {e}"),
@@ -247,8 +255,8 @@ impl Task {
             }
             let space = self.space_at(&sizes).ok()?;
             // Most pool mappings are valid at most points: sample only where none is.
-            let valid = |m: &Mapping| space.evaluate(m).map(|(v, _)| v.is_empty()).unwrap_or(false);
-            let mut mappings: Vec<Mapping> = self.pool.iter().take(POOL_TRIES).filter(|m| valid(m)).cloned().collect();
+            let mut mappings: Vec<Mapping> =
+                self.pool.iter().take(POOL_TRIES).filter(|m| valid(&space, m)).cloned().collect();
             if mappings.is_empty() {
                 let seed = self.seed ^ u64::from_str_radix(&hex(sizes.to_string().as_bytes())[..15], 16).unwrap_or(0);
                 mappings = space.sample(MAPPINGS_PER_POINT, seed).ok()?;
@@ -320,13 +328,25 @@ impl Task {
         }
     }
 
-    /// A random valid candidate: a random point, one of its sampled mappings, a random
-    /// work-group size (`None` when no point has a valid mapping).
+    /// A mapping valid at a point: from the pool when one of a few draws is valid there, else
+    /// one of the point's own samples.
+    fn mapping_at(&self, p: &Point, rng: &mut impl Rng) -> Option<Mapping> {
+        for _ in 0..POOL_TRIES {
+            let m = self.pool.choose(rng)?;
+            if valid(&p.space, m) {
+                return Some(m.clone());
+            }
+        }
+        p.mappings.choose(rng).cloned()
+    }
+
+    /// A random valid candidate: a random point, a mapping valid there, a random work-group
+    /// size (`None` when no point has a valid mapping).
     pub fn random_candidate(&self, rng: &mut impl Rng) -> Option<Candidate> {
         for _ in 0..POINT_TRIES {
             let tuning = params::random_point(&self.tunables, rng);
             let Some(p) = self.point(&tuning) else { continue };
-            let m = p.mappings.choose(rng)?.clone();
+            let m = self.mapping_at(&p, rng)?;
             let Some(local) = self.random_local(&p.space, &m, rng) else { continue };
             return Some(Candidate { tuning, codes: m.codes, local });
         }
@@ -341,22 +361,22 @@ impl Task {
             let tuning = params::neighbour(&self.tunables, &c.tuning, rng)?;
             let p = self.point(&tuning)?;
             let keep = Mapping { codes: c.codes.clone() };
-            let m = if p.space.evaluate(&keep).0.is_empty() { keep } else { p.mappings.choose(rng)?.clone() };
+            let m = if valid(&p.space, &keep) { keep } else { self.mapping_at(&p, rng)? };
             return self.with_local(&p.space, tuning, m, &c.local, rng);
         }
         let p = self.point(&c.tuning)?;
         if choice < 7 {
             for _ in 0..16 {
                 let i = rng.gen_range(0..c.codes.len());
-                let v = *p.space.domains[i].choose(rng)?;
-                let code = Code::from_int(v)?;
+                let id = p.space.ids().nth(i)?;
+                let code = *p.space.domain(id).choose(rng)?;
                 if code == c.codes[i] {
                     continue;
                 }
                 let mut codes = c.codes.clone();
                 codes[i] = code;
                 let m = Mapping { codes };
-                if p.space.evaluate(&m).0.is_empty() {
+                if valid(&p.space, &m) {
                     if let Some(n) = self.with_local(&p.space, c.tuning.clone(), m, &c.local, rng) {
                         return Some(n);
                     }
@@ -412,8 +432,10 @@ impl Task {
     pub fn build(&self, c: &Candidate) -> Result<Built, Rejection> {
         let p = self.point(&c.tuning).ok_or_else(|| Rejection::Invalid(self.why_not(&c.tuning)))?;
         let m = Mapping { codes: c.codes.clone() };
-        if let Some(v) = p.space.evaluate(&m).0.first() {
-            return Err(Rejection::Invalid(v.text.clone()));
+        match p.space.evaluate(&m) {
+            Ok((violated, _)) if !violated.is_empty() => return Err(Rejection::Invalid(violated[0].text.clone())),
+            Err(e) => return Err(Rejection::Invalid(e.to_string())),
+            Ok(_) => {}
         }
         if !self.local_ok(&p.space, &m, &c.local) {
             return Err(Rejection::Invalid(format!("work-group size {:?} is not valid with this mapping", c.local)));

@@ -1,0 +1,151 @@
+//! Family 11: device limits, and the local sizes `ls0..ls2` (tuning parameters) they bound.
+
+use super::{divisors, Gen, Out};
+use crate::expr::{Expr, Term};
+use crate::space::Family;
+use crate::Code;
+use mapsat_ir::ast::AddressSpace;
+use mapsat_ir::profile::Profile;
+
+/// The rules of family 11; returns the candidate values of each local size (none when
+/// `needs_local_sizes` is false: then the space has no tuning parameter).
+pub(super) fn device_limits(g: &Gen, out: &mut Out, needs_local_sizes: bool) -> Vec<Vec<i64>> {
+    let ls_domains = if needs_local_sizes { local_sizes(g, out) } else { Vec::new() };
+    if let Some(prof) = &g.options.profile {
+        if !ls_domains.is_empty() {
+            work_group_size(out, prof);
+            local_sizes_divide(g, out);
+        }
+        if prof.max_dims < 3 {
+            ndrange_dims(g, out, prof);
+        }
+        memory(g, out, prof);
+    }
+    ls_domains
+}
+
+/// The local size of each dimension `d` takes a candidate value: a divisor of some map's
+/// length or a power of two, at most the device's largest work-item size in `d` (1024 without
+/// a profile; a larger local size cannot be launched). And it is 1 unless some map is
+/// `mapLcl(d)`: a larger size would only add threads that no map gives work of their own, and
+/// duplicate every mapping's local-size solutions.
+fn local_sizes(g: &Gen, out: &mut Out) -> Vec<Vec<i64>> {
+    let max_item = g.options.profile.as_ref().map(|p| p.max_work_item_sizes).unwrap_or([1024; 3]);
+    let mut ls_domains = Vec::new();
+    for (d, &max_d) in max_item.iter().enumerate() {
+        let max_d = max_d as i64;
+        let mut cand: Vec<i64> = (0..g.len()).filter_map(|i| g.info(i).extent).flat_map(divisors).collect();
+        let mut p2 = 1;
+        while p2 <= max_d {
+            cand.push(p2);
+            p2 *= 2;
+        }
+        cand.retain(|&v| v >= 1 && v <= max_d);
+        cand.sort_unstable();
+        cand.dedup();
+        ls_domains.push(cand.clone());
+        out.push(
+            Family::DeviceLimits,
+            &[],
+            format!("local size ls{d} is a candidate value at most {max_d}"),
+            Expr::In(Term::Ls(d), cand),
+        );
+        let users: Vec<Expr> = (0..g.len()).map(|i| Expr::code_is(i, Code::Lcl(d as u8))).collect();
+        out.push(
+            Family::DeviceLimits,
+            &[],
+            format!("local size ls{d} is 1 unless a map is mapLcl({d})"),
+            Expr::Or(vec![Expr::Or(users), Expr::Eq(Term::Ls(d), Term::Const(1))]),
+        );
+    }
+    ls_domains
+}
+
+/// The work-group size `ls0*ls1*ls2` is at most the device's: a larger one fails to launch.
+fn work_group_size(out: &mut Out, prof: &Profile) {
+    out.push(
+        Family::DeviceLimits,
+        &[],
+        format!("work-group size ls0*ls1*ls2 at most {} ({})", prof.max_work_group_size, prof.name),
+        Expr::negate(Expr::Lt(
+            Term::Const(prof.max_work_group_size as i64),
+            Term::Mul(vec![Term::Ls(0), Term::Ls(1), Term::Ls(2)]),
+        )),
+    );
+}
+
+/// A `mapLcl(d)` of length `n` needs `ls{d}` to divide `n`: every thread of the work group then
+/// runs the same number of iterations (no idle threads in a last partial round). Stricter
+/// than code generation needs, which asks it only of the loops a barrier lies in (family 10).
+fn local_sizes_divide(g: &Gen, out: &mut Out) {
+    for i in 0..g.len() {
+        let Some(n) = g.info(i).extent else { continue };
+        let parts = (0..3u8)
+            .map(|d| Expr::implies(Expr::code_is(i, Code::Lcl(d)), Expr::In(Term::Ls(d as usize), divisors(n))))
+            .collect();
+        out.push(
+            Family::DeviceLimits,
+            &[i],
+            format!("map {} of length {n} as mapLcl(d): the local size ls{{d}} divides {n}", g.label(i)),
+            Expr::And(parts),
+        );
+    }
+}
+
+/// No map uses an NDRange dimension the device does not have: such a kernel cannot be
+/// launched.
+fn ndrange_dims(g: &Gen, out: &mut Out, prof: &Profile) {
+    for i in 0..g.len() {
+        let bad = Code::ALL
+            .iter()
+            .filter(|c| matches!(c, Code::Lcl(d) | Code::Wrg(d) | Code::Glb(d) if *d as u32 >= prof.max_dims))
+            .map(|c| c.to_int())
+            .collect();
+        out.push(
+            Family::DeviceLimits,
+            &[i],
+            format!("map {}: {} has {} NDRange dimensions", g.label(i), prof.name, prof.max_dims),
+            Expr::negate(Expr::In(Term::Code(i), bad)),
+        );
+    }
+}
+
+/// The `toLocal` buffers fit in a work group's local memory, and the `toPrivate` buffers in a
+/// thread's private memory, at the analysed sizes: a kernel asking for more fails to build or
+/// to launch (or spills private memory to global memory). Whether a buffer fits does not
+/// depend on the mapping: the constraint is a constant, false when it does not fit.
+fn memory(g: &Gen, out: &mut Out, prof: &Profile) {
+    if let Some((maps, t)) = footprint(g, AddressSpace::Local) {
+        out.push(
+            Family::DeviceLimits,
+            &maps,
+            format!(
+                "local memory: the toLocal buffers take {t} bytes at these sizes; {} has {} per work group",
+                prof.name, prof.local_mem_bytes
+            ),
+            Expr::Bool(t <= prof.local_mem_bytes as i64),
+        );
+    }
+    if let Some((maps, t)) = footprint(g, AddressSpace::Private) {
+        out.push(
+            Family::DeviceLimits,
+            &maps,
+            format!(
+                "private memory: the toPrivate buffers take {t} bytes per thread at these sizes; {} has {}",
+                prof.name, prof.private_mem_bytes
+            ),
+            Expr::Bool(t <= prof.private_mem_bytes as i64),
+        );
+    }
+}
+
+/// The variables writing the allocated buffers of `space` and the buffers' total size in bytes
+/// (`None` when there is no such buffer, or a size is unknown).
+fn footprint(g: &Gen, space: AddressSpace) -> Option<(Vec<usize>, i64)> {
+    let buffers: Vec<_> = g.a.buffers.iter().filter(|b| !b.merged && b.space() == space).collect();
+    if buffers.is_empty() {
+        return None;
+    }
+    let total: i64 = buffers.iter().map(|b| b.bytes).sum::<Option<i64>>()?;
+    Some((buffers.iter().filter_map(|b| g.var_of(b.top)).collect(), total))
+}
