@@ -609,6 +609,26 @@ fn map_head(p: &Program, id: NodeId) -> Option<NodeId> {
     matches!(p.node(head), Node::Prim(Prim::Map { .. })).then_some(head)
 }
 
+/// The maps whose output `toX(e)` places in an address space: the map heading `e`; for a
+/// `reduce(f, init, xs)`, whose accumulator lives there, the maps heading `init` and the body
+/// of `f` (`fun(acc, x => map(...))`), which write the accumulator.
+fn written_maps(p: &Program, e: NodeId) -> Vec<NodeId> {
+    let (head, args) = p.spine(e);
+    match p.node(head) {
+        Node::Prim(Prim::Map { .. }) => vec![head],
+        Node::Prim(Prim::Reduce { .. }) if args.len() == 3 => {
+            let mut body = args[0];
+            for _ in 0..2 {
+                if let Node::Lam(b, _) = p.node(body) {
+                    body = *b;
+                }
+            }
+            [map_head(p, args[1]), map_head(p, body)].into_iter().flatten().collect()
+        }
+        _ => Vec::new(),
+    }
+}
+
 /// Is the function node `f` just the map `inner` applied to the parameter?
 fn is_perfect(p: &Program, f: NodeId, inner: NodeId) -> bool {
     match p.node(f) {
@@ -635,7 +655,7 @@ impl Analysis {
         for node in &p.nodes {
             if let Node::App(f, x) = node {
                 if let Node::Prim(Prim::To(s)) = p.node(*f) {
-                    if let Some(m) = map_head(p, *x) {
+                    for m in written_maps(p, *x) {
                         explicit.insert(m, *s);
                     }
                 }

@@ -49,6 +49,8 @@ pub struct Summary {
     pub rejected_invalid: u64,
     /// Refused by code generation although the space accepts them.
     pub rejected_codegen: u64,
+    /// Some of code generation's messages for them.
+    pub codegen_examples: Vec<String>,
     /// Workers started again after a timeout or a crash.
     pub worker_restarts: u64,
 }
@@ -100,6 +102,7 @@ impl Summary {
             accuracy: r.accuracy.clone(),
             rejected_invalid: r.rejections.invalid,
             rejected_codegen: r.rejections.codegen,
+            codegen_examples: r.rejections.codegen_examples.clone(),
             worker_restarts: r.restarts,
         }
     }
@@ -171,6 +174,12 @@ impl Summary {
             "- candidates not measured: {} over a device limit after lowering, {} refused by code generation; {} worker restarts",
             self.rejected_invalid, self.rejected_codegen, self.worker_restarts
         );
+        if !self.codegen_examples.is_empty() {
+            let _ = writeln!(s, "\nCode generation refused candidates the space accepts (the two disagree), e.g.:\n");
+            for e in &self.codegen_examples {
+                let _ = writeln!(s, "- {}", e.replace('\n', " "));
+            }
+        }
         let _ = writeln!(
             s,
             "\n## Model accuracy (Spearman's rho of score and measured speed, per batch, before measuring)\n"
