@@ -50,10 +50,23 @@ pub struct Rates {
     pub simd_width: u32,
     /// Bytes of one global-memory transaction (a cache line or sector).
     pub line_bytes: u32,
+    /// Time to schedule one work group, beyond its work, in microseconds.
+    #[serde(default)]
+    pub group_us: f64,
+    /// True when the work items of a lock-step group always run together whatever their code
+    /// (GPU warps); false when a compiler packs work items into vector lanes only where their
+    /// accesses allow it, and runs them one lane at a time otherwise (CPU drivers).
+    #[serde(default = "yes")]
+    pub lock_step: bool,
+}
+
+fn yes() -> bool {
+    true
 }
 
 /// The fields of [`Rates`] in declaration order.
-const RATE_FIELDS: [&str; 5] = ["gflops", "bandwidth_gbs", "launch_us", "simd_width", "line_bytes"];
+const RATE_FIELDS: [&str; 7] =
+    ["gflops", "bandwidth_gbs", "launch_us", "simd_width", "line_bytes", "group_us", "lock_step"];
 
 /// The fields of [`Profile`] in declaration order: the order [`Profile::to_toml`] writes them.
 const FIELDS: [&str; 9] = [
@@ -124,8 +137,11 @@ impl Profile {
         }
         if let Some(r) = &self.rates {
             let positive = [r.gflops, r.bandwidth_gbs].iter().all(|x| x.is_finite() && *x > 0.0);
-            if !(positive && r.launch_us.is_finite() && r.launch_us >= 0.0) {
-                return Err(invalid("rates: gflops and bandwidth_gbs must be positive, launch_us not negative"));
+            let times = [r.launch_us, r.group_us].iter().all(|x| x.is_finite() && *x >= 0.0);
+            if !(positive && times) {
+                return Err(invalid(
+                    "rates: gflops and bandwidth_gbs must be positive, launch_us and group_us not negative",
+                ));
             }
             if r.simd_width == 0 || r.line_bytes == 0 {
                 return Err(invalid("rates: simd_width and line_bytes must be positive"));

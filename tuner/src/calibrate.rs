@@ -2,12 +2,17 @@
 //! written in the device's dialect and timed like any kernel (device events, median of runs):
 //!
 //! - **bandwidth**: a copy of `N` floats, one per work item (bytes read plus written / time);
-//! - **arithmetic**: eight independent multiply-add chains per work item, in registers
+//! - **arithmetic**: eight independent multiply-add chains per work item, in registers,
+//!   written out without a loop so that a CPU driver can pack work items into vector lanes
 //!   (2 × 8 × `R` operations per work item / time);
-//! - **launch**: a kernel of one work item that stores one float (its whole time).
+//! - **launch**: a kernel of one work item that stores one float (its whole time);
+//! - **work groups**: `2^16` work items that each store one float, in groups of one and in
+//!   groups of 256 (the difference per extra group).
 //!
-//! Lanes and line size are not measured: they come from the base profile (or its vector width
-//! and 64 bytes).
+//! A CPU device packs work items into vector lanes only where their code allows it
+//! (`lock_step = false`): its lanes are the ratio of the arithmetic rate to that of the same
+//! chains in a loop. A GPU's lanes and the line size come from the base profile (or its
+//! vector width and 64 bytes).
 
 use crate::measure::{self, DeviceSpec, MeasureError, RunConfig, Session};
 use mapsat_codegen::kir::{Launch, MemoryTotals, Role, Space};
@@ -20,10 +25,12 @@ use mapsat_ir::{ScalarKind, Sizes};
 const COPY_N: i64 = 1 << 24;
 /// Work items of the arithmetic kernel.
 const FMA_N: i64 = 1 << 20;
-/// Iterations of each multiply-add chain.
-const FMA_R: i64 = 256;
+/// Steps of each multiply-add chain.
+const FMA_R: i64 = 64;
 /// Work items per work group.
 const GROUP: i64 = 256;
+/// Work items of the work-group kernels.
+const GROUPS_N: i64 = 1 << 16;
 
 fn source(d: Dialect, name: &str, params: &str, body: &str) -> String {
     match d {
@@ -82,37 +89,66 @@ fn time(s: &mut Session, src: &str, m: &Manifest, inputs: &[Tensor], out: usize)
 pub fn calibrate(device: DeviceSpec, base: &Profile) -> Result<Rates, MeasureError> {
     let d = device.dialect();
     let mut s = Session::open(device)?;
-    let copy = source(d, "copy", "const PTR x, PTR out", "  out[i] = x[i];\n");
+    let copy = source(d, "mapsat_copy", "const PTR x, PTR out", "  out[i] = x[i];\n");
     let x = Tensor::f32(vec![COPY_N as usize], vec![1.0; COPY_N as usize]);
-    let m = manifest(d, "copy", COPY_N, GROUP, Some(COPY_N), COPY_N, 0);
+    let m = manifest(d, "mapsat_copy", COPY_N, GROUP, Some(COPY_N), COPY_N, 0);
     let copy_ms = time(&mut s, &copy, &m, std::slice::from_ref(&x), COPY_N as usize)?;
-    let body = format!(
-        "  float x = (float)i * 1e-6f;\n  float a0 = x, a1 = x + 1.0f, a2 = x + 2.0f, a3 = x + 3.0f, a4 = x + 4.0f, a5 = x + 5.0f, a6 = x + 6.0f, a7 = x + 7.0f;\n  for (int r = 0; r < {FMA_R}; r++) {{\n    a0 = a0 * 0.999f + 0.5f; a1 = a1 * 0.999f + 0.5f; a2 = a2 * 0.999f + 0.5f; a3 = a3 * 0.999f + 0.5f;\n    a4 = a4 * 0.999f + 0.5f; a5 = a5 * 0.999f + 0.5f; a6 = a6 * 0.999f + 0.5f; a7 = a7 * 0.999f + 0.5f;\n  }}\n  out[i] = a0 + a1 + a2 + a3 + a4 + a5 + a6 + a7;\n"
-    );
-    let fma = source(d, "fma", "PTR out", &body);
+    let step = "  a0 = a0 * 0.999f + 0.5f; a1 = a1 * 0.999f + 0.5f; a2 = a2 * 0.999f + 0.5f; a3 = a3 * 0.999f + 0.5f;\n  a4 = a4 * 0.999f + 0.5f; a5 = a5 * 0.999f + 0.5f; a6 = a6 * 0.999f + 0.5f; a7 = a7 * 0.999f + 0.5f;\n";
+    let chains = |steps: &str| {
+        format!(
+            "  float x = (float)i * 1e-6f;\n  float a0 = x, a1 = x + 1.0f, a2 = x + 2.0f, a3 = x + 3.0f, a4 = x + 4.0f, a5 = x + 5.0f, a6 = x + 6.0f, a7 = x + 7.0f;\n{steps}  out[i] = a0 + a1 + a2 + a3 + a4 + a5 + a6 + a7;\n"
+        )
+    };
+    let fma = source(d, "mapsat_fma", "PTR out", &chains(&step.repeat(FMA_R as usize)));
     let flops = (FMA_N * FMA_R * 16) as u64;
-    let m = manifest(d, "fma", FMA_N, GROUP, None, FMA_N, flops);
+    let m = manifest(d, "mapsat_fma", FMA_N, GROUP, None, FMA_N, flops);
     let fma_ms = time(&mut s, &fma, &m, &[], FMA_N as usize)?;
-    let empty = source(d, "empty", "PTR out", "  out[i] = 1.0f;\n");
-    let m = manifest(d, "empty", 1, 1, None, 1, 0);
+    // The same chains in a loop: a CPU driver cannot pack work items into vector lanes then.
+    let fma_loop = source(
+        d,
+        "mapsat_fma_loop",
+        "PTR out",
+        &chains(&format!("  for (int r = 0; r < {FMA_R}; r++) {{\n{step}  }}\n")),
+    );
+    let m = manifest(d, "mapsat_fma_loop", FMA_N, GROUP, None, FMA_N, flops);
+    let loop_ms = time(&mut s, &fma_loop, &m, &[], FMA_N as usize)?;
+    let cpu = measure::is_cpu(device)?;
+    let empty = source(d, "mapsat_empty", "PTR out", "  out[i] = 1.0f;\n");
+    let m = manifest(d, "mapsat_empty", 1, 1, None, 1, 0);
     let launch_ms = time(&mut s, &empty, &m, &[], 1)?;
+    let m = manifest(d, "mapsat_empty", GROUPS_N, 1, None, GROUPS_N, 0);
+    let ones_ms = time(&mut s, &empty, &m, &[], GROUPS_N as usize)?;
+    let m = manifest(d, "mapsat_empty", GROUPS_N, GROUP, None, GROUPS_N, 0);
+    let full_ms = time(&mut s, &empty, &m, &[], GROUPS_N as usize)?;
+    let group_us = ((ones_ms - full_ms) * 1e3 / (GROUPS_N - GROUPS_N / GROUP) as f64).max(0.0);
     let given = base.rates.clone();
     Ok(Rates {
         gflops: flops as f64 / (fma_ms.max(1e-6) * 1e6),
         bandwidth_gbs: (2 * 4 * COPY_N) as f64 / (copy_ms.max(1e-6) * 1e6),
         launch_us: launch_ms * 1e3,
-        simd_width: given.as_ref().map_or(base.vector_width.max(1), |r| r.simd_width),
+        simd_width: if cpu {
+            // The lanes a CPU driver gains by packing work items: the two rates' ratio, as a
+            // power of two.
+            let ratio = (loop_ms / fma_ms.max(1e-9)).clamp(1.0, 64.0);
+            1 << ratio.log2().round() as u32
+        } else {
+            given.as_ref().map_or(base.vector_width.max(1), |r| r.simd_width)
+        },
         line_bytes: given.as_ref().map_or(64, |r| r.line_bytes),
+        group_us,
+        lock_step: !cpu,
     })
 }
 
 /// Notes for the profile file, naming how each rate was obtained.
 pub fn notes() -> Vec<(&'static str, &'static str)> {
     vec![
-        ("rates.gflops", "Measured by `mapsat calibrate`: 8 independent multiply-add chains of 256 steps per work item, 2^20 work items (median of 9 runs)."),
+        ("rates.gflops", "Measured by `mapsat calibrate`: 8 independent multiply-add chains of 64 steps per work item, written without a loop, 2^20 work items (median of 9 runs)."),
         ("rates.bandwidth_gbs", "Measured by `mapsat calibrate`: a copy of 2^24 floats, bytes read plus written (median of 9 runs)."),
         ("rates.launch_us", "Measured by `mapsat calibrate`: a kernel of one work item storing one float (median of 9 runs)."),
-        ("rates.simd_width", "Not measured: from the base profile (or its vector width)."),
+        ("rates.simd_width", "A CPU's: the arithmetic rate over that of the same chains in a loop (which keeps work items out of vector lanes), as a power of two, measured by `mapsat calibrate`. A GPU's: from the base profile (or its vector width)."),
         ("rates.line_bytes", "Not measured: from the base profile (or 64 bytes)."),
+        ("rates.group_us", "Measured by `mapsat calibrate`: 2^16 work items storing one float each, in groups of 1 against groups of 256 (time per extra group)."),
+        ("rates.lock_step", "false for a CPU device (CL_DEVICE_TYPE_CPU): its compiler packs work items into vector lanes only where their accesses allow it."),
     ]
 }

@@ -49,6 +49,14 @@ impl fmt::Display for DeviceSpec {
     }
 }
 
+/// Is the device a CPU (an OpenCL CPU device; CUDA devices are not)?
+pub fn is_cpu(device: DeviceSpec) -> Result<bool, MeasureError> {
+    match device {
+        DeviceSpec::OpenCl(p, d) => opencl::is_cpu(p, d),
+        DeviceSpec::Cuda(_) => Ok(false),
+    }
+}
+
 /// One line per device, or a line saying why a runtime is missing.
 pub fn list_devices() -> Vec<String> {
     let mut out = opencl::list();

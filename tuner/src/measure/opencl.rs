@@ -115,6 +115,13 @@ pub(super) fn profile(pi: usize, di: usize) -> R<Profile> {
     Ok(profile)
 }
 
+/// Is the device a CPU (`CL_DEVICE_TYPE_CPU`)?
+pub(super) fn is_cpu(pi: usize, di: usize) -> R<bool> {
+    let _guard = lock();
+    let (_, d) = find(pi, di)?;
+    Ok(d.dev_type().map_err(e)? & CL_DEVICE_TYPE_CPU != 0)
+}
+
 enum DevBuf {
     F32(Buffer<cl_float>),
     I32(Buffer<cl_int>),

@@ -7,15 +7,19 @@
 //! lanes     = simd_width                           work items that run in lock step
 //! lane_util = T / (ceil(T / lanes) * lanes)        idle lanes of the last lock-step group
 //! tail      = ceil(G / CU) / (G / CU)              idle compute units in the last wave
-//! compute   = lane_flops / gflops / (lane_util * busy) * tail
+//! compute   = lane_ops / gflops / (lane_util * busy) * tail          (lock-step lanes: GPUs)
+//!           = (vector_ops / lane_util + scalar_ops * lanes) / gflops * tail    (CPUs)
 //! global    = max(footprint / bw, transactions * line / (bw * CACHE_REUSE)) * tail
 //! local     = (local + private array accesses) * 4 B / (bw * LOCAL_SPEEDUP) * tail
 //! barriers  = barriers_per_group * G * T * BARRIER_FLOPS / gflops * tail
-//! time      = launch + max(compute, global) + local + barriers
+//! groups    = G * group_us / CU
+//! time      = launch + groups + max(compute, global) + local + barriers
 //! ```
 //!
 //! `T` is the work-group size, `G` the number of work groups, `busy` the fraction of launched
-//! work items that have work. `footprint` is the bytes of the kernel's global buffers: each is
+//! work items that have work. On a CPU (`lock_step = false`) only the statements whose
+//! accesses allow it run their work items in vector lanes (`vector_ops`); the others run one
+//! work item at a time, and idle work items cost nothing. `footprint` is the bytes of the kernel's global buffers: each is
 //! read or written at least once from memory. `transactions` are the lines moved by the
 //! accesses as coalesced (see [`KernelStats`]); caches serve repeated lines, counted by the
 //! `CACHE_REUSE` factor. A profile without rates gets rough ones from its limits
@@ -47,6 +51,8 @@ pub struct Prediction {
     pub barrier_ms: f64,
     /// Launch overhead.
     pub launch_ms: f64,
+    /// Scheduling the work groups.
+    pub groups_ms: f64,
     /// Work items busy in the last lock-step group (1: none idle).
     pub lane_util: f64,
     /// Compute-unit waves over their ideal number (1: no idle compute unit).
@@ -63,6 +69,8 @@ pub fn rates_of(p: &Profile) -> Rates {
         launch_us: 20.0,
         simd_width: p.vector_width.max(1),
         line_bytes: 64,
+        group_us: 0.0,
+        lock_step: true,
     })
 }
 
@@ -84,7 +92,13 @@ pub fn predict(s: &KernelStats, p: &Profile) -> Prediction {
     let flops_per_s = r.gflops * 1e9;
     let bytes_per_s = r.bandwidth_gbs * 1e9;
     let busy = s.busy_fraction.max(1e-3);
-    let compute = s.lane_flops / flops_per_s / (lane_util * busy) * tail;
+    let compute = if r.lock_step {
+        s.lane_ops / flops_per_s / (lane_util * busy) * tail
+    } else {
+        let scalar = (s.lane_ops - s.vector_ops).max(0.0);
+        (s.vector_ops / lane_util + scalar * lanes) / flops_per_s * tail
+    };
+    let groups = g * r.group_us * 1e-6 / cu;
     let moved = s.global_transactions * f64::from(r.line_bytes) / CACHE_REUSE;
     let global = s.footprint_bytes.max(moved) / bytes_per_s * tail;
     let local = (s.local_accesses + s.private_accesses) * 4.0 / (bytes_per_s * LOCAL_SPEEDUP) * tail;
@@ -92,12 +106,13 @@ pub fn predict(s: &KernelStats, p: &Profile) -> Prediction {
     let launch = r.launch_us * 1e-6;
     let ms = |x: f64| x * 1e3;
     Prediction {
-        total_ms: ms(launch + compute.max(global) + local + barrier),
+        total_ms: ms(launch + groups + compute.max(global) + local + barrier),
         compute_ms: ms(compute),
         global_ms: ms(global),
         local_ms: ms(local),
         barrier_ms: ms(barrier),
         launch_ms: ms(launch),
+        groups_ms: ms(groups),
         lane_util,
         tail,
     }

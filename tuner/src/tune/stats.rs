@@ -9,7 +9,19 @@
 //! Global accesses are classified by their stride along the *lane variable*, the loop over the
 //! fastest-varying thread id (`Global(0)` or `Local(0)`): 0 is a broadcast, 1 is coalesced, more
 //! is strided. Transactions per group of `simd` lanes follow from the stride and the line size.
+//! A statement can run in vector lanes (what a CPU driver's compiler does) when it lies directly
+//! in the loop over the fastest-varying thread id (no sequential loop in between: a compiler
+//! vectorizes innermost loops only) and all its accesses have stride 0 or 1 along that id, or
+//! when its innermost loop is sequential, it stores along that loop's variable, and all its
+//! accesses have stride 0 or 1 along it. Its operations are counted in `vector_flops`.
+//!
+//! Operations (arithmetic on values, and the index arithmetic of accesses: a term, a division,
+//! a remainder, a bounds test of `pad`) and loads are counted once per iteration of the loops
+//! they depend on: a device compiler hoists them out of the sequential loops nested inside the
+//! deepest loop whose variable they use (register blocking relies on this: one input value, and
+//! the index arithmetic that finds it, serve every output of the block).
 
+use mapsat_codegen::index::{Atom, Index};
 use mapsat_codegen::kir::{Expr, Kernel, LoopKind, Place, Space, Stmt, Trips};
 
 /// Counts of one kernel (see the module documentation).
@@ -21,10 +33,13 @@ pub struct KernelStats {
     pub groups: f64,
     /// Fraction of launched work items that have work in the outermost parallel loops.
     pub busy_fraction: f64,
-    /// Floating-point operations, lane work (redundant computation counted).
-    pub lane_flops: f64,
+    /// Operations on values and indices, lane work (redundant computation counted, loop
+    /// invariants hoisted).
+    pub lane_ops: f64,
     /// Floating-point operations of the program (no redundancy).
     pub flops: f64,
+    /// Lane work of the statements whose accesses allow work items in vector lanes.
+    pub vector_ops: f64,
     /// Global loads and stores (lane work), in accesses.
     pub global_loads: f64,
     /// Global stores.
@@ -135,15 +150,18 @@ fn busy_fraction(body: &[Stmt], launched: f64, k: &Kernel) -> f64 {
     while let Some(stmts) = stack.pop() {
         for s in stmts {
             match s {
-                Stmt::Loop { kind: LoopKind::Global(d) | LoopKind::Group(d), extent, .. } => {
-                    let d = *d as usize;
-                    let threads = match s {
-                        Stmt::Loop { kind: LoopKind::Group(_), .. } => extent * k.launch.local[d],
-                        _ => *extent,
+                Stmt::Loop { kind, extent, body, .. } => {
+                    let threads = match kind {
+                        LoopKind::Global(d) => Some((*d as usize, *extent)),
+                        LoopKind::Group(d) => Some((*d as usize, extent * k.launch.local[*d as usize])),
+                        _ => None,
                     };
-                    covered[d] = covered[d].max(threads.min(k.launch.global[d]));
+                    if let Some((d, n)) = threads {
+                        covered[d] = covered[d].max(n.min(k.launch.global[d]));
+                    }
+                    stack.push(body);
                 }
-                Stmt::Loop { body, .. } | Stmt::Block(body) => stack.push(body),
+                Stmt::Block(body) => stack.push(body),
                 _ => {}
             }
         }
@@ -191,9 +209,13 @@ impl<'k> Walk<'k> {
             }
             Stmt::Store(place, e) => {
                 let n = self.count();
+                let before = self.s.lane_ops;
                 self.expr(e, n);
-                self.s.lane_flops += n * ops(e) as f64 * place.width.max(1) as f64;
+                self.index(&place.index, n);
                 self.access(place, n, true);
+                if self.vectorizable(place, e) {
+                    self.s.vector_ops += self.s.lane_ops - before;
+                }
             }
             Stmt::Loop { var, kind, extent, trips, body, .. } => {
                 self.stack.push(Frame { var, kind: *kind, extent: *extent });
@@ -229,24 +251,64 @@ impl<'k> Walk<'k> {
         }
     }
 
-    fn expr(&mut self, e: &'k Expr, n: f64) {
-        match e {
-            Expr::Load(p) => self.access(p, n, false),
-            Expr::Bin(_, a, b) => {
-                self.expr(a, n);
-                self.expr(b, n);
+    /// How many enclosing loops (outermost first) an index depends on.
+    fn level(&self, i: &Index) -> usize {
+        self.stack.iter().rposition(|f| i.mentions(f.var)).map_or(0, |l| l + 1)
+    }
+
+    /// Executions, out of `n` of the statement, of what depends on the first `level` loops: the
+    /// sequential loops nested deeper are hoisted out (parallel ones are other threads).
+    fn at(&self, n: f64, level: usize) -> f64 {
+        let inner: f64 = self.stack[level.min(self.stack.len())..]
+            .iter()
+            .filter(|f| matches!(f.kind, LoopKind::Seq | LoopKind::Vec))
+            .map(|f| f.extent.max(1) as f64)
+            .product();
+        n / inner
+    }
+
+    /// Counts an index's arithmetic (hoisted); its level.
+    fn index(&mut self, i: &Index, n: f64) -> usize {
+        let level = self.level(i);
+        self.s.lane_ops += self.at(n, level) * index_ops(i);
+        level
+    }
+
+    /// Counts the operations and loads of `e`, evaluated `n` times (hoisted); its level.
+    fn expr(&mut self, e: &'k Expr, n: f64) -> usize {
+        let (level, ops) = match e {
+            Expr::Load(p) => {
+                let level = self.index(&p.index, n);
+                self.access(p, self.at(n, level), false);
+                (level, 0.0)
             }
-            Expr::Un(_, a) | Expr::Cast(_, a) | Expr::Lane(a, _) => self.expr(a, n),
-            Expr::Select(c, a, b) => {
-                self.expr(c, n);
-                self.expr(a, n);
-                self.expr(b, n);
-            }
-            Expr::Vector(_, es) => es.iter().for_each(|x| self.expr(x, n)),
-            Expr::Lit(_) | Expr::Splat(..) | Expr::Int(_) | Expr::InRange(..) => {}
+            Expr::Bin(_, a, b) => (self.expr(a, n).max(self.expr(b, n)), 1.0),
+            Expr::Un(_, a) | Expr::Cast(_, a) => (self.expr(a, n), 1.0),
+            Expr::Lane(a, _) => (self.expr(a, n), 0.0),
+            Expr::Select(c, a, b) => (self.expr(c, n).max(self.expr(a, n)).max(self.expr(b, n)), 1.0),
+            Expr::Vector(_, es) => (es.iter().map(|x| self.expr(x, n)).max().unwrap_or(0), 0.0),
+            Expr::Int(i) => (self.index(i, n), 0.0),
+            Expr::InRange(i, ..) => (self.index(i, n), 2.0),
+            Expr::Lit(_) | Expr::Splat(..) => (0, 0.0),
+        };
+        self.s.lane_ops += self.at(n, level) * ops;
+        level
+    }
+
+    /// Can the store `p = e` run in vector lanes (see the module documentation)?
+    fn vectorizable(&self, p: &Place, e: &Expr) -> bool {
+        let mut places = vec![p];
+        loads(e, &mut places);
+        let unit = |var: &str| places.iter().all(|q| stride(q, var) <= 1);
+        let Some(inner) = self.stack.last() else { return false };
+        match inner.kind {
+            LoopKind::Local(0) | LoopKind::Global(0) => unit(inner.var),
+            LoopKind::Seq | LoopKind::Vec => inner.extent > 1 && p.index.mentions(inner.var) && unit(inner.var),
+            _ => false,
         }
     }
 
+    /// Counts an access executed `n` times (already hoisted).
     fn access(&mut self, p: &Place, n: f64, store: bool) {
         let buf = self.k.buf(p.buf);
         if p.width > 1 {
@@ -288,18 +350,41 @@ impl<'k> Walk<'k> {
         }
     }
 
-    /// The stride (in elements of the access) of `p`'s index along the lane variable: 0 when
-    /// no enclosing loop is over the fastest-varying thread id or the index does not use it.
+    /// The stride of `p` along the lane variable: 0 when no enclosing loop is over the
+    /// fastest-varying thread id.
     fn lane_stride(&self, p: &Place) -> i64 {
         let lane = self.stack.iter().rev().find(|f| matches!(f.kind, LoopKind::Local(0) | LoopKind::Global(0)));
-        let Some(lane) = lane else { return 0 };
-        if !p.index.mentions(lane.var) {
-            return 0;
+        lane.map_or(0, |l| stride(p, l.var))
+    }
+}
+
+/// The stride (in elements of the access) of `p`'s index along `var` (0 when it does not use
+/// it); two steps are compared, as divisions and remainders may make one step special.
+fn stride(p: &Place, var: &str) -> i64 {
+    if !p.index.mentions(var) {
+        return 0;
+    }
+    let at = |v: i64| p.index.eval(&|name: &str| if name == var { v } else { 0 });
+    let d = ((at(2) - at(1)).abs()).max((at(1) - at(0)).abs());
+    (d / p.width.max(1) as i64).max(i64::from(d != 0))
+}
+
+/// The places an expression loads from.
+fn loads<'e>(e: &'e Expr, out: &mut Vec<&'e Place>) {
+    match e {
+        Expr::Load(p) => out.push(p),
+        Expr::Bin(_, a, b) => {
+            loads(a, out);
+            loads(b, out);
         }
-        let at = |v: i64| p.index.eval(&|name: &str| if name == lane.var { v } else { 0 });
-        // Two places along the lane: divisions and remainders may make one step special.
-        let d = ((at(2) - at(1)).abs()).max((at(1) - at(0)).abs());
-        (d / p.width.max(1) as i64).max(i64::from(d != 0))
+        Expr::Un(_, a) | Expr::Cast(_, a) | Expr::Lane(a, _) => loads(a, out),
+        Expr::Select(c, a, b) => {
+            loads(c, out);
+            loads(a, out);
+            loads(b, out);
+        }
+        Expr::Vector(_, es) => es.iter().for_each(|x| loads(x, out)),
+        Expr::Lit(_) | Expr::Splat(..) | Expr::Int(_) | Expr::InRange(..) => {}
     }
 }
 
@@ -319,16 +404,19 @@ fn kind_code(k: LoopKind, trips: Trips) -> f64 {
     }
 }
 
-/// Arithmetic operations of an expression (loads and literals excluded).
-fn ops(e: &Expr) -> u64 {
-    match e {
-        Expr::Bin(_, a, b) => 1 + ops(a) + ops(b),
-        Expr::Un(_, a) => 1 + ops(a),
-        Expr::Cast(_, a) | Expr::Lane(a, _) => ops(a),
-        Expr::Select(c, a, b) => 1 + ops(c) + ops(a) + ops(b),
-        Expr::Vector(_, es) => es.iter().map(ops).sum(),
-        _ => 0,
-    }
+/// Integer operations to compute an index: one per term, about four per division or remainder
+/// by a constant (a multiplication and shifts), two per clamp.
+fn index_ops(i: &Index) -> f64 {
+    i.terms
+        .iter()
+        .map(|(a, _)| {
+            1.0 + match a {
+                Atom::Var(_) => 0.0,
+                Atom::Div(e, _) | Atom::Rem(e, _) => 4.0 + index_ops(e),
+                Atom::Clamp(e, ..) => 2.0 + index_ops(e),
+            }
+        })
+        .sum()
 }
 
 #[cfg(test)]
@@ -348,11 +436,25 @@ mod tests {
         let s = KernelStats::of(&k, LANES);
         assert_eq!((s.global_loads, s.global_stores), (1024.0, 1024.0));
         assert_eq!(s.global_coalesced, 2048.0);
-        assert_eq!(s.lane_flops, 1024.0);
+        // Per element: the load's and the store's index (one term each) and the multiplication.
+        assert_eq!(s.lane_ops, 3.0 * 1024.0);
         // 8 lanes of 4 bytes: half a 64-byte line, one transaction per group of lanes.
         assert_eq!(s.global_transactions, 2048.0 / 8.0);
         assert_eq!((s.threads_per_group, s.groups), (64.0, 16.0));
         assert_eq!(s.busy_fraction, 1.0);
+    }
+
+    #[test]
+    fn nested_parallel_loops_are_all_busy() {
+        let src = "size N = 16, M = 32\ndef f(a: [[f32]M]N) = mapGlb(1, mapGlb(0, fun(x => x + 1.0)), a)";
+        let s = KernelStats::of(&kernel(src, Some(vec![8, 4])), LANES);
+        assert_eq!(s.busy_fraction, 1.0);
+        // Per element: two index terms for the load, two for the store, one addition.
+        assert_eq!(s.lane_ops, 5.0 * 512.0);
+        // Work items beyond the extents (global rounded up to 12 x 40) are idle, not redundant.
+        let s = KernelStats::of(&kernel(src, Some(vec![10, 6])), LANES);
+        assert!((s.busy_fraction - 512.0 / 720.0).abs() < 1e-9, "{}", s.busy_fraction);
+        assert_eq!(s.lane_ops, 5.0 * 512.0);
     }
 
     #[test]

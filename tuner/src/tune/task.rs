@@ -289,14 +289,20 @@ impl Task {
         if let Some(ls) = self.lcl_sizes(space, m) {
             return ls.choose(rng).cloned();
         }
-        let dims = m.codes.iter().filter_map(|c| if let Code::Glb(d) = c { Some(*d as usize + 1) } else { None }).max();
-        let Some(dims) = dims else { return Some(Vec::new()) };
+        let used: Vec<usize> =
+            m.codes.iter().filter_map(|c| if let Code::Glb(d) = c { Some(*d as usize) } else { None }).collect();
+        let Some(dims) = used.iter().max().map(|d| d + 1) else { return Some(Vec::new()) };
         let max = self.profile.max_work_group_size as i64;
         for _ in 0..32 {
+            // Dimensions no map uses get 1: more work items there would only idle.
             let l: Vec<i64> = (0..dims)
                 .map(|d| {
                     let cap = (self.profile.max_work_item_sizes[d] as i64).min(if d == 0 { 256 } else { 16 });
-                    1i64 << rng.gen_range(0..=cap.max(1).ilog2())
+                    if used.contains(&d) {
+                        1i64 << rng.gen_range(0..=cap.max(1).ilog2())
+                    } else {
+                        1
+                    }
                 })
                 .collect();
             if l.iter().product::<i64>() <= max {
