@@ -311,9 +311,9 @@ fn rejected_programs_exit_1() {
     let missing = mapsat(&["space", "no/such/file.lift"]).exits(1);
     assert!(missing.stderr.contains("cannot read no/such/file.lift"), "{}", missing.stderr);
     // A type error is rendered with its location, as by `mapsat check`.
-    let ill = mapsat(&["space", "tests/errors/zip_lengths.lift"]).exits(1);
-    assert!(ill.stderr.contains("tests/errors/zip_lengths.lift:3:56"), "{}", ill.stderr);
-    let ill = explain("tests/errors/zip_lengths.lift", "A=S", &[]).exits(1);
+    let ill = mapsat(&["space", "tests/filetests/errors/zip_lengths.lift"]).exits(1);
+    assert!(ill.stderr.contains("tests/filetests/errors/zip_lengths.lift:9:56"), "{}", ill.stderr);
+    let ill = explain("tests/filetests/errors/zip_lengths.lift", "A=S", &[]).exits(1);
     assert!(ill.stderr.contains("zip of arrays of different lengths"), "{}", ill.stderr);
     // `sum` is a reduction without a map: there is nothing to map.
     let none = mapsat(&["space", "examples/sum.lift"]).exits(1);
