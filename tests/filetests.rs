@@ -500,9 +500,12 @@ fn check_suites(files: &[File]) -> Result<(), Failed> {
     let count = |suite: &str, kind: Kind| {
         files.iter().filter(|f| f.suite == suite).flat_map(|f| &f.tests).filter(|t| t.kind == kind).count()
     };
-    for (suite, kind, at_least) in
-        [("errors", Kind::Check, 15), ("kernels", Kind::Emit, 10), ("kernels", Kind::Run, 10)]
-    {
+    for (suite, kind, at_least) in [
+        ("errors", Kind::Check, 15),
+        ("kernels", Kind::Emit, 10),
+        ("kernels", Kind::Run, 10),
+        ("space", Kind::Explain, 10),
+    ] {
         let n = count(suite, kind);
         if n < at_least {
             let _ = writeln!(problems, "only {n} `{}` tests in {suite}/, expected at least {at_least}", kind.name());
