@@ -1,10 +1,14 @@
 #!/usr/bin/env bash
-# The whole test suite.
+# The whole test suite, as CI runs it: cargo-nextest's `ci` profile (.config/nextest.toml), which
+# adds the exhaustive checks the everyday `cargo nextest run` leaves out, with 50 sampled
+# mappings per example in tuner/tests/soundness.rs. See docs/testing.md.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh
+export MAPSAT_SOUNDNESS_SAMPLES="${MAPSAT_SOUNDNESS_SAMPLES:-50}"
 if cargo nextest --version >/dev/null 2>&1; then
-  cargo nextest run --workspace --no-fail-fast
+  cargo test --workspace --doc  # nextest does not run doctests
+  cargo nextest run --workspace --profile ci --no-fail-fast
 else
-  cargo test --workspace --no-fail-fast
+  cargo test --workspace --no-fail-fast  # without nextest: every test, doctests included
 fi

@@ -1,11 +1,8 @@
-//! End-to-end tests of the `mapsat` binary.
-//!
-//! `tests/errors/*.lift` are programs that must be rejected. Each starts with comment headers:
-//! `// run: eval --random 1` (the subcommand and flags; `check` by default), `// exit: 2` (1 by
-//! default), `// error: TEXT` (a substring of the message) and `// at: LINE:COL` (where the
-//! caret points, rendered as `FILE:LINE:COL`).
+//! End-to-end tests of the `mapsat` binary that are not file-shaped. The programs that must be
+//! rejected, with their messages and locations, are the file tests of
+//! `tests/filetests/errors/` (run by `tests/filetests.rs`).
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::{Command, Output};
 
 fn root() -> PathBuf {
@@ -16,68 +13,15 @@ fn mapsat(args: &[&str]) -> Output {
     Command::new(env!("CARGO_BIN_EXE_mapsat")).args(args).current_dir(root()).output().expect("run mapsat")
 }
 
-fn header<'a>(src: &'a str, key: &str) -> Option<&'a str> {
-    src.lines().map_while(|l| l.strip_prefix("// ")).find_map(|l| l.strip_prefix(key).map(str::trim))
-}
-
-fn check_rejected(path: &Path) -> Result<(), String> {
-    let src = std::fs::read_to_string(path).map_err(|e| e.to_string())?;
-    let rel = path.strip_prefix(root()).expect("under the root").to_string_lossy().into_owned();
-    let run = header(&src, "run:").unwrap_or("check");
-    let mut args: Vec<&str> = run.split_whitespace().collect();
-    args.insert(1, &rel);
-    let exit: i32 = header(&src, "exit:").map_or(1, |e| e.parse().expect("exit code"));
-    let out = mapsat(&args);
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    let mut problems = Vec::new();
-    if out.status.code() != Some(exit) {
-        problems.push(format!("exit code {:?}, expected {exit}", out.status.code()));
-    }
-    if let Some(msg) = header(&src, "error:") {
-        if !stderr.contains(msg) {
-            problems.push(format!("message does not contain `{msg}`"));
-        }
-    }
-    if let Some(at) = header(&src, "at:") {
-        if !stderr.contains(&format!("{rel}:{at}")) {
-            problems.push(format!("no `{rel}:{at}` location"));
-        }
-        if !stderr.contains('^') {
-            problems.push("no caret".to_string());
-        }
-    }
-    if stderr.contains("panicked") {
-        problems.push("panicked".to_string());
-    }
-    if problems.is_empty() {
-        Ok(())
-    } else {
-        Err(format!("{rel}: {}\n--- stderr:\n{stderr}", problems.join("; ")))
-    }
-}
-
-#[test]
-fn rejected_programs_have_precise_messages() {
-    let mut files: Vec<PathBuf> = std::fs::read_dir(root().join("tests/errors"))
-        .expect("tests/errors")
-        .map(|e| e.expect("entry").path())
-        .filter(|p| p.extension().is_some_and(|e| e == "lift"))
-        .collect();
-    files.sort();
-    assert!(files.len() >= 15, "at least 15 rejected programs");
-    let failures: Vec<String> = files.iter().filter_map(|f| check_rejected(f).err()).collect();
-    assert!(failures.is_empty(), "{} of {} failed:\n{}", failures.len(), files.len(), failures.join("\n"));
-}
-
 #[test]
 fn rendered_diagnostic_shape() {
-    let out = mapsat(&["check", "tests/errors/zip_lengths.lift"]);
+    let out = mapsat(&["check", "tests/filetests/errors/zip_lengths.lift"]);
     let stderr = String::from_utf8_lossy(&out.stderr);
     let expected = "\
 error: zip of arrays of different lengths: argument 1 has length N, argument 2 has length M
-  ┌─ tests/errors/zip_lengths.lift:3:56
+  ┌─ tests/filetests/errors/zip_lengths.lift:9:56
   │
-3 │ def f(a: [f32]N, b: [f32]M) = map(fun(p => p.0 + p.1), zip(a, b))
+9 │ def f(a: [f32]N, b: [f32]M) = map(fun(p => p.0 + p.1), zip(a, b))
   │                                                        ^^^^^^^^^
 ";
     assert!(stderr.starts_with(expected), "{stderr}");

@@ -1,6 +1,6 @@
 //! Speed of lowering plus printing (OpenCL and CUDA) for the largest mapped programs: the
 //! fully mapped example `examples/matmul_lowlevel.lift` and the work-group convolution
-//! `tests/filetests/conv_lcl.lift` at the VGG-16 layer size (56x56x128 -> 128, 3x3, pad 1).
+//! `tests/filetests/kernels/conv_lcl.lift` at the VGG-16 layer size (56x56x128 -> 128, 3x3, pad 1).
 //! The target: well under 50 ms.
 #![allow(missing_docs)] // criterion_group! generates an undocumented function
 
@@ -16,7 +16,7 @@ fn lower_and_print(c: &mut Criterion) {
         ("matmul_lowlevel.lift", read("../examples/matmul_lowlevel.lift"), vec![]),
         (
             "conv_lcl.lift VGG 56x56x128->128",
-            read("tests/filetests/conv_lcl.lift"),
+            read("../tests/filetests/kernels/conv_lcl.lift"),
             vec![("inH", 56), ("inW", 56), ("inChs", 128), ("outChs", 128), ("tH", 4), ("tW", 8)],
         ),
     ];

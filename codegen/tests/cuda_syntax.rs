@@ -1,4 +1,5 @@
-//! Syntax- and type-checks every blessed CUDA kernel (`tests/out/cuda/*.cu`) with clang's CUDA
+//! Syntax- and type-checks every blessed CUDA kernel (`tests/out/cuda/*.cu` at the repository
+//! root, written by the file tests of `tests/filetests/kernels/`) with clang's CUDA
 //! front end, so that CUDA output is compiled even where there is no GPU (see
 //! `../shared/GPU.md`): `clang-14 -x cuda -nocudainc` with `tests/cuda_shim.h` standing in for
 //! the CUDA headers.
@@ -42,7 +43,7 @@ fn check(clang: &str, file: &Path) -> Result<(), String> {
 #[test]
 fn blessed_cuda_kernels_compile_with_clang() {
     let Some(clang) = clang() else { return };
-    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/out/cuda");
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/out/cuda");
     let mut files: Vec<_> = std::fs::read_dir(&dir).expect("tests/out/cuda").flatten().map(|e| e.path()).collect();
     files.retain(|f| f.extension().is_some_and(|e| e == "cu"));
     files.sort();

@@ -1,54 +1,10 @@
-//! Emitted kernels for the programs of `tests/filetests`, kept as blessed files under
-//! `tests/out/{opencl,cuda}/`: a change in generated code shows up in review. Re-bless with
-//! `MAPSAT_BLESS=1 cargo test -p mapsat-codegen`. Also: the rejected programs and their messages.
+//! Code generation through the library: programs it refuses and their messages, and properties
+//! of the emitted code. The kernels of the file tests (`tests/filetests/kernels/`, at the
+//! repository root) are emitted and compared with their blessed text in `tests/out/` by the
+//! file-test runner, `tests/filetests.rs`.
 
 use mapsat_codegen::{emit, CodegenErrorKind, Dialect, Options};
 use std::path::Path;
-
-fn programs() -> Vec<(String, String)> {
-    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/filetests");
-    let mut files: Vec<_> = std::fs::read_dir(&dir).expect("filetests").flatten().map(|e| e.path()).collect();
-    files.sort();
-    files
-        .into_iter()
-        .filter(|f| f.extension().is_some_and(|e| e == "lift"))
-        .map(|f| {
-            let stem = f.file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_default();
-            (stem, std::fs::read_to_string(&f).expect("read"))
-        })
-        .collect()
-}
-
-#[test]
-fn blessed_kernels() {
-    let bless = std::env::var("MAPSAT_BLESS").is_ok_and(|v| v == "1");
-    let out = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/out");
-    let mut stale = Vec::new();
-    for (name, text) in programs() {
-        let p = mapsat_ir::parse(&text).expect("parse");
-        for d in [Dialect::OpenCl, Dialect::Cuda] {
-            let (src, m) = emit(&p, &Options::default(), d).unwrap_or_else(|e| panic!("{name}: {e}"));
-            let src = format!("{src}\n// manifest:\n// {}\n", m.to_json().replace('\n', "\n// "));
-            let path = out.join(d.name()).join(format!("{name}.{}", d.extension()));
-            if bless {
-                std::fs::write(&path, &src).expect("write");
-            } else if std::fs::read_to_string(&path).ok().as_deref() != Some(src.as_str()) {
-                stale.push(path.display().to_string());
-            }
-        }
-    }
-    assert!(stale.is_empty(), "stale blessed kernels (re-bless with MAPSAT_BLESS=1): {stale:?}");
-}
-
-#[test]
-fn emission_is_deterministic() {
-    for (name, text) in programs() {
-        let p = mapsat_ir::parse(&text).expect("parse");
-        let a = emit(&p, &Options::default(), Dialect::OpenCl).map(|x| x.0);
-        let b = emit(&p, &Options::default(), Dialect::OpenCl).map(|x| x.0);
-        assert_eq!(a, b, "{name}");
-    }
-}
 
 fn error(src: &str, local: Option<Vec<i64>>) -> String {
     let p = mapsat_ir::parse(src).unwrap_or_else(|e| panic!("{e:?}"));
@@ -145,7 +101,8 @@ fn no_barrier_at_the_end_of_a_loop_that_only_reads_shared_memory() {
     // mapLcl(1)@D reads the buffer written before it: one barrier before D, none inside D
     // (which would also sit in a loop that threads run 1 or 2 times).
     let p = mapsat_ir::parse(
-        &std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/filetests/listing1.lift")).expect("read"),
+        &std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../tests/filetests/kernels/listing1.lift"))
+            .expect("read"),
     )
     .expect("parse");
     let sizes = [("I", 3), ("J", 5), ("K", 12)].into_iter().collect();
@@ -170,8 +127,9 @@ fn layout_maps_are_views() {
 
 #[test]
 fn small_private_arrays_become_registers() {
-    let text = std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/filetests/conv_reg.lift"))
-        .expect("read");
+    let text =
+        std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/filetests/kernels/conv_reg.lift"))
+            .expect("read");
     let p = mapsat_ir::parse(&text).expect("parse");
     for (o_b, regs) in [(4, true), (8, true), (32, false)] {
         let mut opts = Options::default();

@@ -1,6 +1,8 @@
-//! Speed of the front end and of the reference interpreter on the bundled convolution, at the
-//! example's default size and at a VGG-16 layer size (56x56x128 -> 128 channels, 3x3, pad 1):
-//! the interpreter is the oracle for kernels that large, so it must stay well under a minute.
+//! Speed of the front end and of the reference interpreter: the bundled convolution at the
+//! example's default size and at a VGG-16 layer size (56x56x128 -> 128 channels, 3x3, pad 1),
+//! and 512x512 matrix products written high-level and with a fused reducer. The interpreter is
+//! the oracle for kernels that large, so it must stay well under a minute. (Their correctness
+//! against nested loops is tested in `ir/src/interp/tests.rs`.)
 #![allow(missing_docs)] // criterion_group! generates an undocumented function
 
 use criterion::{criterion_group, criterion_main, Criterion};
@@ -38,5 +40,23 @@ fn eval_conv(c: &mut Criterion) {
     group.finish();
 }
 
-criterion_group!(benches, front_end, eval_conv);
+fn eval_matmul(c: &mut Criterion) {
+    let mut group = c.benchmark_group("eval matmul 512^3");
+    group.sample_size(10);
+    for (name, body) in [
+        ("map+reduce", "reduce(add, 0.0, map(fun(p => p.0 * p.1), zip(row, col)))"),
+        ("reduceSeq", "reduceSeq(fun(acc, p => acc + p.0 * p.1), 0.0, zip(row, col))"),
+    ] {
+        let src = format!(
+            "size N = 512\ndef mm(a: [[f32]N]N, b: [[f32]N]N) = map(fun(row => map(fun(col => {body}), transpose(b))), a)"
+        );
+        let p = parse(&src).expect("parses");
+        let sizes = p.default_sizes();
+        let inputs = interp::random_inputs(&p, &sizes, 1).expect("inputs");
+        group.bench_function(name, |b| b.iter(|| interp::eval(&p, &sizes, &inputs).expect("evaluates")));
+    }
+    group.finish();
+}
+
+criterion_group!(benches, front_end, eval_conv, eval_matmul);
 criterion_main!(benches);

@@ -494,7 +494,111 @@ impl PartialEq for Program {
     }
 }
 
+/// Why a node arena is not a well-formed program: what [`Program::validate`] finds in a
+/// hand-built or corrupted arena. The parser and every pass build well-formed ones.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum Malformed {
+    /// The root is not a node of the arena.
+    #[error("the root, node {}, is not in the arena of {len} node(s)", .root.0)]
+    RootOutOfRange {
+        /// The root.
+        root: NodeId,
+        /// The arena's length.
+        len: usize,
+    },
+    /// A node refers to a node that does not come before it (or is not in the arena).
+    #[error("node {} refers to node {}, which does not come before it (children before parents)", .parent.0, .child.0)]
+    ChildNotBefore {
+        /// The node.
+        parent: NodeId,
+        /// Its child.
+        child: NodeId,
+    },
+    /// A parameter reference past the program's parameters.
+    #[error("node {} is parameter number {index}, but the program has {count} parameter(s)", .node.0)]
+    ParamOutOfRange {
+        /// The `Param` node.
+        node: NodeId,
+        /// Its index.
+        index: u32,
+        /// The number of parameters.
+        count: usize,
+    },
+    /// A de Bruijn variable with no binder around it (on some path from the root).
+    #[error("node {} is variable {index} (a de Bruijn index) under {depth} binder(s): it is unbound", .node.0)]
+    UnboundVar {
+        /// The `Var` node.
+        node: NodeId,
+        /// Its de Bruijn index.
+        index: u32,
+        /// The binders (`fun`, `let`) around it on that path.
+        depth: u32,
+    },
+}
+
+impl Malformed {
+    /// The node the problem is at, if it is in the arena.
+    pub fn node(&self) -> Option<NodeId> {
+        match *self {
+            Malformed::RootOutOfRange { .. } => None,
+            Malformed::ChildNotBefore { parent: node, .. }
+            | Malformed::ParamOutOfRange { node, .. }
+            | Malformed::UnboundVar { node, .. } => Some(node),
+        }
+    }
+}
+
 impl Program {
+    /// Checks the arena's invariants, which everything else assumes: every child comes before
+    /// its parent (so a program is acyclic and converts to an egg `RecExpr` in one pass), the
+    /// root is a node, parameter indices are in range, and every de Bruijn variable reachable
+    /// from the root is bound. Linear in the arena's size, shared nodes included; never panics.
+    /// [`crate::check::check`] starts with it.
+    pub fn validate(&self) -> Result<(), Malformed> {
+        let len = self.nodes.len();
+        if self.root.index() >= len {
+            return Err(Malformed::RootOutOfRange { root: self.root, len });
+        }
+        // How many binders a node needs around it: one more than its largest free de Bruijn
+        // index (0: closed). Children come first, so one pass from the start computes it.
+        let mut need = vec![0u64; len];
+        for (k, node) in self.nodes.iter().enumerate() {
+            let id = NodeId(k as u32);
+            for c in node.children() {
+                if c.index() >= k {
+                    return Err(Malformed::ChildNotBefore { parent: id, child: c });
+                }
+            }
+            need[k] = match *node {
+                Node::Var(i) => u64::from(i) + 1,
+                Node::Param(i) if i as usize >= self.params.len() => {
+                    return Err(Malformed::ParamOutOfRange { node: id, index: i, count: self.params.len() })
+                }
+                Node::Param(_) | Node::Lit(_) | Node::Prim(_) => 0,
+                Node::Lam(b, _) => need[b.index()].saturating_sub(1),
+                Node::Let(v, b) => need[v.index()].max(need[b.index()].saturating_sub(1)),
+                Node::App(f, a) => need[f.index()].max(need[a.index()]),
+            };
+        }
+        // An unbound variable: follow from the root a child that needs more binders than it
+        // has, down to the variable.
+        let (mut id, mut depth) = (self.root, 0u64);
+        while need[id.index()] > depth {
+            match *self.node(id) {
+                Node::Var(index) => {
+                    return Err(Malformed::UnboundVar { node: id, index, depth: depth as u32 });
+                }
+                Node::Lam(b, _) => (id, depth) = (b, depth + 1),
+                Node::Let(v, _) if need[v.index()] > depth => id = v,
+                Node::Let(_, b) => (id, depth) = (b, depth + 1),
+                Node::App(f, _) if need[f.index()] > depth => id = f,
+                Node::App(_, a) => id = a,
+                Node::Param(_) | Node::Lit(_) | Node::Prim(_) => break,
+            }
+        }
+        Ok(())
+    }
+
     /// The node at `id`.
     pub fn node(&self, id: NodeId) -> &Node {
         &self.nodes[id.index()]

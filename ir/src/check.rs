@@ -55,14 +55,17 @@ impl TypeInfo {
     }
 }
 
-/// Checks a program with symbolic sizes.
+/// Checks a program with symbolic sizes. A malformed arena ([`Program::validate`]) is an error
+/// too, never a panic.
 pub fn check(p: &Program) -> TResult<TypeInfo> {
+    validate(p)?;
     Checker::new(p, HashMap::new()).run()
 }
 
 /// Checks a program with some size variables replaced by concrete values: what `eval` and code
 /// generation use, so that, e.g., a `split` that does not divide a concrete length is caught.
 pub fn check_with_sizes(p: &Program, sizes: &crate::Sizes) -> TResult<TypeInfo> {
+    validate(p)?;
     for s in &p.sizes {
         if let Some(v) = sizes.get(&s.name) {
             if v < s.min || s.max.is_some_and(|m| v > m) {
@@ -79,6 +82,14 @@ pub fn check_with_sizes(p: &Program, sizes: &crate::Sizes) -> TResult<TypeInfo> 
     }
     let subst = sizes.iter().map(|(k, v)| (k.to_string(), Size::constant(v))).collect();
     Checker::new(p, subst).run()
+}
+
+/// [`Program::validate`] as a type error, at the offending node's span when it has one.
+fn validate(p: &Program) -> TResult<()> {
+    p.validate().map_err(|e| {
+        let span = e.node().map(|n| p.span(n)).unwrap_or_default();
+        TypeError::new(span, format!("malformed program: {e}"))
+    })
 }
 
 enum Arg {
@@ -693,6 +704,114 @@ mod tests {
     fn conv_type() {
         let t = ty("def conv(inp: [[[f32]C]W]H, ks: [[[[f32]C]KW]KH]K) = mapND2@A(fun(win => map@B(fun(k => reduce(add, 0.0, map(fun(p => p.0 * p.1), joinND3(zipND3(win, k))))), ks)), slideND2(KH, 1, KW, 1, padND2(1, 1, 0.0, inp)))");
         assert_eq!(t, "[[[f32]K](W - KW + 3)](H - KH + 3)");
+    }
+
+    /// A program `f(x: f32, y: f32)` whose arena a test then breaks.
+    fn arena() -> Program {
+        parse("def f(x: f32, y: f32) = let a = x in a + y").expect("parses")
+    }
+
+    fn malformed(p: &Program) -> String {
+        let e = check(p).expect_err("malformed");
+        assert_eq!(check_with_sizes(p, &crate::Sizes::new()).expect_err("malformed"), e);
+        assert!(e.message.starts_with("malformed program: "), "{}", e.message);
+        e.message
+    }
+
+    #[test]
+    fn well_formed_arenas_validate() {
+        let p = arena();
+        assert_eq!(p.validate(), Ok(()));
+        for src in [
+            "size n, s0, s1\n def f(X: [f32]n, y: f32, z: f32) = join o map@A(map@B(fun(a => a + z)) o join o map@C(map@D(fun(a => a * y))) o split(s1)) o split(s0) $ X",
+            "def f(x: f32) = let a = x * 2.0 in let b = a + x in fun(c => c * b)(a)",
+        ] {
+            assert_eq!(parse(src).expect("parses").validate(), Ok(()), "{src}");
+        }
+    }
+
+    #[test]
+    fn root_out_of_range() {
+        let mut p = arena();
+        p.root = NodeId(p.nodes.len() as u32);
+        assert!(matches!(p.validate(), Err(crate::ast::Malformed::RootOutOfRange { .. })));
+        assert!(malformed(&p).contains("is not in the arena"));
+        p.nodes.clear();
+        p.meta.clear();
+        p.root = NodeId(0);
+        assert!(malformed(&p).contains("the root, node 0, is not in the arena of 0 node(s)"));
+    }
+
+    #[test]
+    fn children_before_parents() {
+        // A node refers to itself, to a later node, and to no node at all: each is refused.
+        let refs: [fn(u32) -> u32; 3] = [|k| k, |k| k + 1, |_| 999];
+        for bad in refs {
+            let mut p = arena();
+            let x = p.root;
+            let k = p.nodes.len() as u32;
+            p.root = p.push(Node::App(NodeId(bad(k)), x), Default::default());
+            if bad(k) == k + 1 {
+                p.push(Node::Lit(Lit::I32(0)), Default::default());
+            }
+            let e = p.validate().expect_err("child after parent");
+            assert_eq!(e, crate::ast::Malformed::ChildNotBefore { parent: NodeId(k), child: NodeId(bad(k)) });
+            assert!(malformed(&p).contains("does not come before it (children before parents)"));
+        }
+        // A cycle: two nodes referring to each other.
+        let mut p = arena();
+        let a = p.push(Node::Lit(Lit::I32(0)), Default::default());
+        let b = p.push(Node::Lam(a, None), Default::default());
+        p.nodes[a.index()] = Node::Lam(b, None);
+        p.root = b;
+        assert!(malformed(&p).contains(&format!("node {} refers to node {}", a.0, b.0)));
+    }
+
+    #[test]
+    fn parameter_out_of_range() {
+        let mut p = arena();
+        p.root = p.push(Node::Param(2), Default::default());
+        let e = malformed(&p);
+        assert!(e.contains("is parameter number 2, but the program has 2 parameter(s)"), "{e}");
+        // Also where the root does not reach it: the arena is broken all the same.
+        let mut p = arena();
+        p.push(Node::Param(7), Default::default());
+        assert!(malformed(&p).contains("parameter number 7"));
+    }
+
+    #[test]
+    fn unbound_variables() {
+        // At the root, under one binder, and in the value of a `let` (which its own binder does
+        // not cover).
+        let mut p = arena();
+        let v = p.push(Node::Var(0), Default::default());
+        p.root = v;
+        assert_eq!(p.validate(), Err(crate::ast::Malformed::UnboundVar { node: v, index: 0, depth: 0 }));
+        assert!(malformed(&p).contains("variable 0 (a de Bruijn index) under 0 binder(s): it is unbound"));
+
+        let mut p = arena();
+        let v = p.push(Node::Var(1), Default::default());
+        p.root = p.push(Node::Lam(v, None), Default::default());
+        assert_eq!(p.validate(), Err(crate::ast::Malformed::UnboundVar { node: v, index: 1, depth: 1 }));
+
+        let mut p = arena();
+        let x = p.push(Node::Param(0), Default::default());
+        let v = p.push(Node::Var(0), Default::default());
+        let body = p.push(Node::Var(0), Default::default());
+        p.root = p.push(Node::Let(v, body), Default::default());
+        assert_eq!(p.validate(), Err(crate::ast::Malformed::UnboundVar { node: v, index: 0, depth: 0 }));
+        // Bound there, the same nodes are fine; a variable shared under two depths is checked
+        // at the shallower one.
+        p.root = p.push(Node::Let(x, body), Default::default());
+        assert_eq!(p.validate(), Ok(()));
+        let lam = p.push(Node::Lam(v, None), Default::default());
+        p.root = p.push(Node::App(lam, v), Default::default());
+        assert_eq!(p.validate(), Err(crate::ast::Malformed::UnboundVar { node: v, index: 0, depth: 0 }));
+        // Unreachable free variables are no error: they are not part of the program.
+        let mut p = arena();
+        p.push(Node::Var(5), Default::default());
+        assert_eq!(p.validate(), Ok(()));
+        assert!(check(&p).is_ok());
     }
 
     #[test]

@@ -1,7 +1,9 @@
-//! Runs every program of `codegen/tests/filetests` on the first OpenCL device (pocl in CI) at
-//! each size set its `// run:` lines give, and compares with the interpreter.
+//! Measurement on the first OpenCL device (pocl in CI): the comparison, device names, and the
+//! VGG-size convolution against the interpreter. The mapped programs of the file tests
+//! (`tests/filetests/kernels/`, their `// test: run` lines) are run on the device by the
+//! file-test runner, `tests/filetests.rs` at the repository root.
 //!
-//! Without any OpenCL platform the test is skipped with a message, unless
+//! Without any OpenCL platform the device runs are skipped with a message, unless
 //! `MAPSAT_REQUIRE_OPENCL=1` (CI sets it) makes that a failure.
 
 mod common;
@@ -10,65 +12,6 @@ use common::opencl_present;
 use mapsat_ir::Sizes;
 use mapsat_tuner::measure::{self, DeviceSpec, RunConfig};
 use std::path::Path;
-
-struct Run {
-    sizes: Sizes,
-    local: Option<Vec<i64>>,
-}
-
-fn runs(text: &str) -> Vec<Run> {
-    let mut out = Vec::new();
-    for line in text.lines() {
-        let Some(rest) = line.trim().strip_prefix("// run:") else { continue };
-        let mut run = Run { sizes: Sizes::new(), local: None };
-        for word in rest.split_whitespace() {
-            if let Some(l) = word.strip_prefix("local=") {
-                run.local = Some(l.split(',').map(|x| x.parse().expect("local size")).collect());
-            } else {
-                for kv in word.split(',') {
-                    let (k, v) = kv.split_once('=').expect("NAME=VALUE");
-                    run.sizes.insert(k, v.parse().expect("size value"));
-                }
-            }
-        }
-        out.push(run);
-    }
-    out
-}
-
-#[test]
-fn filetests_match_interpreter_on_opencl() {
-    if !opencl_present() {
-        return;
-    }
-    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../codegen/tests/filetests");
-    let mut files: Vec<_> = std::fs::read_dir(&dir).expect("filetests").flatten().map(|e| e.path()).collect();
-    files.sort();
-    let mut failures = Vec::new();
-    let mut count = 0;
-    for f in files.iter().filter(|f| f.extension().is_some_and(|e| e == "lift")) {
-        let text = std::fs::read_to_string(f).expect("read");
-        let p = mapsat_ir::parse(&text).expect("parse");
-        for (k, run) in runs(&text).into_iter().enumerate() {
-            count += 1;
-            let sizes = p.resolve_sizes(&run.sizes).expect("sizes");
-            let inputs = mapsat_ir::interp::random_inputs(&p, &sizes, 42 + k as u64).expect("inputs");
-            let cfg = RunConfig { warmup: 0, runs: 1, ..RunConfig::default() };
-            let name = format!("{} {:?} local={:?}", f.display(), run.sizes, run.local);
-            match measure::run(&p, &sizes, run.local.clone(), &inputs, DeviceSpec::OpenCl(0, 0), &cfg) {
-                Ok(r) => {
-                    let c = r.check.expect("checked");
-                    if !c.ok {
-                        failures.push(format!("{name}: {} mismatches, first {:?}", c.mismatches, c.first_mismatch));
-                    }
-                }
-                Err(e) => failures.push(format!("{name}: {e}")),
-            }
-        }
-    }
-    assert!(count >= 10, "too few runs: {count}");
-    assert!(failures.is_empty(), "{}", failures.join("\n"));
-}
 
 #[test]
 fn unwritten_output_is_caught() {
@@ -98,7 +41,7 @@ fn devices_report_missing_cuda_cleanly() {
 #[test]
 fn conv_at_vgg_size_matches_interpreter() {
     // The VGG-16 layer of the issue: input 56x56x128, 128 kernels 3x3x128, pad 1 -> 56x56x128,
-    // with the register-blocked mapping (codegen/tests/filetests/conv_reg.lift). The oracle is
+    // with the register-blocked mapping (tests/filetests/kernels/conv_reg.lift). The oracle is
     // the interpreter on the high-level program examples/conv.lift (the same function, and the
     // interpreter's fast path: about 2 s here), not on the mapped program itself.
     if !opencl_present() {
@@ -108,7 +51,7 @@ fn conv_at_vgg_size_matches_interpreter() {
         let path = Path::new(env!("CARGO_MANIFEST_DIR")).join(rel);
         mapsat_ir::parse(&std::fs::read_to_string(path).expect("read")).expect("parse")
     };
-    let mapped = read("../codegen/tests/filetests/conv_reg.lift");
+    let mapped = read("../tests/filetests/kernels/conv_reg.lift");
     let reference = read("../examples/conv.lift");
     let vgg = [("inH", 56), ("inW", 56), ("inChs", 128), ("outChs", 128), ("kerH", 3), ("kerW", 3)];
     let given: Sizes = vgg.into_iter().collect();

@@ -25,12 +25,29 @@ fn conv_macros() {
     assert!(t.contains("map@A_1("), "{t}");
 }
 
+/// The canonical text of two programs: composition and `$` become nested applications, the
+/// n-dimensional macros are expanded (with their labels `A_0`, `A_1`), binders keep their names,
+/// and the text is a fixed point of parsing and printing.
 #[test]
-fn show() {
-    let p = parse("size n = 64, s0 = 16, s1 = 4\n def f(X: [f32]n, y: f32, z: f32) = join o map@A(map@B(fun(a => a + z)) o join o map@C(map@D(fun(a => a * y))) o split(s1)) o split(s0) $ X").unwrap();
-    eprintln!("{}", print(&p));
-    let p = parse("def conv(inp: [[[f32]C]W]H, ks: [[[[f32]C]KW]KH]K) = mapND2@A(fun(win => map@B(fun(k => reduce(add, 0.0, map(fun(p => p.0 * p.1), joinND3(zipND3(win, k))))), ks)), slideND2(KH, 1, KW, 1, padND2(1, 1, 0.0, inp)))").unwrap();
-    eprintln!("{}", print(&p));
+fn canonical_text() {
+    let listing3 = roundtrip("size n = 64, s0 = 16, s1 = 4\n def f(X: [f32]n, y: f32, z: f32) = join o map@A(map@B(fun(a => a + z)) o join o map@C(map@D(fun(a => a * y))) o split(s1)) o split(s0) $ X");
+    assert_eq!(
+        listing3,
+        "size n = 64\nsize s0 = 16\nsize s1 = 4\ndef f(X: [f32]n, y: f32, z: f32) =\n  join(\n    map@A(\n      \
+         fun(x => map@B(fun(a => a + z), join(map@C(map@D(fun(a => a * y)), split(s1, x))))),\n      split(s0, X)))\n"
+    );
+    let conv = roundtrip("def conv(inp: [[[f32]C]W]H, ks: [[[[f32]C]KW]KH]K) = mapND2@A(fun(win => map@B(fun(k => reduce(add, 0.0, map(fun(p => p.0 * p.1), joinND3(zipND3(win, k))))), ks)), slideND2(KH, 1, KW, 1, padND2(1, 1, 0.0, inp)))");
+    assert!(conv.starts_with("size C\nsize W\nsize H\nsize KW\nsize KH\nsize K\ndef conv("), "{conv}");
+    for part in [
+        "map@A_0(\n    map@A_1(\n      fun(win =>",
+        "join(\n                  join(\n                    map@m2(fun(p => map@m3(fun(p1 => zip(p1.0, p1.1)), zip(p.0, p.1))), zip(win, k))",
+        "map@m4(\n      transpose,\n      slide(KH, 1, map@m5(slide(KW, 1), pad(1, 1, 0.0, map@m6(pad(1, 1, 0.0), inp)))))",
+    ] {
+        assert!(conv.contains(part), "no `{part}` in:\n{conv}");
+    }
+    for text in [listing3, conv] {
+        assert_eq!(print(&parse(&text).expect("parses")), text);
+    }
 }
 
 #[test]
