@@ -52,6 +52,7 @@ const EXPECTED_LABELS: &[(&str, &[&str])] = &[
     ("matmul_lowlevel", &["A", "B", "C", "D", "E", "F", "G", "H", "I"]),
     ("matmul_tiled", &["A", "B", "C", "D", "E", "F"]),
     ("stencil1d", &["A"]),
+    ("conv_blocked", &["TY", "TX", "Y", "X", "O", "A", "Z"]),
     ("sum", &[]),
     ("sum_partial", &["A"]),
 ];
