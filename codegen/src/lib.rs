@@ -3,8 +3,8 @@
 //! A program whose maps are all mapped (`mapSeq`, `mapGlb`, `mapWrg`, `mapLcl`, `mapVec`) and
 //! whose reduces are `reduceSeq` is lowered, at concrete sizes, to one kernel IR ([`kir`]):
 //! buffers with their address spaces and sizes, loops, stores, barriers and simplified index
-//! expressions ([`index`]). Two printers share it ([`print`], as naga's back ends share naga's
-//! IR): OpenCL C and CUDA C differ only in spelling.
+//! expressions ([`index`]). Two printers share it ([`print`](mod@print), as naga's back ends
+//! share naga's IR): OpenCL C and CUDA C differ only in spelling.
 //!
 //! ```
 //! let p = mapsat_ir::parse("size N = 1024\ndef scal(xs: [f32]N, a: f32) = mapGlb(0, fun(x => x * a), xs)").unwrap();
@@ -13,8 +13,9 @@
 //! assert!(src.contains("out[i_x] = xs[i_x] * a;"));
 //! ```
 //!
-//! How lowering works (views, memory, barriers, launch shape) is described in [`lower`]'s
-//! module documentation; what is printed for each loop kind in [`print`].
+//! How lowering works (views, memory, barriers, launch shape) is described in the documentation
+//! of the private module `lower` (`src/lower/mod.rs` and one file per concept beside it); what
+//! is printed for each loop kind in [`print`](mod@print).
 
 pub mod error;
 pub mod index;
