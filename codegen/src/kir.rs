@@ -10,6 +10,11 @@ use serde::{Deserialize, Serialize};
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub struct BufId(pub usize);
 
+/// Handle of a barrier slot: a place where lowering may need a barrier, decided once the whole
+/// kernel is lowered (see [`Stmt::BarrierSlot`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct SlotId(pub usize);
+
 /// Where a buffer lives.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
@@ -172,6 +177,10 @@ pub enum Stmt {
     },
     /// `{ ... }`: a scope of its own (an unrolled iteration that declares names).
     Block(Vec<Stmt>),
+    /// A place where a barrier may be needed (after a `mapLcl` loop that wrote shared memory):
+    /// lowering turns it into a [`Stmt::Barrier`] if a later read needs one and drops it
+    /// otherwise, so a finished kernel has none (the verifier checks it; the printers refuse it).
+    BarrierSlot(SlotId),
     /// A work-group barrier with a local (false) or global (true) memory fence.
     Barrier {
         /// Fence global memory too.

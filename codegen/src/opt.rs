@@ -111,7 +111,7 @@ impl Uses {
                     self.expr(e);
                 }
                 Stmt::Loop { body, .. } | Stmt::Block(body) => self.stmts(body),
-                Stmt::Comment(_) | Stmt::Barrier { .. } => {}
+                Stmt::Comment(_) | Stmt::BarrierSlot(_) | Stmt::Barrier { .. } => {}
             }
         }
     }
@@ -199,7 +199,7 @@ fn transform(stmts: Vec<Stmt>, env: &Env, ranges: &mut Ranges, unroll: &BTreeSet
                 let p = place(p, env, ranges);
                 out.push(Stmt::Store(p, expr(e, env, ranges)));
             }
-            s @ (Stmt::Comment(_) | Stmt::Barrier { .. }) => out.push(s),
+            s @ (Stmt::Comment(_) | Stmt::BarrierSlot(_) | Stmt::Barrier { .. }) => out.push(s),
         }
     }
     out
@@ -328,7 +328,7 @@ fn rewrite(stmts: Vec<Stmt>, id: BufId, ids: &[BufId]) -> Vec<Stmt> {
                 out.push(Stmt::Loop { var, kind, extent, stride, trips, origin, body: rewrite(body, id, ids) })
             }
             Stmt::Block(b) => out.push(Stmt::Block(rewrite(b, id, ids))),
-            s @ (Stmt::Comment(_) | Stmt::Barrier { .. }) => out.push(s),
+            s @ (Stmt::Comment(_) | Stmt::BarrierSlot(_) | Stmt::Barrier { .. }) => out.push(s),
         }
     }
     out

@@ -215,6 +215,9 @@ impl Printer<'_> {
     fn stmt(&mut self, s: &Stmt, depth: usize) -> R<()> {
         match s {
             Stmt::Comment(c) => self.line(depth, &format!("// {c}")),
+            Stmt::BarrierSlot(s) => {
+                return Err(K::Internal(format!("barrier slot {} left in the kernel", s.0)).into());
+            }
             Stmt::Decl(b, init) => {
                 let buf = self.k.buf(*b).clone();
                 let t = self.ty(buf.kind, buf.width)?;

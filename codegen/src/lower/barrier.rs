@@ -27,7 +27,7 @@ pub(super) struct Slot {
 /// Why reading a buffer needs synchronization first.
 pub(super) enum Dirty {
     /// The barrier of this slot.
-    Slot(usize),
+    Slot(SlotId),
     /// All threads of the grid (refused): the named map wrote it.
     Grid(String),
 }
@@ -42,7 +42,7 @@ impl Lower<'_> {
     pub(super) fn on_read(&mut self, b: BufId) -> R<()> {
         match self.dirty.remove(&b) {
             Some(Dirty::Slot(s)) => {
-                let slot = &mut self.slots[s];
+                let slot = &mut self.slots[s.0];
                 if let Some((loop_, reason)) = &slot.divergent {
                     return Err(K::DivergentBarrier {
                         map: slot.writer.clone(),
@@ -107,14 +107,14 @@ impl Lower<'_> {
             match kind {
                 LoopKind::Local(_) => {
                     let global = self.bufs[b.0].space == Space::Global;
-                    let slot = self.slots.len();
+                    let slot = SlotId(self.slots.len());
                     self.slots.push(Slot {
                         writer: origin.to_string(),
                         global,
                         divergent: self.divergence(),
                         active: false,
                     });
-                    self.emit(Stmt::Comment(format!("\u{0}slot {slot}")));
+                    self.emit(Stmt::BarrierSlot(slot));
                     self.dirty.insert(b, Dirty::Slot(slot));
                 }
                 LoopKind::Global(_) | LoopKind::Group(_) if self.bufs[b.0].role == Role::Temp => {
@@ -130,9 +130,8 @@ impl Lower<'_> {
         let mut out = Vec::new();
         for s in body {
             match s {
-                Stmt::Comment(c) if c.starts_with('\u{0}') => {
-                    let slot = c.trim_start_matches("\u{0}slot ").parse::<usize>().ok().and_then(|i| self.slots.get(i));
-                    if let Some(slot) = slot.filter(|s| s.active) {
+                Stmt::BarrierSlot(slot) => {
+                    if let Some(slot) = self.slots.get(slot.0).filter(|s| s.active) {
                         out.push(Stmt::Barrier {
                             global: slot.global,
                             reason: format!("other threads read what {} wrote", slot.writer),
@@ -142,6 +141,7 @@ impl Lower<'_> {
                 Stmt::Loop { var, kind, extent, stride, trips, origin, body } => {
                     out.push(Stmt::Loop { var, kind, extent, stride, trips, origin, body: self.finish_slots(body) })
                 }
+                Stmt::Block(b) => out.push(Stmt::Block(self.finish_slots(b))),
                 s => out.push(s),
             }
         }
