@@ -2,7 +2,6 @@
 //! (see [`super::view`]), or, given a destination view, writes its value there (maps, reduces
 //! and the layout primitives around them); scalar primitives build kernel-IR expressions.
 
-use super::names::map_name;
 use super::types::signature;
 use super::view::{Resolved, St, View};
 use super::{Lower, R};
@@ -213,18 +212,5 @@ impl Lower<'_> {
             }
             _ => Err(K::Internal(format!("`{}` is not a scalar operation", prim.name())).into()),
         }
-    }
-
-    /// The display name of what an argument is (`mapGlb(0)@A`, `reduceSeq`, `expression`).
-    pub(super) fn label_of(&self, a: &Arg) -> String {
-        if let Arg::Node(n) = a {
-            let (head, _) = self.p.spine(*n);
-            match self.p.node(head) {
-                Node::Prim(Prim::Map { kind, label }) => return map_name(*kind, label),
-                Node::Prim(p) => return p.name().to_string(),
-                _ => {}
-            }
-        }
-        "expression".into()
     }
 }

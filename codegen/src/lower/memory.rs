@@ -17,42 +17,26 @@ use crate::kir::*;
 use mapsat_ir::ast::{AddressSpace, MapKind, Node, NodeId, Prim};
 use mapsat_ir::Type;
 
+/// What a `toX` wraps: a map, another primitive, or an expression.
+struct Wrapped {
+    /// For messages: `mapGlb(0)@A`, `reduceSeq`, `expression`.
+    name: String,
+    /// The map's label (it names the buffer).
+    label: Option<String>,
+}
+
 impl Lower<'_> {
     /// `toGlobal(a)`, `toLocal(a)`, `toPrivate(a)`: `a` written to a new buffer in that space,
     /// or to the destination when it already lies there.
     pub(super) fn to(&mut self, head: NodeId, space: AddressSpace, a: &Arg, dest: Option<View>) -> R<Out> {
-        let what = self.label_of(a);
+        let what = self.wrapped(a);
         let space = match space {
             AddressSpace::Global => Space::Global,
             AddressSpace::Local => Space::Local,
             AddressSpace::Private => Space::Private,
         };
-        if space == Space::Local
-            && !self.loops.iter().any(|l| matches!(l.kind, LoopKind::Group(_) | LoopKind::Global(_)))
-        {
-            return Err(CodegenError::new(
-                K::LocalMemory {
-                    map: what,
-                    reason: "is outside any mapWrg or mapGlb: local memory belongs to a work group".into(),
-                },
-                self.span(head),
-            ));
-        }
-        if space == Space::Local && !self.loops.iter().any(|l| matches!(l.kind, LoopKind::Group(_))) {
-            // Inside a mapGlb the buffer is each work item's own scratch space: a parallel map
-            // writing it would spread one work item's buffer over several.
-            if let Some(inner) = self.parallel_map_in(a) {
-                return Err(CodegenError::new(
-                    K::LocalMemory {
-                        map: what,
-                        reason: format!(
-                            "is inside a mapGlb, where local memory is each work item's own scratch space, but \
-                             `{inner}` writes it in parallel"
-                        ),
-                    },
-                    self.span(head),
-                ));
-            }
+        if space == Space::Local {
+            self.check_local(head, a, &what.name)?;
         }
         if let Some(d) = &dest {
             if d.base().is_some_and(|b| self.bufs[b.0].space == space) {
@@ -70,13 +54,59 @@ impl Lower<'_> {
             Arg::Node(n) => self.ty(*n)?,
             Arg::View(_) => return Err(K::Internal("toX of a value".into()).into()),
         };
-        let label = what.split('@').nth(1).unwrap_or("r").to_string();
-        let v = self.alloc(space, &t, &label)?;
+        let v = self.alloc(space, &t, what.label.as_deref().unwrap_or("r"))?;
         let o = self.gen_arg(a, Some(v.clone()))?;
         if !o.written {
             self.copy(&o.view, &v, &t)?;
         }
         Out::view(v)
+    }
+
+    /// What a `toX` wraps.
+    fn wrapped(&self, a: &Arg) -> Wrapped {
+        if let Arg::Node(n) = a {
+            let (head, _) = self.p.spine(*n);
+            match self.p.node(head) {
+                Node::Prim(Prim::Map { kind, label }) => {
+                    return Wrapped { name: map_name(*kind, label), label: Some(label.clone()) }
+                }
+                Node::Prim(p) => return Wrapped { name: p.name().to_string(), label: None },
+                _ => {}
+            }
+        }
+        Wrapped { name: "expression".into(), label: None }
+    }
+
+    /// `toLocal(a)` (`what`, at `head`) needs a work group: an enclosing `mapWrg`, or a `mapGlb`
+    /// (whose implicit work group gives each work item its own scratch space, which a parallel
+    /// map must not write).
+    fn check_local(&self, head: NodeId, a: &Arg, what: &str) -> R<()> {
+        if !self.loops.iter().any(|l| matches!(l.kind, LoopKind::Group(_) | LoopKind::Global(_))) {
+            return Err(CodegenError::new(
+                K::LocalMemory {
+                    map: what.to_string(),
+                    reason: "is outside any mapWrg or mapGlb: local memory belongs to a work group".into(),
+                },
+                self.span(head),
+            ));
+        }
+        if !self.loops.iter().any(|l| matches!(l.kind, LoopKind::Group(_))) {
+            // Inside a mapGlb the buffer is each work item's own scratch space: a parallel map
+            // writing it would spread one work item's buffer over several.
+            if let Some(inner) = self.parallel_map_in(a) {
+                return Err(CodegenError::new(
+                    K::LocalMemory {
+                        map: what.to_string(),
+                        reason: format!(
+                            "is inside a mapGlb, where local memory is each work item's own scratch space, but \
+                             `{inner}` writes it in parallel"
+                        ),
+                    },
+                    self.span(head),
+                ));
+            }
+        }
+        Ok(())
     }
 
     /// The first parallel map (mapGlb, mapWrg, mapLcl) in an argument's expression.
