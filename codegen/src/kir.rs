@@ -10,6 +10,25 @@ use serde::{Deserialize, Serialize};
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub struct BufId(pub usize);
 
+/// Handle of a loop variable: its name is in [`Kernel::vars`], indices refer to it by handle
+/// ([`crate::index::Atom::Var`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct VarId(pub u32);
+
+impl VarId {
+    /// Position in [`Kernel::vars`].
+    pub fn index(self) -> usize {
+        self.0 as usize
+    }
+}
+
+/// `v<n>`: how a variable prints without the kernel's names.
+impl std::fmt::Display for VarId {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "v{}", self.0)
+    }
+}
+
 /// Handle of a barrier slot: a place where lowering may need a barrier, decided once the whole
 /// kernel is lowered (see [`Stmt::BarrierSlot`]).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -161,7 +180,7 @@ pub enum Stmt {
     /// A loop.
     Loop {
         /// Loop variable.
-        var: String,
+        var: VarId,
         /// How its indices are distributed.
         kind: LoopKind,
         /// Number of indices.
@@ -214,6 +233,8 @@ pub struct Kernel {
     pub locals: Vec<BufId>,
     /// The body.
     pub body: Vec<Stmt>,
+    /// Names of the loop variables, by [`VarId`] (distinct C identifiers).
+    pub vars: Vec<String>,
     /// Launch configuration.
     pub launch: Launch,
     /// Floating-point operations of one run (each scalar op of a user function, times its trips).
@@ -226,6 +247,14 @@ impl Kernel {
     /// A buffer.
     pub fn buf(&self, id: BufId) -> &Buffer {
         &self.buffers[id.0]
+    }
+
+    /// The name of a loop variable (`v<n>` for a handle without one).
+    pub fn var_name(&self, v: VarId) -> std::borrow::Cow<'_, str> {
+        match self.vars.get(v.index()) {
+            Some(n) => n.as_str().into(),
+            None => v.to_string().into(),
+        }
     }
 
     /// Total bytes of global (arguments), local (per work group) and private (per thread,

@@ -248,6 +248,7 @@ impl Printer<'_> {
                 self.line(depth, b);
             }
             Stmt::Loop { var, kind, extent, stride, trips, origin, body } => {
+                let var = self.k.var_name(*var);
                 let start = self.id(*kind);
                 match trips {
                     Trips::One => {
@@ -282,8 +283,8 @@ impl Printer<'_> {
 
     fn index(&self, i: &crate::index::Index) -> String {
         match self.d {
-            Dialect::OpenCl => i.render(&|e, lo, hi| format!("clamp({e}, {lo}, {hi})")),
-            Dialect::Cuda => i.render(&|e, lo, hi| format!("min(max({e}, {lo}), {hi})")),
+            Dialect::OpenCl => i.render(&self.k.vars, &|e, lo, hi| format!("clamp({e}, {lo}, {hi})")),
+            Dialect::Cuda => i.render(&self.k.vars, &|e, lo, hi| format!("min(max({e}, {lo}), {hi})")),
         }
     }
 

@@ -22,7 +22,7 @@ pub(super) struct LoopCtx {
     /// What it came from (`mapGlb(0)@A`, `reduceSeq`, `copy`).
     pub(super) origin: String,
     /// Its variable.
-    pub(super) var: String,
+    pub(super) var: VarId,
     /// Number of indices.
     pub(super) extent: i64,
     /// Stride between a thread's indices.
@@ -35,7 +35,7 @@ pub(super) struct LoopCtx {
 
 impl LoopCtx {
     /// A sequential loop of `extent` iterations.
-    pub(super) fn seq(origin: &str, var: String, extent: i64) -> LoopCtx {
+    pub(super) fn seq(origin: &str, var: VarId, extent: i64) -> LoopCtx {
         LoopCtx {
             kind: LoopKind::Seq,
             origin: origin.into(),
@@ -94,15 +94,14 @@ impl Lower<'_> {
                 (self.alloc(space, res, label)?, false)
             }
         };
-        let mut ctx = self.loop_shape(kind, extent, name);
-        ctx.var = self.loop_var(f, ctx.kind, extent);
-        let var = ctx.var.clone();
+        let ctx = self.map_loop(kind, f, extent, name);
+        let var = ctx.var;
         let parallel = !matches!(ctx.kind, LoopKind::Seq | LoopKind::Vec);
         let saved_written = if parallel { Some(std::mem::take(&mut self.written)) } else { None };
         let slots_before = self.slots.len();
         let (mut body, ctx) = self.in_loop(ctx, extent as u64, |lw| {
-            let elem = xs_v.at(Index::var(&var));
-            let d = out.clone().at(Index::var(&var));
+            let elem = xs_v.at(Index::var(var));
+            let d = out.clone().at(Index::var(var));
             let o = lw.apply(f, vec![elem], Some(d.clone()))?;
             if !o.written {
                 lw.copy(&o.view, &d, &out_elem)?;
@@ -118,10 +117,10 @@ impl Lower<'_> {
         Ok(Out { view: out, written })
     }
 
-    /// The loop of a mapped map over `extent` indices (its variable still to be named): the
-    /// threads that run it, their stride, the trips of each, and whether the threads of a work
-    /// group run it a different number of times.
-    fn loop_shape(&self, kind: MapKind, extent: i64, origin: String) -> LoopCtx {
+    /// The loop of a mapped map of function `f` over `extent` indices: the threads that run it,
+    /// their stride, the trips of each, whether the threads of a work group run it a different
+    /// number of times, and its variable.
+    fn map_loop(&mut self, kind: MapKind, f: &Arg, extent: i64, origin: String) -> LoopCtx {
         let (lkind, stride) = match kind {
             MapKind::Glb(d) => (LoopKind::Global(d), self.launch.global[d as usize]),
             MapKind::Wrg(d) => (LoopKind::Group(d), self.launch.global[d as usize] / self.launch.local[d as usize]),
@@ -147,12 +146,13 @@ impl Lower<'_> {
             }
             _ => None,
         };
-        LoopCtx { kind: lkind, origin, var: String::new(), extent, stride, trips, divergent }
+        let var = self.loop_var(f, lkind, extent);
+        LoopCtx { kind: lkind, origin, var, extent, stride, trips, divergent }
     }
 
     /// The variable of a map's loop: named after the function's binder (`i_x`), else after the
     /// thread id it stands for (`g0`, `wg0`, `l0`), else `i`.
-    fn loop_var(&mut self, f: &Arg, kind: LoopKind, extent: i64) -> String {
+    fn loop_var(&mut self, f: &Arg, kind: LoopKind, extent: i64) -> VarId {
         let binder = match f {
             Arg::Node(n) => match self.p.node(*n) {
                 Node::Lam(..) => self.p.meta.get(n.index()).and_then(|m| m.binder.clone()),
@@ -170,10 +170,12 @@ impl Lower<'_> {
         self.new_var(&base, extent)
     }
 
-    /// A fresh loop variable ranging over `0..extent`.
-    pub(super) fn new_var(&mut self, base: &str, extent: i64) -> String {
-        let var = self.fresh(base);
-        self.ranges.set(&var, 0, extent - 1);
+    /// A fresh loop variable ranging over `0..extent`, named after `base`.
+    pub(super) fn new_var(&mut self, base: &str, extent: i64) -> VarId {
+        let var = VarId(self.vars.len() as u32);
+        let name = self.fresh(base);
+        self.vars.push(name);
+        self.ranges.set(var, 0, extent - 1);
         var
     }
 
@@ -235,9 +237,9 @@ impl Lower<'_> {
             self.emit(Stmt::Decl(acc, Some(e)));
         }
         let var = self.new_var("i", extent);
-        let ctx = LoopCtx::seq("reduceSeq", var.clone(), extent);
+        let ctx = LoopCtx::seq("reduceSeq", var, extent);
         let (body, ctx) = self.in_loop(ctx, extent as u64, |lw| {
-            let elem = xs_v.at(Index::var(&var));
+            let elem = xs_v.at(Index::var(var));
             let o = lw.apply(f, vec![accv.clone(), elem], Some(accv.clone()))?;
             if !o.written {
                 lw.copy(&o.view, &accv, acc_ty)?;

@@ -138,10 +138,10 @@ impl Lower<'_> {
             .iter()
             .filter_map(|l| match (space, l.kind) {
                 (Space::Global, LoopKind::Global(_) | LoopKind::Group(_) | LoopKind::Local(_))
-                | (Space::Local, LoopKind::Local(_)) => Some((Index::var(&l.var), l.extent)),
+                | (Space::Local, LoopKind::Local(_)) => Some((Index::var(l.var), l.extent)),
                 (Space::Local, LoopKind::Global(d)) => {
                     let ls = self.launch.local[d as usize];
-                    Some((Index::var(&l.var).rem(ls, &self.ranges), ls))
+                    Some((Index::var(l.var).rem(ls, &self.ranges), ls))
                 }
                 _ => None,
             })
@@ -237,8 +237,8 @@ impl Lower<'_> {
             Type::Array(e, n) => {
                 let n = konst(n)?;
                 let var = self.new_var("c", n);
-                let (body, ctx) = self.in_loop(LoopCtx::seq("copy", var.clone(), n), 1, |lw| {
-                    lw.copy(&src.clone().at(Index::var(&var)), &dst.clone().at(Index::var(&var)), e)
+                let (body, ctx) = self.in_loop(LoopCtx::seq("copy", var, n), 1, |lw| {
+                    lw.copy(&src.clone().at(Index::var(var)), &dst.clone().at(Index::var(var)), e)
                 })?;
                 self.emit(ctx.into_stmt(body));
                 Ok(())
