@@ -23,6 +23,7 @@ pub mod kir;
 mod lower;
 mod opt;
 pub mod print;
+pub mod verify;
 
 pub use error::{CodegenError, CodegenErrorKind};
 pub use kir::Kernel;
@@ -44,9 +45,24 @@ pub struct Options {
 }
 
 /// Lowers a program to the kernel IR at concrete sizes, then cleans it up (one-iteration loops
-/// elided, indices simplified again, small private arrays promoted to registers).
+/// elided, indices simplified again, small private arrays promoted to registers). In debug
+/// builds the kernel is verified ([`verify`](mod@verify)) after each of the two steps.
 pub fn lower(p: &mapsat_ir::Program, opts: &Options) -> Result<Kernel, CodegenError> {
-    lower::Lower::run(p, opts).map(opt::optimize)
+    let k = lower::Lower::run(p, opts)?;
+    verified(&k, "after lowering")?;
+    let k = opt::optimize(k);
+    verified(&k, "after the clean-up passes")?;
+    Ok(k)
+}
+
+/// In debug builds, an internal error when the kernel fails verification.
+fn verified(k: &Kernel, when: &str) -> Result<(), CodegenError> {
+    if cfg!(debug_assertions) {
+        verify::verify(k).map_err(|e| {
+            CodegenErrorKind::Internal(format!("the kernel IR of `{}` {when} fails verification: {e}", k.name))
+        })?;
+    }
+    Ok(())
 }
 
 /// A buffer as the host sees it.
