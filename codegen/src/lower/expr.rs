@@ -160,19 +160,10 @@ impl Lower<'_> {
                 }
                 self.reduce(&args[0], &args[1], &args[2], &arg_ty(2)?, &res, dest)
             }
-            Prim::Zip(_)
-            | Prim::Tuple(_)
-            | Prim::Split(_)
-            | Prim::Join
-            | Prim::Transpose
-            | Prim::AsVector(_)
-            | Prim::AsScalar
-            | Prim::Slide(..)
-            | Prim::Pad(..)
-            | Prim::At(_)
-            | Prim::Get(_) => self.layout_prim(prim, &args, &arg_tys, &res, dest),
             Prim::To(space) => self.to(head, *space, &args[0], dest),
             Prim::Bin(_) | Prim::Un(_) | Prim::Select | Prim::Cast(_) => self.scalar_prim(prim, &args, &res),
+            // Every other primitive is a layout primitive (`Prim::is_layout`).
+            _ => self.layout_prim(prim, &args, &arg_tys, &res, dest),
         }
     }
 

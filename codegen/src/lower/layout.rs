@@ -12,8 +12,10 @@ use mapsat_ir::ast::{MapKind, Node, NodeId, Prim};
 use mapsat_ir::Type;
 
 impl Lower<'_> {
-    /// True when `f` only reorganizes data (layout primitives, projections, nested layout maps):
-    /// `map(f, xs)` is then a view, with nothing to compute or to map onto threads.
+    /// True when `f` only reorganizes data (layout primitives, [`Prim::is_layout`], and nested
+    /// unmapped maps of such functions): `map(f, xs)` is then a view, with nothing to compute or
+    /// to map onto threads. The constraint analysis classifies maps the same way, so the maps
+    /// it leaves unmapped (its layout maps) are lowered here.
     pub(super) fn layout_only(&self, f: &Arg) -> bool {
         let Arg::Node(n) = f else { return false };
         let mut todo = vec![*n];
@@ -22,20 +24,8 @@ impl Lower<'_> {
                 Node::Var(_) | Node::Param(_) => {}
                 Node::Lam(b, _) => todo.push(*b),
                 Node::App(a, b) => todo.extend([*a, *b]),
-                Node::Prim(
-                    Prim::Split(_)
-                    | Prim::Join
-                    | Prim::Transpose
-                    | Prim::Slide(..)
-                    | Prim::Pad(..)
-                    | Prim::Zip(_)
-                    | Prim::Tuple(_)
-                    | Prim::Get(_)
-                    | Prim::At(_)
-                    | Prim::AsVector(_)
-                    | Prim::AsScalar
-                    | Prim::Map { kind: MapKind::Abstract, .. },
-                ) => {}
+                Node::Prim(p) if p.is_layout() => {}
+                Node::Prim(Prim::Map { kind: MapKind::Abstract, .. }) => {}
                 _ => return false,
             }
         }
