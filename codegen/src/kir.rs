@@ -209,6 +209,15 @@ pub enum Stmt {
     },
 }
 
+/// How a map of the program was lowered (see [`Kernel::maps`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum MapLowering {
+    /// A loop of this kind.
+    Loop(LoopKind),
+    /// A view: an unmapped map of a layout function, no loop.
+    View,
+}
+
 /// Launch configuration.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Launch {
@@ -235,6 +244,10 @@ pub struct Kernel {
     pub body: Vec<Stmt>,
     /// Names of the loop variables, by [`VarId`] (distinct C identifiers).
     pub vars: Vec<String>,
+    /// How each map of the program was lowered, by label, in the order first lowered; each
+    /// pair once (a layout map is lowered at each access that reaches it). A map fused into
+    /// another has disappeared from the program and is not listed.
+    pub maps: Vec<(String, MapLowering)>,
     /// Launch configuration.
     pub launch: Launch,
     /// Floating-point operations of one run (each scalar op of a user function, times its trips).

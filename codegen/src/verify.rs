@@ -427,6 +427,7 @@ mod tests {
             locals: vec![],
             body: vec![global_loop(64, 64, Trips::One, vec![body])],
             vars: vec!["i".into()],
+            maps: vec![("A".into(), MapLowering::Loop(LoopKind::Global(0)))],
             launch: Launch { dims: 1, global: [64, 1, 1], local: [16, 1, 1] },
             flops: 64,
             sizes: Default::default(),

@@ -72,6 +72,7 @@ impl Lower<'_> {
         let name = map_name(kind, label);
         let span = self.span(head);
         if kind == MapKind::Abstract && self.layout_only(f) {
+            self.lowered(label, MapLowering::View);
             return self.layout_map(f, xs, dest);
         }
         if kind == MapKind::Abstract {
@@ -111,6 +112,7 @@ impl Lower<'_> {
         self.iteration_barrier(&ctx, &mut body, slots_before, span)?;
         let (lkind, origin) = (ctx.kind, ctx.origin.clone());
         self.emit(ctx.into_stmt(body));
+        self.lowered(label, MapLowering::Loop(lkind));
         if let Some(saved) = saved_written {
             self.after_parallel_loop(lkind, &origin, saved);
         }
@@ -168,6 +170,13 @@ impl Lower<'_> {
             _ => "i".into(),
         };
         self.new_var(&base, extent)
+    }
+
+    /// Records how map `label` was lowered.
+    fn lowered(&mut self, label: &str, how: MapLowering) {
+        if !self.maps.iter().any(|(l, h)| l == label && *h == how) {
+            self.maps.push((label.to_string(), how));
+        }
     }
 
     /// A fresh loop variable ranging over `0..extent`, named after `base`.

@@ -60,6 +60,8 @@ pub(crate) struct Lower<'a> {
     names: BTreeSet<String>,
     /// Names of the loop variables, by `VarId`.
     vars: Vec<String>,
+    /// How each map was lowered.
+    maps: Vec<(String, MapLowering)>,
     launch: Launch,
     flops: u64,
     mult: u64,
@@ -111,6 +113,7 @@ impl<'a> Lower<'a> {
             blocks: vec![Vec::new()],
             names: names::RESERVED.iter().map(|s| s.to_string()).collect(),
             vars: Vec::new(),
+            maps: Vec::new(),
             launch,
             flops: 0,
             mult: 1,
@@ -188,6 +191,7 @@ impl<'a> Lower<'a> {
             locals: self.locals,
             body,
             vars: self.vars,
+            maps: self.maps,
             launch: self.launch,
             flops: self.flops,
             sizes: self.sizes,
