@@ -10,6 +10,30 @@ use serde::{Deserialize, Serialize};
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub struct BufId(pub usize);
 
+/// Handle of a loop variable: its name is in [`Kernel::vars`], indices refer to it by handle
+/// ([`crate::index::Atom::Var`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct VarId(pub u32);
+
+impl VarId {
+    /// Position in [`Kernel::vars`].
+    pub fn index(self) -> usize {
+        self.0 as usize
+    }
+}
+
+/// `v<n>`: how a variable prints without the kernel's names.
+impl std::fmt::Display for VarId {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "v{}", self.0)
+    }
+}
+
+/// Handle of a barrier slot: a place where lowering may need a barrier, decided once the whole
+/// kernel is lowered (see [`Stmt::BarrierSlot`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct SlotId(pub usize);
+
 /// Where a buffer lives.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
@@ -156,7 +180,7 @@ pub enum Stmt {
     /// A loop.
     Loop {
         /// Loop variable.
-        var: String,
+        var: VarId,
         /// How its indices are distributed.
         kind: LoopKind,
         /// Number of indices.
@@ -172,6 +196,10 @@ pub enum Stmt {
     },
     /// `{ ... }`: a scope of its own (an unrolled iteration that declares names).
     Block(Vec<Stmt>),
+    /// A place where a barrier may be needed (after a `mapLcl` loop that wrote shared memory):
+    /// lowering turns it into a [`Stmt::Barrier`] if a later read needs one and drops it
+    /// otherwise, so a finished kernel has none (the verifier checks it; the printers refuse it).
+    BarrierSlot(SlotId),
     /// A work-group barrier with a local (false) or global (true) memory fence.
     Barrier {
         /// Fence global memory too.
@@ -179,6 +207,15 @@ pub enum Stmt {
         /// Why it is there.
         reason: String,
     },
+}
+
+/// How a map of the program was lowered (see [`Kernel::maps`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum MapLowering {
+    /// A loop of this kind.
+    Loop(LoopKind),
+    /// A view: an unmapped map of a layout function, no loop.
+    View,
 }
 
 /// Launch configuration.
@@ -205,6 +242,12 @@ pub struct Kernel {
     pub locals: Vec<BufId>,
     /// The body.
     pub body: Vec<Stmt>,
+    /// Names of the loop variables, by [`VarId`] (distinct C identifiers).
+    pub vars: Vec<String>,
+    /// How each map of the program was lowered, by label, in the order first lowered; each
+    /// pair once (a layout map is lowered at each access that reaches it). A map fused into
+    /// another has disappeared from the program and is not listed.
+    pub maps: Vec<(String, MapLowering)>,
     /// Launch configuration.
     pub launch: Launch,
     /// Floating-point operations of one run (each scalar op of a user function, times its trips).
@@ -217,6 +260,14 @@ impl Kernel {
     /// A buffer.
     pub fn buf(&self, id: BufId) -> &Buffer {
         &self.buffers[id.0]
+    }
+
+    /// The name of a loop variable (`v<n>` for a handle without one).
+    pub fn var_name(&self, v: VarId) -> std::borrow::Cow<'_, str> {
+        match self.vars.get(v.index()) {
+            Some(n) => n.as_str().into(),
+            None => v.to_string().into(),
+        }
     }
 
     /// Total bytes of global (arguments), local (per work group) and private (per thread,

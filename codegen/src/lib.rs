@@ -3,8 +3,8 @@
 //! A program whose maps are all mapped (`mapSeq`, `mapGlb`, `mapWrg`, `mapLcl`, `mapVec`) and
 //! whose reduces are `reduceSeq` is lowered, at concrete sizes, to one kernel IR ([`kir`]):
 //! buffers with their address spaces and sizes, loops, stores, barriers and simplified index
-//! expressions ([`index`]). Two printers share it ([`print`], as naga's back ends share naga's
-//! IR): OpenCL C and CUDA C differ only in spelling.
+//! expressions ([`index`]). Two printers share it ([`print`](mod@print), as naga's back ends
+//! share naga's IR): OpenCL C and CUDA C differ only in spelling.
 //!
 //! ```
 //! let p = mapsat_ir::parse("size N = 1024\ndef scal(xs: [f32]N, a: f32) = mapGlb(0, fun(x => x * a), xs)").unwrap();
@@ -13,8 +13,9 @@
 //! assert!(src.contains("out[i_x] = xs[i_x] * a;"));
 //! ```
 //!
-//! How lowering works (views, memory, barriers, launch shape) is described in [`lower`]'s
-//! module documentation; what is printed for each loop kind in [`print`].
+//! How lowering works (views, memory, barriers, launch shape) is described in the documentation
+//! of the private module `lower` (`src/lower/mod.rs` and one file per concept beside it); what
+//! is printed for each loop kind in [`print`](mod@print).
 
 pub mod error;
 pub mod index;
@@ -22,6 +23,7 @@ pub mod kir;
 mod lower;
 mod opt;
 pub mod print;
+pub mod verify;
 
 pub use error::{CodegenError, CodegenErrorKind};
 pub use kir::Kernel;
@@ -43,9 +45,24 @@ pub struct Options {
 }
 
 /// Lowers a program to the kernel IR at concrete sizes, then cleans it up (one-iteration loops
-/// elided, indices simplified again, small private arrays promoted to registers).
+/// elided, indices simplified again, small private arrays promoted to registers). In debug
+/// builds the kernel is verified ([`verify`](mod@verify)) after each of the two steps.
 pub fn lower(p: &mapsat_ir::Program, opts: &Options) -> Result<Kernel, CodegenError> {
-    lower::Lower::run(p, opts).map(opt::optimize)
+    let k = lower::Lower::run(p, opts)?;
+    verified(&k, "after lowering")?;
+    let k = opt::optimize(k);
+    verified(&k, "after the clean-up passes")?;
+    Ok(k)
+}
+
+/// In debug builds, an internal error when the kernel fails verification.
+fn verified(k: &Kernel, when: &str) -> Result<(), CodegenError> {
+    if cfg!(debug_assertions) {
+        verify::verify(k).map_err(|e| {
+            CodegenErrorKind::Internal(format!("the kernel IR of `{}` {when} fails verification: {e}", k.name))
+        })?;
+    }
+    Ok(())
 }
 
 /// A buffer as the host sees it.

@@ -26,7 +26,7 @@ const MAX_UNROLL_PRODUCT: i64 = 64;
 pub(crate) fn optimize(mut k: Kernel) -> Kernel {
     let body = std::mem::take(&mut k.body);
     let candidates = register_candidates(&k, &body);
-    let unroll: BTreeSet<String> = candidates.values().flatten().cloned().collect();
+    let unroll: BTreeSet<VarId> = candidates.values().flatten().copied().collect();
     let mut ranges = Ranges::default();
     let body = transform(body, &BTreeMap::new(), &mut ranges, &unroll);
     k.body = body;
@@ -43,7 +43,7 @@ struct LoopFacts {
     extent: i64,
 }
 
-fn collect_loops(stmts: &[Stmt], out: &mut BTreeMap<String, LoopFacts>) {
+fn collect_loops(stmts: &[Stmt], out: &mut BTreeMap<VarId, LoopFacts>) {
     for s in stmts {
         if let Stmt::Loop { var, kind, extent, stride, trips, body, .. } = s {
             let unrollable = matches!(kind, LoopKind::Seq | LoopKind::Vec)
@@ -51,7 +51,7 @@ fn collect_loops(stmts: &[Stmt], out: &mut BTreeMap<String, LoopFacts>) {
                 && *stride == 1
                 && *extent <= MAX_UNROLL
                 && !has_barrier(body);
-            out.insert(var.clone(), LoopFacts { unrollable, extent: *extent });
+            out.insert(*var, LoopFacts { unrollable, extent: *extent });
             collect_loops(body, out);
         } else if let Stmt::Block(b) = s {
             collect_loops(b, out);
@@ -111,14 +111,14 @@ impl Uses {
                     self.expr(e);
                 }
                 Stmt::Loop { body, .. } | Stmt::Block(body) => self.stmts(body),
-                Stmt::Comment(_) | Stmt::Barrier { .. } => {}
+                Stmt::Comment(_) | Stmt::BarrierSlot(_) | Stmt::Barrier { .. } => {}
             }
         }
     }
 }
 
 /// Private arrays that can become registers, with the loop variables to unroll for each.
-fn register_candidates(k: &Kernel, body: &[Stmt]) -> BTreeMap<BufId, BTreeSet<String>> {
+fn register_candidates(k: &Kernel, body: &[Stmt]) -> BTreeMap<BufId, BTreeSet<VarId>> {
     let mut loops = BTreeMap::new();
     collect_loops(body, &mut loops);
     let mut uses = Uses::default();
@@ -156,13 +156,14 @@ fn declares(stmts: &[Stmt]) -> bool {
     stmts.iter().any(|s| matches!(s, Stmt::Decl(..) | Stmt::Loop { trips: Trips::One | Trips::AtMostOne, .. }))
 }
 
-type Env = BTreeMap<String, i64>;
+/// Values of the unrolled loop variables.
+type Env = BTreeMap<VarId, i64>;
 
-fn lookup(env: &Env) -> impl Fn(&str) -> Option<Index> + '_ {
-    |v| env.get(v).map(|c| Index::constant(*c))
+fn lookup(env: &Env) -> impl Fn(VarId) -> Option<Index> + '_ {
+    |v| env.get(&v).map(|c| Index::constant(*c))
 }
 
-fn transform(stmts: Vec<Stmt>, env: &Env, ranges: &mut Ranges, unroll: &BTreeSet<String>) -> Vec<Stmt> {
+fn transform(stmts: Vec<Stmt>, env: &Env, ranges: &mut Ranges, unroll: &BTreeSet<VarId>) -> Vec<Stmt> {
     let mut out = Vec::new();
     for s in stmts {
         match s {
@@ -178,8 +179,8 @@ fn transform(stmts: Vec<Stmt>, env: &Env, ranges: &mut Ranges, unroll: &BTreeSet
                     }));
                     for i in 0..copies {
                         let mut env = env.clone();
-                        env.insert(var.clone(), i);
-                        ranges.set(&var, i, i);
+                        env.insert(var, i);
+                        ranges.set(var, i, i);
                         let b = transform(body.clone(), &env, ranges, unroll);
                         if wrap {
                             out.push(Stmt::Block(b));
@@ -189,7 +190,7 @@ fn transform(stmts: Vec<Stmt>, env: &Env, ranges: &mut Ranges, unroll: &BTreeSet
                     }
                     continue;
                 }
-                ranges.set(&var, 0, extent - 1);
+                ranges.set(var, 0, extent - 1);
                 let body = transform(body, env, ranges, unroll);
                 out.push(Stmt::Loop { var, kind, extent, stride, trips, origin, body });
             }
@@ -199,7 +200,7 @@ fn transform(stmts: Vec<Stmt>, env: &Env, ranges: &mut Ranges, unroll: &BTreeSet
                 let p = place(p, env, ranges);
                 out.push(Stmt::Store(p, expr(e, env, ranges)));
             }
-            s @ (Stmt::Comment(_) | Stmt::Barrier { .. }) => out.push(s),
+            s @ (Stmt::Comment(_) | Stmt::BarrierSlot(_) | Stmt::Barrier { .. }) => out.push(s),
         }
     }
     out
@@ -255,7 +256,7 @@ fn scalarize(k: &mut Kernel, id: BufId) {
     }
     let mut names: BTreeSet<String> =
         k.buffers.iter().enumerate().filter(|(i, _)| *i != id.0).map(|(_, b)| b.name.clone()).collect();
-    loop_vars(&k.body, &mut names);
+    loop_vars(&k.body, &k.vars, &mut names);
     let base = k.buf(id).name.clone();
     let mut ids = Vec::new();
     for e in 0..n {
@@ -282,14 +283,15 @@ fn scalarize(k: &mut Kernel, id: BufId) {
     k.body = rewrite(body, id, &ids);
 }
 
-fn loop_vars(stmts: &[Stmt], out: &mut BTreeSet<String>) {
+/// The names of the variables of the loops in `stmts`.
+fn loop_vars(stmts: &[Stmt], vars: &[String], out: &mut BTreeSet<String>) {
     for s in stmts {
         match s {
             Stmt::Loop { var, body, .. } => {
-                out.insert(var.clone());
-                loop_vars(body, out);
+                out.insert(vars.get(var.index()).cloned().unwrap_or_else(|| var.to_string()));
+                loop_vars(body, vars, out);
             }
-            Stmt::Block(b) => loop_vars(b, out),
+            Stmt::Block(b) => loop_vars(b, vars, out),
             _ => {}
         }
     }
@@ -328,7 +330,7 @@ fn rewrite(stmts: Vec<Stmt>, id: BufId, ids: &[BufId]) -> Vec<Stmt> {
                 out.push(Stmt::Loop { var, kind, extent, stride, trips, origin, body: rewrite(body, id, ids) })
             }
             Stmt::Block(b) => out.push(Stmt::Block(rewrite(b, id, ids))),
-            s @ (Stmt::Comment(_) | Stmt::Barrier { .. }) => out.push(s),
+            s @ (Stmt::Comment(_) | Stmt::BarrierSlot(_) | Stmt::Barrier { .. }) => out.push(s),
         }
     }
     out

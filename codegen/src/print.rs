@@ -215,6 +215,9 @@ impl Printer<'_> {
     fn stmt(&mut self, s: &Stmt, depth: usize) -> R<()> {
         match s {
             Stmt::Comment(c) => self.line(depth, &format!("// {c}")),
+            Stmt::BarrierSlot(s) => {
+                return Err(K::Internal(format!("barrier slot {} left in the kernel", s.0)).into());
+            }
             Stmt::Decl(b, init) => {
                 let buf = self.k.buf(*b).clone();
                 let t = self.ty(buf.kind, buf.width)?;
@@ -245,6 +248,7 @@ impl Printer<'_> {
                 self.line(depth, b);
             }
             Stmt::Loop { var, kind, extent, stride, trips, origin, body } => {
+                let var = self.k.var_name(*var);
                 let start = self.id(*kind);
                 match trips {
                     Trips::One => {
@@ -279,8 +283,8 @@ impl Printer<'_> {
 
     fn index(&self, i: &crate::index::Index) -> String {
         match self.d {
-            Dialect::OpenCl => i.render(&|e, lo, hi| format!("clamp({e}, {lo}, {hi})")),
-            Dialect::Cuda => i.render(&|e, lo, hi| format!("min(max({e}, {lo}), {hi})")),
+            Dialect::OpenCl => i.render(&self.k.vars, &|e, lo, hi| format!("clamp({e}, {lo}, {hi})")),
+            Dialect::Cuda => i.render(&self.k.vars, &|e, lo, hi| format!("min(max({e}, {lo}), {hi})")),
         }
     }
 
@@ -398,6 +402,43 @@ impl Printer<'_> {
         }
     }
 
+    /// A binary operator: infix, or a function (`fmod`, `fmin`, `min`...) where C has no operator.
+    fn bin(&mut self, op: BinOp, a: &Expr, b: &Expr) -> R<(String, u8)> {
+        let (k, w) = self.kind_of(a);
+        if w > 1 {
+            self.ty(k, w)?;
+        }
+        let sa = self.expr(a)?;
+        let sb = self.expr(b)?;
+        Ok(match (op, op.infix()) {
+            (BinOp::Mod, _) if k == ScalarKind::F32 => {
+                let f = if self.d == Dialect::Cuda { "fmodf" } else { "fmod" };
+                (format!("{f}({}, {})", sa.0, sb.0), 7)
+            }
+            (BinOp::Min | BinOp::Max, _) => {
+                let f = match (op, k == ScalarKind::F32, self.d) {
+                    (BinOp::Min, true, Dialect::OpenCl) => "fmin",
+                    (BinOp::Max, true, Dialect::OpenCl) => "fmax",
+                    (BinOp::Min, true, Dialect::Cuda) => "fminf",
+                    (BinOp::Max, true, Dialect::Cuda) => "fmaxf",
+                    (BinOp::Min, false, _) => "min",
+                    _ => "max",
+                };
+                if w > 1 && self.d == Dialect::Cuda {
+                    return Err(K::Unsupported(format!("`{f}` on vectors in CUDA")).into());
+                }
+                (format!("{f}({}, {})", sa.0, sb.0), 7)
+            }
+            (_, Some((sym, prec))) => {
+                let prec = prec.min(5);
+                let l = Self::paren(sa, if prec == 3 { 4 } else { prec });
+                let r = Self::paren(sb, if prec == 3 { 4 } else { prec + 1 });
+                (format!("{l} {sym} {r}"), prec)
+            }
+            (_, None) => return Err(K::Internal(format!("operator {}", op.name())).into()),
+        })
+    }
+
     /// An expression and its precedence (0 ternary, 1 ||, 2 &&, 3 comparison, 4 +, 5 *, 6 unary, 7 atom).
     fn expr(&mut self, e: &Expr) -> R<(String, u8)> {
         Ok(match e {
@@ -432,41 +473,7 @@ impl Printer<'_> {
                     (self.place(p)?, 7)
                 }
             }
-            Expr::Bin(op, a, b) => {
-                let (k, w) = self.kind_of(a);
-                if w > 1 {
-                    self.ty(k, w)?;
-                }
-                let sa = self.expr(a)?;
-                let sb = self.expr(b)?;
-                match (op, op.infix()) {
-                    (BinOp::Mod, _) if k == ScalarKind::F32 => {
-                        let f = if self.d == Dialect::Cuda { "fmodf" } else { "fmod" };
-                        (format!("{f}({}, {})", sa.0, sb.0), 7)
-                    }
-                    (BinOp::Min | BinOp::Max, _) => {
-                        let f = match (op, k == ScalarKind::F32, self.d) {
-                            (BinOp::Min, true, Dialect::OpenCl) => "fmin",
-                            (BinOp::Max, true, Dialect::OpenCl) => "fmax",
-                            (BinOp::Min, true, Dialect::Cuda) => "fminf",
-                            (BinOp::Max, true, Dialect::Cuda) => "fmaxf",
-                            (BinOp::Min, false, _) => "min",
-                            _ => "max",
-                        };
-                        if w > 1 && self.d == Dialect::Cuda {
-                            return Err(K::Unsupported(format!("`{f}` on vectors in CUDA")).into());
-                        }
-                        (format!("{f}({}, {})", sa.0, sb.0), 7)
-                    }
-                    (_, Some((sym, prec))) => {
-                        let prec = prec.min(5);
-                        let l = Self::paren(sa, if prec == 3 { 4 } else { prec });
-                        let r = Self::paren(sb, if prec == 3 { 4 } else { prec + 1 });
-                        (format!("{l} {sym} {r}"), prec)
-                    }
-                    (_, None) => return Err(K::Internal(format!("operator {}", op.name())).into()),
-                }
-            }
+            Expr::Bin(op, a, b) => self.bin(*op, a, b)?,
             Expr::Un(op, a) => {
                 let (k, w) = self.kind_of(a);
                 let sa = self.expr(a)?;

@@ -330,6 +330,11 @@ impl<'a> Walker<'a> {
     fn prim(&mut self, p: Prim, id: NodeId, mut args: Vec<AV>) -> AV {
         use View::*;
         let v = |a: &mut Vec<AV>, i: usize| std::mem::replace(&mut a[i], AV::V(Unknown)).view();
+        // A compute event for every primitive but the layout ones (a map computes when its
+        // function does): what decides whether a map is concrete or a layout map.
+        if !p.is_layout() && !matches!(p, Prim::Map { .. }) {
+            self.compute += 1;
+        }
         match p {
             Prim::Map { .. } => {
                 let xs = v(&mut args, 1);
@@ -337,7 +342,6 @@ impl<'a> Walker<'a> {
                 self.map(id, f, xs)
             }
             Prim::Reduce { .. } => {
-                self.compute += 1;
                 let xs = v(&mut args, 2);
                 let init = v(&mut args, 1);
                 self.read_all(&xs, Reader::Thread);
@@ -459,15 +463,9 @@ impl<'a> Walker<'a> {
                 _ => AV::V(Unknown),
             },
             Prim::Tuple(_) => AV::V(Tup((0..args.len()).map(|i| v(&mut args, i)).collect())),
-            Prim::To(_) => {
-                self.compute += 1;
-                AV::V(v(&mut args, 0))
-            }
+            Prim::To(_) => AV::V(v(&mut args, 0)),
             Prim::AsVector(_) | Prim::AsScalar => AV::V(Unknown),
-            Prim::Bin(_) | Prim::Un(_) | Prim::Select | Prim::Cast(_) => {
-                self.compute += 1;
-                AV::V(Scalar)
-            }
+            Prim::Bin(_) | Prim::Un(_) | Prim::Select | Prim::Cast(_) => AV::V(Scalar),
         }
     }
 

@@ -375,6 +375,41 @@ impl Prim {
         }
     }
 
+    /// True for the *layout* primitives: those that only select or rearrange the elements of
+    /// their arguments, computing no scalar and writing no memory: `split`, `join`,
+    /// `transpose`, `slide`, `pad`/`padClamp` (the fill value is a literal of the primitive),
+    /// `zip`, tuples (a tuple of values), `get`, `at` (a static index), `asVector` and
+    /// `asScalar`. Not: `map` (a map is a layout map when its function applies only layout
+    /// primitives and layout maps), `reduce`, `toGlobal`/`toLocal`/`toPrivate` (a copy into
+    /// memory) and the scalar operations (`+`, `exp`, `select`, conversions...).
+    ///
+    /// The one classification its users share: the constraint analysis (a map whose function
+    /// performs only these is a layout map: a view, given no mapping), code generation (such a
+    /// map, left unmapped, is lowered as a view) and the interpreter (such a function is
+    /// applied to a whole array at once; it also does so through `toX`, which changes no value).
+    pub fn is_layout(&self) -> bool {
+        match self {
+            Prim::Split(_)
+            | Prim::Join
+            | Prim::Transpose
+            | Prim::Slide(..)
+            | Prim::Pad(..)
+            | Prim::Zip(_)
+            | Prim::Tuple(_)
+            | Prim::Get(_)
+            | Prim::At(_)
+            | Prim::AsVector(_)
+            | Prim::AsScalar => true,
+            Prim::Map { .. }
+            | Prim::Reduce { .. }
+            | Prim::To(_)
+            | Prim::Bin(_)
+            | Prim::Un(_)
+            | Prim::Select
+            | Prim::Cast(_) => false,
+        }
+    }
+
     /// The name in the text format.
     pub fn name(&self) -> &'static str {
         match self {

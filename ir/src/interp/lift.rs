@@ -145,21 +145,11 @@ impl<'a> Lifter<'_, 'a> {
     }
 }
 
-/// The one-argument primitives that only rearrange data.
+/// The primitives applied to a whole array at once: the layout primitives
+/// ([`Prim::is_layout`]), and `toX` (an address space changes no value). `zip` and tuples are
+/// lifted on their own (they take several arguments).
 fn is_structural(p: &Prim) -> bool {
-    matches!(
-        p,
-        Prim::Split(_)
-            | Prim::Join
-            | Prim::Transpose
-            | Prim::Slide(..)
-            | Prim::Pad(..)
-            | Prim::At(_)
-            | Prim::AsVector(_)
-            | Prim::AsScalar
-            | Prim::Get(_)
-            | Prim::To(_)
-    )
+    p.is_layout() || matches!(p, Prim::To(_))
 }
 
 /// `map(f, xs)` by lifting `f`, when it is structural.

@@ -22,7 +22,7 @@
 //! the index arithmetic that finds it, serve every output of the block).
 
 use mapsat_codegen::index::{Atom, Index};
-use mapsat_codegen::kir::{Expr, Kernel, LoopKind, Place, Space, Stmt, Trips};
+use mapsat_codegen::kir::{Expr, Kernel, LoopKind, Place, Space, Stmt, Trips, VarId};
 
 /// Counts of one kernel (see the module documentation).
 #[derive(Clone, Debug, Default, PartialEq)]
@@ -89,8 +89,8 @@ pub struct Lanes {
     pub line: u32,
 }
 
-struct Frame<'k> {
-    var: &'k str,
+struct Frame {
+    var: VarId,
     kind: LoopKind,
     extent: i64,
 }
@@ -100,7 +100,7 @@ struct Walk<'k> {
     lanes: Lanes,
     /// The kernel's threads are work groups and local ids (`mapWrg`/`mapLcl`), not global ids.
     grouped: bool,
-    stack: Vec<Frame<'k>>,
+    stack: Vec<Frame>,
     s: KernelStats,
 }
 
@@ -200,7 +200,7 @@ impl<'k> Walk<'k> {
 
     fn stmt(&mut self, s: &'k Stmt) {
         match s {
-            Stmt::Comment(_) => {}
+            Stmt::Comment(_) | Stmt::BarrierSlot(_) => {}
             Stmt::Decl(_, init) => {
                 if let Some(e) = init {
                     let n = self.count();
@@ -218,7 +218,7 @@ impl<'k> Walk<'k> {
                 }
             }
             Stmt::Loop { var, kind, extent, trips, body, .. } => {
-                self.stack.push(Frame { var, kind: *kind, extent: *extent });
+                self.stack.push(Frame { var: *var, kind: *kind, extent: *extent });
                 self.s.depth = self.s.depth.max(self.stack.len() as f64);
                 let level = self.stack.len() - 1;
                 if level < 6 {
@@ -299,7 +299,7 @@ impl<'k> Walk<'k> {
     fn vectorizable(&self, p: &Place, e: &Expr) -> bool {
         let mut places = vec![p];
         loads(e, &mut places);
-        let unit = |var: &str| places.iter().all(|q| stride(q, var) <= 1);
+        let unit = |var: VarId| places.iter().all(|q| stride(q, var) <= 1);
         let Some(inner) = self.stack.last() else { return false };
         match inner.kind {
             LoopKind::Local(0) | LoopKind::Global(0) => unit(inner.var),
@@ -360,11 +360,11 @@ impl<'k> Walk<'k> {
 
 /// The stride (in elements of the access) of `p`'s index along `var` (0 when it does not use
 /// it); two steps are compared, as divisions and remainders may make one step special.
-fn stride(p: &Place, var: &str) -> i64 {
+fn stride(p: &Place, var: VarId) -> i64 {
     if !p.index.mentions(var) {
         return 0;
     }
-    let at = |v: i64| p.index.eval(&|name: &str| if name == var { v } else { 0 });
+    let at = |v: i64| p.index.eval(&|x: VarId| if x == var { v } else { 0 });
     let d = ((at(2) - at(1)).abs()).max((at(1) - at(0)).abs());
     (d / p.width.max(1) as i64).max(i64::from(d != 0))
 }

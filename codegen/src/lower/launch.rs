@@ -1,0 +1,180 @@
+//! The launch shape: the number of dimensions, the global size and the work-group size, from
+//! the extents of the parallel maps and the caller's local size; and the nesting rules the
+//! parallel maps must follow to share one launch.
+//!
+//! With work groups (`mapWrg`/`mapLcl`), the global size is the number of groups (the largest
+//! `mapWrg(d)` extent) times the local size, which is the caller's or the largest divisor of the
+//! largest `mapLcl(d)` extent within a budget of 256 work items. With `mapGlb` only, the global
+//! size is the largest extent rounded up to a multiple of the local size (the caller's, or in
+//! dimension 0 the largest divisor of the extent up to 64; extra threads skip the stride loop). `mapGlb` and `mapWrg`/`mapLcl` cannot share one launch.
+
+use super::names::map_name;
+use super::types::{array_len, signature};
+use super::{Lower, R};
+use crate::error::{CodegenError, CodegenErrorKind as K};
+use crate::kir::{Launch, LoopKind};
+use mapsat_ir::ast::{MapKind, Node, NodeId, Prim, Span};
+use mapsat_ir::check::TypeInfo;
+use mapsat_ir::Program;
+
+/// The maps of a program with their extents: used to compute the launch shape.
+pub(super) struct MapInfo {
+    kind: MapKind,
+    name: String,
+    extent: i64,
+    span: Span,
+}
+
+/// Every map of the program with its extent (the length of the array it maps over).
+pub(super) fn collect_maps(p: &Program, info: &TypeInfo) -> R<Vec<MapInfo>> {
+    let mut out = Vec::new();
+    for (i, n) in p.nodes.iter().enumerate() {
+        if let Node::Prim(Prim::Map { kind, label }) = n {
+            let Some(t) = info.of(NodeId(i as u32)) else { continue };
+            let (args, _) = signature(t);
+            let Some(xs) = args.get(1) else { continue };
+            let (extent, _) = array_len(xs)?;
+            out.push(MapInfo { kind: *kind, name: map_name(*kind, label), extent, span: p.span(NodeId(i as u32)) });
+        }
+    }
+    Ok(out)
+}
+
+/// A launch-shape error at a map.
+fn launch_err(m: &MapInfo, reason: String) -> CodegenError {
+    CodegenError::new(K::Launch { map: m.name.clone(), reason }, Some(m.span))
+}
+
+/// The launch shape from the map extents and the caller's local size.
+#[allow(clippy::needless_range_loop)]
+pub(super) fn launch_shape(maps: &[MapInfo], local: Option<&[i64]>, max_group: Option<i64>) -> R<Launch> {
+    let glb: Vec<&MapInfo> = maps.iter().filter(|m| matches!(m.kind, MapKind::Glb(_))).collect();
+    let grp: Vec<&MapInfo> = maps.iter().filter(|m| matches!(m.kind, MapKind::Wrg(_) | MapKind::Lcl(_))).collect();
+    if let (Some(g), Some(w)) = (glb.first(), grp.first()) {
+        return Err(launch_err(
+            w,
+            format!("the kernel also uses `{}`; mapGlb and mapWrg/mapLcl cannot share one launch", g.name),
+        ));
+    }
+    for m in maps {
+        if m.kind.dim().is_some_and(|d| d > 2) {
+            return Err(launch_err(m, "dimensions are 0, 1 and 2".into()));
+        }
+    }
+    if let Some(l) = local {
+        if l.is_empty() || l.len() > 3 || l.iter().any(|&x| x <= 0) {
+            return Err(CodegenError::new(
+                K::Launch { map: "kernel".into(), reason: format!("bad local size {l:?}: 1 to 3 positive numbers") },
+                None,
+            ));
+        }
+        if let Some(max) = max_group.filter(|&m| l.iter().product::<i64>() > m) {
+            return Err(CodegenError::new(
+                K::Launch {
+                    map: "kernel".into(),
+                    reason: format!("local size {l:?} has more than {max} work items (the target's limit)"),
+                },
+                None,
+            ));
+        }
+    }
+    let used = maps.iter().filter_map(|m| m.kind.dim()).map(|d| d as u32 + 1).max().unwrap_or(1);
+    let max_ext = |pred: &dyn Fn(MapKind) -> bool| -> [i64; 3] {
+        let mut e = [1i64; 3];
+        for m in maps.iter().filter(|m| pred(m.kind)) {
+            if let Some(d) = m.kind.dim() {
+                e[d as usize] = e[d as usize].max(m.extent);
+            }
+        }
+        e
+    };
+    let mut global = [1i64; 3];
+    let mut loc = [1i64; 3];
+    if !grp.is_empty() {
+        let groups = max_ext(&|k| matches!(k, MapKind::Wrg(_)));
+        let lcl = max_ext(&|k| matches!(k, MapKind::Lcl(_)));
+        if let Some(m) = grp.iter().find(|m| matches!(m.kind, MapKind::Lcl(_))) {
+            if !grp.iter().any(|w| matches!(w.kind, MapKind::Wrg(_))) {
+                return Err(launch_err(m, "mapLcl needs an enclosing mapWrg".into()));
+            }
+        }
+        match local {
+            Some(l) => {
+                for d in 0..3 {
+                    loc[d] = l.get(d).copied().unwrap_or(1);
+                }
+            }
+            None => {
+                let mut budget = 256i64;
+                for d in 0..3 {
+                    loc[d] = largest_divisor_at_most(lcl[d], budget);
+                    budget /= loc[d];
+                }
+            }
+        }
+        for d in 0..3 {
+            global[d] = groups[d] * loc[d];
+        }
+    } else if !glb.is_empty() {
+        let ext = max_ext(&|k| matches!(k, MapKind::Glb(_)));
+        for d in 0..3 {
+            loc[d] = match local {
+                Some(l) => l.get(d).copied().unwrap_or(1),
+                None if d == 0 => largest_divisor_at_most(ext[0], 64).max(if ext[0] > 64 { 1 } else { ext[0] }),
+                None => 1,
+            };
+            // Round up: the extra threads skip the stride loop.
+            global[d] = (ext[d] + loc[d] - 1) / loc[d] * loc[d];
+        }
+    }
+    Ok(Launch { dims: used.max(local.map_or(1, |l| l.len() as u32)), global, local: loc })
+}
+
+/// The largest divisor of `n` that is at most `cap` (1 at least).
+fn largest_divisor_at_most(n: i64, cap: i64) -> i64 {
+    (1..=cap.min(n).max(1)).rev().find(|d| n % d == 0).unwrap_or(1)
+}
+
+impl Lower<'_> {
+    /// Refuses a parallel map nested where it cannot run: a dimension used twice, a `mapWrg`
+    /// or `mapGlb` inside one thread, a `mapLcl` outside a `mapWrg` or under a sequential loop
+    /// inside a `mapLcl`.
+    pub(super) fn check_nesting(&self, kind: MapKind, name: &str, span: Option<Span>) -> R<()> {
+        let err = |reason: String| CodegenError::new(K::Launch { map: name.to_string(), reason }, span);
+        for l in &self.loops {
+            match (kind, l.kind) {
+                (MapKind::Glb(a), LoopKind::Global(b))
+                | (MapKind::Wrg(a), LoopKind::Group(b))
+                | (MapKind::Lcl(a), LoopKind::Local(b))
+                    if a == b =>
+                {
+                    return Err(err(format!("dimension {a} is already used by the enclosing `{}`", l.origin)))
+                }
+                (MapKind::Wrg(_), LoopKind::Local(_) | LoopKind::Global(_) | LoopKind::Seq | LoopKind::Vec)
+                | (MapKind::Glb(_), LoopKind::Local(_) | LoopKind::Seq | LoopKind::Vec) => {
+                    return Err(err(format!("it is nested in `{}`, which already runs in one thread", l.origin)))
+                }
+                (MapKind::Lcl(_), LoopKind::Global(_) | LoopKind::Seq | LoopKind::Vec)
+                    if !matches!(l.kind, LoopKind::Seq) =>
+                {
+                    return Err(err(format!("it is nested in `{}`", l.origin)))
+                }
+                (MapKind::Glb(_), LoopKind::Group(_)) => {
+                    return Err(err(format!("it is nested in the work-group map `{}`", l.origin)))
+                }
+                _ => {}
+            }
+        }
+        if matches!(kind, MapKind::Lcl(_)) {
+            if !self.loops.iter().any(|l| matches!(l.kind, LoopKind::Group(_))) {
+                return Err(err("mapLcl must be nested in a mapWrg".into()));
+            }
+            if let Some(l) = self.loops.iter().find(|l| matches!(l.kind, LoopKind::Seq | LoopKind::Vec)) {
+                if self.loops.iter().any(|o| matches!(o.kind, LoopKind::Local(_))) {
+                    return Err(err(format!("it is nested in the sequential `{}` inside a mapLcl", l.origin)));
+                }
+            }
+        }
+        Ok(())
+    }
+}

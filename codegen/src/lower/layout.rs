@@ -1,0 +1,93 @@
+//! Layout maps: an unlabelled `map` whose function only reorganizes data (the maps inside
+//! `padND2`, `slideND2`, `zipND3`, or `map(join)`) is a view too: element `i` is `f(xs[i])`,
+//! lowered when an access reaches it; written to, it passes its destination through the inverse
+//! of `f` (`join`/`split`/`transpose`/`asVector`/`asScalar` chains).
+
+use super::expr::{Arg, Out};
+use super::types::{array_len, signature};
+use super::view::{InvOp, View};
+use super::{Lower, R};
+use crate::error::CodegenErrorKind as K;
+use mapsat_ir::ast::{MapKind, Node, NodeId, Prim};
+use mapsat_ir::Type;
+
+impl Lower<'_> {
+    /// True when `f` only reorganizes data (layout primitives, [`Prim::is_layout`], and nested
+    /// unmapped maps of such functions): `map(f, xs)` is then a view, with nothing to compute or
+    /// to map onto threads. The constraint analysis classifies maps the same way, so the maps
+    /// it leaves unmapped (its layout maps) are lowered here.
+    pub(super) fn layout_only(&self, f: &Arg) -> bool {
+        let Arg::Node(n) = f else { return false };
+        let mut todo = vec![*n];
+        while let Some(n) = todo.pop() {
+            match self.p.node(n) {
+                Node::Var(_) | Node::Param(_) => {}
+                Node::Lam(b, _) => todo.push(*b),
+                Node::App(a, b) => todo.extend([*a, *b]),
+                Node::Prim(p) if p.is_layout() => {}
+                Node::Prim(Prim::Map { kind: MapKind::Abstract, .. }) => {}
+                _ => return false,
+            }
+        }
+        true
+    }
+
+    /// `map(f, xs)` with a layout-only `f`: a lazy view of `xs`. With a destination, `xs` writes
+    /// through the inverse of `f` when `f` is invertible (`join`, `split`, `transpose`, ...).
+    pub(super) fn layout_map(&mut self, f: &Arg, xs: &Arg, dest: Option<View>) -> R<Out> {
+        let Arg::Node(fnode) = f else { return Err(K::Internal("layout map of a value".into()).into()) };
+        let inv = match &dest {
+            Some(_) => self.inverse(*fnode)?,
+            None => None,
+        };
+        let o = match (inv, dest) {
+            (Some(inv), Some(d)) => self.gen_arg(xs, Some(View::MapInv { inv, inner: Box::new(d) }))?,
+            _ => self.gen_arg(xs, None)?,
+        };
+        Ok(Out { view: View::MapF { f: *fnode, env: self.env.clone(), inner: Box::new(o.view) }, written: o.written })
+    }
+
+    /// The inverse of a layout function made of `join`, `split`, `transpose`, `asVector` and
+    /// `asScalar` steps (a bare primitive or a lambda applying a chain of them to its parameter),
+    /// as steps applied to a destination; `None` when it has no such inverse.
+    fn inverse(&self, f: NodeId) -> R<Option<Vec<InvOp>>> {
+        let mut ops = Vec::new();
+        let mut cur = match self.p.node(f) {
+            Node::Lam(b, _) => *b,
+            _ => {
+                return Ok(self.inverse_step(f)?.map(|op| vec![op]));
+            }
+        };
+        loop {
+            match self.p.node(cur) {
+                Node::Var(0) => return Ok(Some(ops)),
+                Node::App(g, x) => match self.inverse_step(*g)? {
+                    Some(op) => {
+                        ops.push(op);
+                        cur = *x;
+                    }
+                    None => return Ok(None),
+                },
+                _ => return Ok(None),
+            }
+        }
+    }
+
+    /// The inverse of one layout primitive `g`, if it has one.
+    fn inverse_step(&self, g: NodeId) -> R<Option<InvOp>> {
+        let Node::Prim(prim) = self.p.node(g) else { return Ok(None) };
+        let (args, res) = signature(&self.ty(g)?);
+        let Some(arg) = args.first() else { return Ok(None) };
+        Ok(match prim {
+            Prim::Join => Some(InvOp::Split(array_len(&array_len(arg)?.1)?.0)),
+            Prim::Split(_) => Some(InvOp::Join(array_len(&array_len(&res)?.1)?.0)),
+            Prim::Transpose => Some(InvOp::Transpose),
+            Prim::AsVector(w) => Some(InvOp::AsScalar(*w)),
+            Prim::AsScalar => match array_len(arg)?.1 {
+                Type::Vector(_, w) => Some(InvOp::AsVector(w)),
+                _ => None,
+            },
+            _ => None,
+        })
+    }
+}
