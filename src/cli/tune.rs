@@ -32,8 +32,9 @@ pub struct TuneArgs {
     /// Candidates measured by random valid sampling, the baseline of the report (0: none).
     #[arg(long = "random-trials", default_value_t = 32)]
     random_trials: usize,
-    /// Candidates per batch (the learned model is retrained after each).
-    #[arg(long, default_value_t = 64)]
+    /// Candidates per batch (the learned model is retrained after each; the first batch is
+    /// ranked by the analytical model).
+    #[arg(long, default_value_t = 16)]
     batch: usize,
     /// Timed runs per kernel (the median is its time).
     #[arg(long, default_value_t = 5)]

@@ -59,7 +59,9 @@ pub enum TuneError {
     Io(String),
 }
 
-/// How to tune. Budgets are explicit; the defaults are AutoTVM's batch of 64 and 5 % random.
+/// How to tune. Budgets are explicit. AutoTVM measures batches of 64 over thousands of trials;
+/// the default here is 16, so that the learned model chooses three of the four batches of a
+/// 64-trial tune. 5 % of each batch is random, as in AutoTVM.
 pub struct TuneOptions {
     /// Candidates measured by the guided search.
     pub trials: usize,
@@ -96,7 +98,7 @@ impl Default for TuneOptions {
         TuneOptions {
             trials: 64,
             random_trials: 32,
-            batch: 64,
+            batch: 16,
             epsilon: 0.05,
             pool: 256,
             seed: 0,

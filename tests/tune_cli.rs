@@ -1,0 +1,251 @@
+//! End-to-end tests of `mapsat tune` on pocl: a whole tune whose best kernel is checked again by
+//! `mapsat run --check` (the interpreter is the oracle), the log and its resumption after
+//! `kill -9`, a hanging and a crashing measurement, and bad input.
+//!
+//! Without an OpenCL device the tests that measure are skipped with a message, unless
+//! `MAPSAT_REQUIRE_OPENCL=1` (CI), which makes that a failure.
+
+use serde_json::Value;
+use std::collections::HashSet;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+fn root() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+}
+
+fn mapsat(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_mapsat")).args(args).current_dir(root()).output().expect("run mapsat")
+}
+
+fn text(o: &Output) -> String {
+    format!("{}{}", String::from_utf8_lossy(&o.stdout), String::from_utf8_lossy(&o.stderr))
+}
+
+/// A fresh scratch folder.
+fn scratch(name: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("mapsat-tune-{name}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).expect("scratch folder");
+    dir
+}
+
+fn opencl() -> bool {
+    let out = mapsat(&["devices"]);
+    let present = String::from_utf8_lossy(&out.stdout).lines().any(|l| l.starts_with("opencl:0:0"));
+    if !present {
+        assert!(std::env::var("MAPSAT_REQUIRE_OPENCL").is_err(), "no OpenCL device:\n{}", text(&out));
+        eprintln!("skipped: no OpenCL device");
+    }
+    present
+}
+
+/// The trial records of a log.
+fn trials(log: &Path) -> Vec<Value> {
+    let text = std::fs::read_to_string(log).expect("log");
+    text.lines().skip(1).map(|l| serde_json::from_str::<Value>(l).expect("a JSON line")).collect()
+}
+
+fn phase<'a>(ts: &'a [Value], p: &str) -> Vec<&'a Value> {
+    ts.iter().filter(|t| t["phase"] == p).collect()
+}
+
+const CONV: &str = "examples/conv_blocked.lift";
+
+#[test]
+fn a_tune_finds_a_correct_kernel_and_reports_it() {
+    if !opencl() {
+        return;
+    }
+    let dir = scratch("whole");
+    let out_dir = dir.to_str().unwrap();
+    let out =
+        mapsat(&["tune", CONV, "--trials", "8", "--batch", "4", "--random-trials", "4", "--runs", "2", "-o", out_dir]);
+    assert!(out.status.success(), "{}", text(&out));
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(stdout.contains("best: ") && stdout.contains("GFLOP/s"), "{stdout}");
+    // Every trial was measured once, correct, and logged.
+    let ts = trials(&dir.join("tune.jsonl"));
+    let guided = phase(&ts, "guided");
+    assert_eq!(guided.len(), 8);
+    assert_eq!(phase(&ts, "random").len(), 4);
+    let kernels: HashSet<&str> = guided.iter().map(|t| t["kernel"].as_str().unwrap()).collect();
+    assert_eq!(kernels.len(), 8, "a kernel was measured twice");
+    assert!(ts.iter().all(|t| t["status"] == "ok"), "{ts:?}");
+    // The report names the best trial of the log, and the plot and model were written.
+    let report: Value = serde_json::from_str(&std::fs::read_to_string(dir.join("report.json")).unwrap()).unwrap();
+    let best_ms = ts.iter().map(|t| t["median_ms"].as_f64().unwrap()).fold(f64::INFINITY, f64::min);
+    assert_eq!(report["best"]["median_ms"].as_f64(), Some(best_ms));
+    assert!(std::fs::read_to_string(dir.join("progress.svg")).unwrap().starts_with("<svg"));
+    assert!(dir.join("tune.jsonl.model.json").is_file());
+    assert!(std::fs::read_to_string(dir.join("report.md")).unwrap().contains("## Model accuracy"));
+    // The best kernel's program runs again, on its own, and agrees with the interpreter.
+    let lift = dir.join("conv_blocked.lift");
+    let run = mapsat(&["run", lift.to_str().unwrap(), "--check", "--runs", "1"]);
+    assert!(run.status.success() && text(&run).contains("check: ok"), "{}", text(&run));
+    // A later tune of another program starts from the saved model.
+    let other = scratch("transfer");
+    let model = dir.join("tune.jsonl.model.json");
+    let args = ["tune", "examples/matmul_tiled.lift", "--trials", "4", "--batch", "4", "--random-trials", "0"];
+    let out = mapsat(
+        &[&args[..], &["--runs", "1", "--model", model.to_str().unwrap(), "-o", other.to_str().unwrap()]].concat(),
+    );
+    assert!(out.status.success(), "{}", text(&out));
+    let t = trials(&other.join("tune.jsonl"));
+    assert!(t.iter().all(|t| t["learned_score"].is_number()), "the prior model ranked the first batch: {t:?}");
+}
+
+#[test]
+fn a_killed_tune_resumes_without_losing_or_repeating_a_record() {
+    if !opencl() {
+        return;
+    }
+    let dir = scratch("resume");
+    let log = dir.join("tune.jsonl");
+    let args = |extra: &[&str]| -> Vec<String> {
+        let base = ["tune", CONV, "--trials", "12", "--batch", "4", "--random-trials", "4", "--runs", "2"];
+        let mut v: Vec<String> = base.iter().map(|s| s.to_string()).collect();
+        v.extend(["-o".into(), dir.to_str().unwrap().into()]);
+        v.extend(extra.iter().map(|s| s.to_string()));
+        v
+    };
+    let mut child = Command::new(env!("CARGO_BIN_EXE_mapsat"))
+        .args(args(&[]))
+        .current_dir(root())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("start the tune");
+    // Kill it (SIGKILL: no chance to clean up) once a few records are written.
+    let start = Instant::now();
+    while std::fs::read_to_string(&log).map(|t| t.lines().count()).unwrap_or(0) < 6 {
+        assert!(start.elapsed() < Duration::from_secs(300), "the tune wrote no records");
+        assert!(child.try_wait().unwrap().is_none(), "the tune ended before it could be killed");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    child.kill().expect("kill -9");
+    child.wait().unwrap();
+    let before = std::fs::read_to_string(&log).unwrap();
+    let kept: Vec<&str> = before.lines().filter(|l| l.ends_with('}')).collect();
+    // Without --resume the log is not overwritten.
+    let again = mapsat(&args(&[]).iter().map(String::as_str).collect::<Vec<_>>());
+    assert_eq!(again.status.code(), Some(1), "{}", text(&again));
+    assert!(text(&again).contains("--resume"), "{}", text(&again));
+    let resumed = mapsat(&args(&["--resume"]).iter().map(String::as_str).collect::<Vec<_>>());
+    assert!(resumed.status.success(), "{}", text(&resumed));
+    let after = std::fs::read_to_string(&log).unwrap();
+    // Every complete record written before the kill is still there, in order.
+    for (a, b) in kept.iter().zip(after.lines()) {
+        assert_eq!(a, &b);
+    }
+    let ts = trials(&log);
+    let guided = phase(&ts, "guided");
+    assert_eq!(guided.len(), 12);
+    assert_eq!(phase(&ts, "random").len(), 4);
+    let numbers: Vec<u64> = guided.iter().map(|t| t["trial"].as_u64().unwrap()).collect();
+    assert_eq!(numbers, (0..12).collect::<Vec<_>>());
+    // Nothing was measured twice: guided kernels are distinct, and a random trial that drew a
+    // guided kernel reuses its measurement.
+    let kernels: HashSet<&str> = guided.iter().map(|t| t["kernel"].as_str().unwrap()).collect();
+    assert_eq!(kernels.len(), 12);
+    for t in phase(&ts, "random") {
+        assert_eq!(kernels.contains(t["kernel"].as_str().unwrap()), t["reused"].is_number(), "{t}");
+    }
+    // The best is the best of every record, those before the kill included.
+    let report: Value = serde_json::from_str(&std::fs::read_to_string(dir.join("report.json")).unwrap()).unwrap();
+    let best_ms = ts.iter().filter(|t| t["status"] == "ok").map(|t| t["median_ms"].as_f64().unwrap());
+    assert_eq!(report["best"]["median_ms"].as_f64(), Some(best_ms.fold(f64::INFINITY, f64::min)));
+}
+
+#[test]
+fn a_hanging_or_crashing_measurement_is_recorded_and_the_tune_goes_on() {
+    if !opencl() {
+        return;
+    }
+    for (fault, status) in [("hang@2", "timeout"), ("crash@3", "crash")] {
+        let dir = scratch(status);
+        let args = ["tune", "examples/matmul_tiled.lift", "--trials", "5", "--batch", "5", "--random-trials", "0"];
+        let start = Instant::now();
+        let out = mapsat(
+            &[&args[..], &["--runs", "1", "--timeout", "4", "--inject-fault", fault, "-o", dir.to_str().unwrap()]]
+                .concat(),
+        );
+        assert!(out.status.success(), "{fault}: {}", text(&out));
+        assert!(start.elapsed() < Duration::from_secs(120), "{fault}: took {:?}", start.elapsed());
+        let ts = trials(&dir.join("tune.jsonl"));
+        assert_eq!(ts.len(), 5, "{fault}");
+        let failed: Vec<&Value> = ts.iter().filter(|t| t["status"] != "ok").collect();
+        assert_eq!(failed.len(), 1, "{fault}: {ts:?}");
+        assert_eq!(failed[0]["status"], status, "{fault}");
+        // The other kernels were measured by a new worker.
+        let report: Value = serde_json::from_str(&std::fs::read_to_string(dir.join("report.json")).unwrap()).unwrap();
+        assert_eq!(report["worker_restarts"], 1, "{fault}");
+        assert_ne!(report["best"]["status"], status);
+    }
+}
+
+#[test]
+fn bad_input_is_refused_with_a_clear_message() {
+    let dir = scratch("bad");
+    let out_dir = dir.to_str().unwrap();
+    let tune = |extra: &[&str]| mapsat(&[&["tune", CONV, "-o", out_dir][..], extra].concat());
+    let cases: [(&[&str], i32, &str); 5] = [
+        (&["--trials", "0"], 2, "--trials must be at least 1"),
+        (&["--device", "gpu"], 2, "bad device `gpu`"),
+        (&["--device", "opencl:7:0"], 1, "no OpenCL platform 7"),
+        (&["--timeout", "0"], 2, "--timeout must be a positive"),
+        (&["--target", "no-such-profile"], 2, "unknown device profile"),
+    ];
+    for (args, code, msg) in cases {
+        let out = tune(args);
+        assert_eq!(out.status.code(), Some(code), "{args:?}: {}", text(&out));
+        assert!(text(&out).contains(msg), "{args:?}: {}", text(&out));
+        assert!(!text(&out).contains("panicked"), "{args:?}: {}", text(&out));
+    }
+    let garbage = dir.join("garbage.toml");
+    std::fs::write(&garbage, "name = 3\n[[[").unwrap();
+    let out = tune(&["--target", garbage.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out));
+    assert!(text(&out).contains("invalid profile"), "{}", text(&out));
+    // A program with no valid mapping: its only tile size never divides its length.
+    let prog = dir.join("nodivide.lift");
+    std::fs::write(
+        &prog,
+        "size N = 10, s in 3..3 = 3\ndef f(xs: [f32]N) = join(map(map(fun(x => x * 2.0)), split(s, xs)))\n",
+    )
+    .unwrap();
+    let out = mapsat(&["tune", prog.to_str().unwrap(), "--target", "pocl-cpu", "-o", out_dir]);
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out));
+    assert!(text(&out).contains("no valid mapping"), "{}", text(&out));
+}
+
+#[test]
+fn a_log_of_another_program_or_version_is_refused() {
+    if !opencl() {
+        return;
+    }
+    let dir = scratch("foreign");
+    let log = dir.join("log.jsonl");
+    let (log_s, out_dir) = (log.to_str().unwrap(), dir.to_str().unwrap());
+    let base = ["--trials", "2", "--batch", "2", "--random-trials", "0", "--runs", "1", "--log", log_s, "-o", out_dir];
+    let out = mapsat(&[&["tune", "examples/matmul_tiled.lift"][..], &base].concat());
+    assert!(out.status.success(), "{}", text(&out));
+    let out = mapsat(&[&["tune", CONV][..], &base, &["--resume"]].concat());
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out));
+    assert!(text(&out).contains("written for another task"), "{}", text(&out));
+    // The same program at other sizes is another task too.
+    let out = mapsat(&[&["tune", "examples/matmul_tiled.lift", "--size", "M=16"][..], &base, &["--resume"]].concat());
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out));
+    // A log of another format version.
+    let text_now = std::fs::read_to_string(&log).unwrap();
+    std::fs::write(&log, text_now.replacen("\"format\":1", "\"format\":99", 1)).unwrap();
+    let out = mapsat(&[&["tune", "examples/matmul_tiled.lift"][..], &base, &["--resume"]].concat());
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out));
+    assert!(text(&out).contains("format 99"), "{}", text(&out));
+    // Not a log at all.
+    std::fs::write(&log, "hello\n").unwrap();
+    let out = mapsat(&[&["tune", "examples/matmul_tiled.lift"][..], &base, &["--resume"]].concat());
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out));
+    assert!(text(&out).contains("not a mapsat tuning log"), "{}", text(&out));
+}
