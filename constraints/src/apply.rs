@@ -25,13 +25,32 @@ impl Space {
     /// Maps that only rearrange data (layout maps, see [`Space::layout_maps`]) keep their
     /// abstract kind: code generation treats them as views.
     pub fn apply(&self, p: &Program, m: &Mapping) -> Result<Program, Error> {
-        apply_mapping(p, &self.labels, &self.parents, m)
+        apply_mapping(p, &self.labels, &self.parents, &self.fused_lens, m)
     }
 }
 
+/// For each variable whose domain has `F`, the length of the arrays its map iterates over
+/// (from the types of `p`; `None` where the program does not type-check or the map is not
+/// applied). Computed once per space: fusing needs it, and type-checking per mapping is slow.
+pub(crate) fn fused_lens(p: &Program, labels: &[String], domains: &[Vec<i64>]) -> Vec<Option<mapsat_ir::Size>> {
+    let fused = Code::Fused.to_int();
+    if !domains.iter().any(|d| d.contains(&fused)) {
+        return vec![None; labels.len()];
+    }
+    let Ok(info) = mapsat_ir::check::check(p) else { return vec![None; labels.len()] };
+    labels.iter().zip(domains).map(|(l, d)| d.contains(&fused).then(|| inner_len(p, &info, l).ok()).flatten()).collect()
+}
+
 /// Applies the codes of `m` (one per label in `labels`; `parents[i]` is the variable of the map
-/// `labels[i]` is nested in) to `p`. See [`Space::apply`].
-fn apply_mapping(p: &Program, labels: &[String], parents: &[Option<usize>], m: &Mapping) -> Result<Program, Error> {
+/// `labels[i]` is nested in; `lens[i]` the length its arrays have, if it is fused) to `p`. See
+/// [`Space::apply`].
+fn apply_mapping(
+    p: &Program,
+    labels: &[String],
+    parents: &[Option<usize>],
+    lens: &[Option<mapsat_ir::Size>],
+    m: &Mapping,
+) -> Result<Program, Error> {
     if m.codes.len() != labels.len() || parents.len() != labels.len() {
         return Err(Error::Apply(format!("{} codes for {} maps", m.codes.len(), labels.len())));
     }
@@ -51,13 +70,9 @@ fn apply_mapping(p: &Program, labels: &[String], parents: &[Option<usize>], m: &
         }
         kinds.insert(labels[i].as_str(), kind);
     }
-    // Lengths of the arrays the fused maps iterate over, from the original program's types.
-    let info = mapsat_ir::check::check(p)
-        .map_err(|e| Error::Apply(format!("the program does not type-check: {}", e.message)))?;
-    let mut lens = HashMap::new();
     for (i, c) in m.codes.iter().enumerate() {
-        if *c == Code::Fused {
-            lens.insert(i, inner_len(p, &info, &labels[i])?);
+        if *c == Code::Fused && lens.get(i).is_none_or(Option::is_none) {
+            return Err(Error::Apply(format!("the length of the arrays map {} iterates over is unknown", labels[i])));
         }
     }
     let mut out = p.clone();
@@ -81,7 +96,8 @@ fn apply_mapping(p: &Program, labels: &[String], parents: &[Option<usize>], m: &
         while m.codes[j] == Code::Fused {
             j = parents[j].unwrap_or(j);
         }
-        out = fuse(&out, &labels[j], &labels[i], lens[&i].clone())?;
+        let len = lens[i].clone().ok_or_else(|| Error::Apply(format!("no length for map {}", labels[i])))?;
+        out = fuse(&out, &labels[j], &labels[i], len)?;
     }
     Ok(out)
 }

@@ -28,6 +28,19 @@ impl Space {
         Ok(out)
     }
 
+    /// Is `m` valid with the local sizes `ls` (as many as [`Space::local_size_count`])? Every
+    /// constraint is evaluated once: the check [`Space::local_sizes`] makes for each vector.
+    pub fn valid_with_local_sizes(&self, m: &Mapping, ls: &[i64]) -> Result<bool, Error> {
+        self.check_len(m.codes.len())?;
+        if ls.len() != self.local_size_count() {
+            return Err(Error::Apply(format!("{} local sizes for a space with {}", ls.len(), self.local_size_count())));
+        }
+        let codes: Vec<Option<i64>> = m.codes.iter().map(|c| Some(c.to_int())).collect();
+        let values: Vec<Option<i64>> = ls.iter().map(|v| Some(*v)).collect();
+        let env = Env { codes: &codes, parents: &self.parents, ls: &values };
+        Ok(self.constraints.iter().all(|c| env.eval(&c.expr) == Some(true)))
+    }
+
     fn local_sizes_from(
         &self,
         d: usize,
@@ -72,8 +85,11 @@ mod tests {
         let firsts: Vec<i64> = all.iter().map(|l| l[0]).collect();
         assert_eq!(firsts, vec![1, 2, 4, 8, 16]);
         assert!(all.iter().all(|l| l[1] == 1 && l[2] == 1));
-        // Every answer is valid by Z3 too.
+        // Every answer is valid by Z3 too, and by the one-vector check.
         assert!(space.explain(&m).unwrap().valid);
+        assert!(all.iter().all(|l| space.valid_with_local_sizes(&m, l).unwrap()));
+        assert!(!space.valid_with_local_sizes(&m, &[3, 1, 1]).unwrap());
+        assert!(space.valid_with_local_sizes(&m, &[1, 1]).is_err());
         // A mapping that is invalid whatever the local size has none.
         let bad = space.parse_mapping("A=L0,B=W0").unwrap();
         assert!(space.local_sizes(&bad).unwrap().is_empty());

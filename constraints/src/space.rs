@@ -189,6 +189,9 @@ pub struct Space {
     pub(crate) barriers: Vec<BarrierSite>,
     /// The options used.
     pub(crate) options: Options,
+    /// For each variable that may be fused (`F`), the length of the arrays its map iterates
+    /// over, from the program's types (what fusing it needs).
+    pub(crate) fused_lens: Vec<Option<mapsat_ir::Size>>,
 }
 
 impl Space {
@@ -205,6 +208,7 @@ impl Space {
             analysis.maps.iter().filter(|m| !m.concrete && !m.label.is_empty()).map(|m| m.label.clone()).collect();
         let parents: Vec<Option<usize>> = vars.iter().map(|&m| analysis.maps[m].parent.and_then(var_of)).collect();
         let generated = families::generate(&Gen::new(&analysis, &options, &vars, &labels, &parents));
+        let fused_lens = crate::apply::fused_lens(p, &labels, &generated.domains);
         Ok(Space {
             analysis,
             vars,
@@ -216,6 +220,7 @@ impl Space {
             constraints: generated.constraints,
             barriers: generated.barriers,
             options,
+            fused_lens,
         })
     }
 

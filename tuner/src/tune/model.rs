@@ -122,6 +122,9 @@ pub struct Learned {
     pub data: TrainingSet,
 }
 
+/// Rows from which prediction runs on every core.
+const PARALLEL_ROWS: usize = 1024;
+
 /// The booster's complexity budget (perpetual's single hyper-parameter).
 const BUDGET: f32 = 1.0;
 
@@ -172,7 +175,7 @@ impl CostModel for Learned {
             return Vec::new();
         }
         let x = columns(rows);
-        self.booster.predict(&Matrix::new(&x, rows.len(), NAMES.len()), false)
+        self.booster.predict(&Matrix::new(&x, rows.len(), NAMES.len()), rows.len() >= PARALLEL_ROWS)
     }
 
     fn name(&self) -> &'static str {

@@ -328,9 +328,10 @@ impl Task {
 
     /// Is `local` a valid work-group size for `m` in `space`?
     fn local_ok(&self, space: &Space, m: &Mapping, local: &[i64]) -> bool {
-        match self.lcl_sizes(space, m) {
-            Some(ls) => ls.iter().any(|l| l == local),
-            None => local.iter().product::<i64>() <= self.profile.max_work_group_size as i64,
+        if m.codes.iter().any(|c| matches!(c, Code::Lcl(_))) {
+            space.valid_with_local_sizes(m, local).unwrap_or(false)
+        } else {
+            local.iter().product::<i64>() <= self.profile.max_work_group_size as i64
         }
     }
 
