@@ -41,10 +41,11 @@ fn opencl() -> bool {
     present
 }
 
-/// The trial records of a log.
+/// The trial records of a log (not its header or the confirming re-measurements).
 fn trials(log: &Path) -> Vec<Value> {
     let text = std::fs::read_to_string(log).expect("log");
-    text.lines().skip(1).map(|l| serde_json::from_str::<Value>(l).expect("a JSON line")).collect()
+    let lines = text.lines().map(|l| serde_json::from_str::<Value>(l).expect("a JSON line"));
+    lines.filter(|v| v["kind"] == "trial").collect()
 }
 
 fn phase<'a>(ts: &'a [Value], p: &str) -> Vec<&'a Value> {
@@ -73,10 +74,9 @@ fn a_tune_finds_a_correct_kernel_and_reports_it() {
     let kernels: HashSet<&str> = guided.iter().map(|t| t["kernel"].as_str().unwrap()).collect();
     assert_eq!(kernels.len(), 8, "a kernel was measured twice");
     assert!(ts.iter().all(|t| t["status"] == "ok"), "{ts:?}");
-    // The report names the best trial of the log, and the plot and model were written.
+    // The report names the best kernel, and the plot and model were written.
     let report: Value = serde_json::from_str(&std::fs::read_to_string(dir.join("report.json")).unwrap()).unwrap();
-    let best_ms = ts.iter().map(|t| t["median_ms"].as_f64().unwrap()).fold(f64::INFINITY, f64::min);
-    assert_eq!(report["best"]["median_ms"].as_f64(), Some(best_ms));
+    assert_best_is_confirmed(&report, &ts);
     assert!(std::fs::read_to_string(dir.join("progress.svg")).unwrap().starts_with("<svg"));
     assert!(dir.join("tune.jsonl.model.json").is_file());
     assert!(std::fs::read_to_string(dir.join("report.md")).unwrap().contains("## Model accuracy"));
@@ -152,10 +152,30 @@ fn a_killed_tune_resumes_without_losing_or_repeating_a_record() {
     for t in phase(&ts, "random") {
         assert_eq!(kernels.contains(t["kernel"].as_str().unwrap()), t["reused"].is_number(), "{t}");
     }
-    // The best is the best of every record, those before the kill included.
+    // The best is chosen among every record, those before the kill included.
     let report: Value = serde_json::from_str(&std::fs::read_to_string(dir.join("report.json")).unwrap()).unwrap();
-    let best_ms = ts.iter().filter(|t| t["status"] == "ok").map(|t| t["median_ms"].as_f64().unwrap());
-    assert_eq!(report["best"]["median_ms"].as_f64(), Some(best_ms.fold(f64::INFINITY, f64::min)));
+    assert_best_is_confirmed(&report, &ts);
+}
+
+/// The report's best kernel is the fastest of those measured again at the end of each phase,
+/// which are the best trials of their phase; its time is their confirmed time.
+fn assert_best_is_confirmed(report: &Value, ts: &[Value]) {
+    let confirmed = report["confirmed"].as_array().expect("confirmed kernels");
+    assert!(confirmed.len() >= 2, "{report}");
+    let fastest = &confirmed[0];
+    assert!(confirmed.iter().all(|c| c["median_ms"].as_f64() >= fastest["median_ms"].as_f64()));
+    assert_eq!(report["best"]["kernel"], fastest["kernel"]);
+    assert_eq!(report["best_ms"], fastest["median_ms"]);
+    for phase in ["guided", "random"] {
+        // The phase's best trial (one measurement) is among its confirmed kernels.
+        let ok = ts.iter().filter(|t| t["phase"] == phase && t["status"] == "ok");
+        let Some(best) =
+            ok.min_by(|a, b| a["median_ms"].as_f64().unwrap().total_cmp(&b["median_ms"].as_f64().unwrap()))
+        else {
+            continue;
+        };
+        assert!(confirmed.iter().any(|c| c["kernel"] == best["kernel"] && c["phase"] == phase), "{phase}: {report}");
+    }
 }
 
 #[test]

@@ -237,8 +237,8 @@ fn summarize(task: &Task, r: &tune::TuneResult, written: &[PathBuf], model: Opti
         Some(b) => {
             outln!(
                 "best: {}, {:.2} GFLOP/s; the median valid candidate: {:.2} GFLOP/s ({:.1}x)",
-                tune::report::fmt_ms(b.median_ms),
-                b.gflops,
+                tune::report::fmt_ms(s.best_ms),
+                s.best_gflops,
                 s.median_valid_gflops,
                 s.speedup_over_median
             );

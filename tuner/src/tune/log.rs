@@ -1,6 +1,8 @@
 //! The tuning log: JSON lines, a [`Header`] first, then one [`Trial`] per measured candidate,
 //! each written with one `write` and flushed, so that a tune killed at any point (`kill -9`)
-//! loses no record it had written. `--resume` reads the records back and continues: nothing
+//! loses no record it had written. [`Confirmation`] lines record the re-measurements of each
+//! phase's best kernels at its end (they are measurements of kernels already in the log, not
+//! new candidates). `--resume` reads the records back and continues: nothing
 //! measured is measured again (records are keyed by a hash of the kernel's source, which holds
 //! its sizes and launch shape). A last line cut short by the kill is dropped.
 //!
@@ -93,11 +95,25 @@ impl Trial {
     }
 }
 
+/// A re-measurement of one of a phase's best kernels, at the phase's end.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Confirmation {
+    /// The phase whose best kernels were re-measured.
+    pub phase: Phase,
+    /// The trial of that phase that measured the kernel first.
+    pub trial: u64,
+    /// Hash of the kernel source.
+    pub kernel: String,
+    /// The timed launches of this re-measurement, in ms.
+    pub times_ms: Vec<f64>,
+}
+
 #[derive(Serialize, Deserialize)]
 #[serde(tag = "kind", rename_all = "lowercase")]
 enum Line {
     Header(Header),
     Trial(Trial),
+    Confirmation(Confirmation),
 }
 
 /// Why a log cannot be used.
@@ -165,6 +181,8 @@ impl Log {
             let last = lines.peek().is_none();
             match serde_json::from_str(line.trim_end()) {
                 Ok(Line::Trial(t)) if line.ends_with('\n') => trials.push(t),
+                // Confirmations are redone at the end of each phase.
+                Ok(Line::Confirmation(_)) if line.ends_with('\n') => {}
                 // Cut off by a kill: dropped.
                 _ if last => break,
                 _ => return Err(foreign(format!("line {} is not a trial record", trials.len() + 2))),
@@ -179,6 +197,11 @@ impl Log {
     /// Appends a trial (one write, flushed).
     pub fn append(&mut self, t: &Trial) -> Result<(), LogError> {
         self.write(&Line::Trial(t.clone()))
+    }
+
+    /// Appends a confirmation (one write, flushed).
+    pub fn confirm(&mut self, c: &Confirmation) -> Result<(), LogError> {
+        self.write(&Line::Confirmation(c.clone()))
     }
 
     fn write(&mut self, line: &Line) -> Result<(), LogError> {

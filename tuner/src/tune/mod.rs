@@ -79,6 +79,10 @@ pub struct TuneOptions {
     pub warmup: usize,
     /// Timed launches per kernel (their median is the kernel's time).
     pub runs: usize,
+    /// Best kernels of each phase measured again at its end (interleaved, twice, with twice the
+    /// timed launches each), ranked by the median of all those launches: single measurements
+    /// are noisy, and the best of many noisy ones is often a lucky one.
+    pub confirm: usize,
     /// Longest wait for one kernel's measurement (build included).
     pub timeout: Duration,
     /// Tolerances of the comparison with the interpreter.
@@ -103,7 +107,8 @@ impl Default for TuneOptions {
             pool: 256,
             seed: 0,
             warmup: 1,
-            runs: 5,
+            runs: 10,
+            confirm: 5,
             timeout: Duration::from_secs(60),
             rtol: 1e-3,
             atol: 1e-4,
@@ -161,6 +166,23 @@ pub struct Timing {
     pub compile_s: f64,
 }
 
+/// A kernel re-measured at the end of its phase ([`TuneOptions::confirm`]).
+#[derive(Clone, Debug, PartialEq, serde::Serialize)]
+pub struct Confirmed {
+    /// Its phase.
+    pub phase: Phase,
+    /// The trial that measured it first.
+    pub trial: u64,
+    /// Hash of its source.
+    pub kernel: String,
+    /// The median of every confirming launch, in ms.
+    pub median_ms: f64,
+    /// GFLOP/s at that time.
+    pub gflops: f64,
+    /// Launches the median is of.
+    pub launches: usize,
+}
+
 /// What a tune found.
 pub struct TuneResult {
     /// The task.
@@ -171,7 +193,9 @@ pub struct TuneResult {
     pub guided: Vec<Trial>,
     /// The random baseline's trials, in order.
     pub random: Vec<Trial>,
-    /// The fastest correct kernel of either phase.
+    /// The confirmed best kernels of each phase, fastest first.
+    pub confirmed: Vec<Confirmed>,
+    /// The fastest correct kernel of either phase (confirmed, when confirmation ran).
     pub best: Option<Built>,
     /// Its trial.
     pub best_trial: Option<Trial>,
@@ -236,14 +260,17 @@ pub fn tune(
         measure_s: 0.0,
         compile_s: 0.0,
         count: 0,
+        confirmed: Vec::new(),
     };
     run.restore(old)?;
     run.guided()?;
+    run.confirm(Phase::Guided)?;
     run.random()?;
-    let Run { search, measure_s, compile_s, .. } = run;
+    run.confirm(Phase::Random)?;
+    let Run { search, measure_s, compile_s, confirmed, .. } = run;
     let total_s = start.elapsed().as_secs_f64();
     let timing = Timing { total_s, search_s: total_s - measure_s, build_s: search.build_s, measure_s, compile_s };
-    finish(search, device_name, timing, measurer.restarts())
+    finish(search, confirmed, device_name, timing, measurer.restarts())
 }
 
 /// Writes random inputs and the interpreter's result for them; the worker's setup.
@@ -272,9 +299,78 @@ struct Run<'a, 'b> {
     measure_s: f64,
     compile_s: f64,
     count: u64,
+    confirmed: Vec<Confirmed>,
 }
 
 impl Run<'_, '_> {
+    /// The best kernels of `phase`, at most `opts.confirm`, one per kernel, fastest first.
+    fn best_of(&self, phase: Phase) -> Vec<Trial> {
+        let trials: Vec<&Trial> = match phase {
+            Phase::Guided => self.search.guided.iter().map(|d| &d.trial).collect(),
+            Phase::Random => self.search.random.iter().collect(),
+        };
+        let mut ok: Vec<&Trial> = trials.into_iter().filter(|t| t.ok()).collect();
+        ok.sort_by(|a, b| a.median_ms.total_cmp(&b.median_ms));
+        let mut best: Vec<Trial> = Vec::new();
+        for t in ok {
+            if best.len() < self.search.opts.confirm && !best.iter().any(|b| b.kernel == t.kernel) {
+                best.push(t.clone());
+            }
+        }
+        best
+    }
+
+    /// Measures the best kernels of `phase` again (see [`TuneOptions::confirm`]).
+    fn confirm(&mut self, phase: Phase) -> Result<(), TuneError> {
+        let opts = self.search.opts;
+        let best = self.best_of(phase);
+        if best.len() < 2 {
+            return Ok(());
+        }
+        self.progress.note(&format!("measuring the {} best kernels of that phase again", best.len()));
+        let task = self.search.task;
+        let built: Vec<Built> = best
+            .iter()
+            .map(|t| {
+                let codes =
+                    task.parse_mapping(&t.tuning, &t.mapping).map_err(|e| TuneError::Program(format!("{e:?}")))?;
+                let c = task::Candidate { tuning: t.tuning.clone(), codes, local: t.local.clone() };
+                task.build(&c).map_err(|e| TuneError::Program(format!("{e:?}")))
+            })
+            .collect::<Result<_, _>>()?;
+        let mut times: Vec<Vec<f64>> = vec![Vec::new(); best.len()];
+        for _ in 0..2 {
+            for (i, (t, b)) in best.iter().zip(&built).enumerate() {
+                let start = Instant::now();
+                let o = self
+                    .measurer
+                    .measure(&b.source, &b.manifest, opts.warmup, opts.runs * 2, None)
+                    .map_err(TuneError::Device)?;
+                self.measure_s += start.elapsed().as_secs_f64();
+                if o.status != worker::Status::Ok {
+                    continue;
+                }
+                let c = log::Confirmation { phase, trial: t.trial, kernel: t.kernel.clone(), times_ms: o.times_ms };
+                self.log.confirm(&c)?;
+                times[i].extend(c.times_ms);
+            }
+        }
+        for ((t, b), ts) in best.iter().zip(&built).zip(times) {
+            if !ts.is_empty() {
+                let median_ms = crate::measure::median(&ts);
+                self.confirmed.push(Confirmed {
+                    phase,
+                    trial: t.trial,
+                    kernel: t.kernel.clone(),
+                    median_ms,
+                    gflops: crate::measure::gflops(b.manifest.flops, median_ms),
+                    launches: ts.len(),
+                });
+            }
+        }
+        Ok(())
+    }
+
     /// Takes back the trials of a resumed log (rebuilding the guided ones for their features).
     fn restore(&mut self, old: Vec<Trial>) -> Result<(), TuneError> {
         for t in old {
@@ -430,15 +526,22 @@ impl Run<'_, '_> {
     }
 }
 
-/// The result from the search's state: the best correct kernel, rebuilt.
-fn finish(search: Search, device_name: String, timing: Timing, restarts: u64) -> Result<TuneResult, TuneError> {
+/// The result from the search's state: the best correct kernel (by its confirmed time when it
+/// has one, else by its trial's), rebuilt.
+fn finish(
+    search: Search,
+    mut confirmed: Vec<Confirmed>,
+    device_name: String,
+    timing: Timing,
+    restarts: u64,
+) -> Result<TuneResult, TuneError> {
+    confirmed.sort_by(|a, b| a.median_ms.total_cmp(&b.median_ms));
     let guided: Vec<Trial> = search.guided.iter().map(|d| d.trial.clone()).collect();
-    let best_trial = guided
-        .iter()
-        .chain(&search.random)
-        .filter(|t| t.ok())
-        .min_by(|a, b| a.median_ms.total_cmp(&b.median_ms))
-        .cloned();
+    let all = || guided.iter().chain(&search.random);
+    let best_trial = match confirmed.first() {
+        Some(c) => all().find(|t| t.kernel == c.kernel && t.phase == c.phase && t.trial == c.trial).cloned(),
+        None => all().filter(|t| t.ok()).min_by(|a, b| a.median_ms.total_cmp(&b.median_ms)).cloned(),
+    };
     let task = search.task;
     let best = match &best_trial {
         Some(t) => {
@@ -453,6 +556,7 @@ fn finish(search: Search, device_name: String, timing: Timing, restarts: u64) ->
         device_name,
         guided,
         random: search.random,
+        confirmed,
         best,
         best_trial,
         accuracy: search.accuracy,

@@ -4,9 +4,9 @@
 //! the models' accuracy), and an SVG plot of the best GFLOP/s so far against trials for the
 //! guided search and for random valid sampling.
 
-use super::log::Trial;
+use super::log::{Phase, Trial};
 use super::task::Task;
-use super::{BatchAccuracy, Timing, TuneError, TuneResult};
+use super::{BatchAccuracy, Confirmed, Timing, TuneError, TuneResult};
 use plotters::prelude::*;
 use serde::Serialize;
 use std::collections::BTreeMap;
@@ -27,12 +27,19 @@ pub struct Summary {
     pub device: String,
     /// The problem sizes.
     pub sizes: mapsat_ir::Sizes,
-    /// The fastest correct kernel.
+    /// The fastest correct kernel's first trial.
     pub best: Option<Trial>,
-    /// The best of the guided search, in GFLOP/s.
+    /// Its time: the median of its confirming launches when it was measured again, else its
+    /// trial's.
+    pub best_ms: f64,
+    /// GFLOP/s at that time.
+    pub best_gflops: f64,
+    /// The best of the guided search, in GFLOP/s (confirmed).
     pub guided_best_gflops: f64,
-    /// The best of random valid sampling, in GFLOP/s.
+    /// The best of random valid sampling, in GFLOP/s (confirmed).
     pub random_best_gflops: f64,
+    /// The best kernels of each phase measured again at its end, fastest first.
+    pub confirmed: Vec<Confirmed>,
     /// The median correct candidate of random valid sampling, in GFLOP/s.
     pub median_valid_gflops: f64,
     /// The best kernel's speed over the median valid candidate's.
@@ -55,18 +62,12 @@ pub struct Summary {
     pub worker_restarts: u64,
 }
 
-fn median(mut xs: Vec<f64>) -> f64 {
-    xs.sort_by(|a, b| a.total_cmp(b));
-    if xs.is_empty() {
-        0.0
-    } else if xs.len() % 2 == 1 {
-        xs[xs.len() / 2]
-    } else {
-        (xs[xs.len() / 2 - 1] + xs[xs.len() / 2]) / 2.0
+/// The best GFLOP/s of a phase: its confirmed best when confirmation ran, else its best trial.
+fn best_gflops_of(ts: &[Trial], confirmed: &[Confirmed], phase: Phase) -> f64 {
+    let confirmed = confirmed.iter().filter(|c| c.phase == phase).map(|c| c.gflops).fold(0.0, f64::max);
+    if confirmed > 0.0 {
+        return confirmed;
     }
-}
-
-fn best_gflops(ts: &[Trial]) -> f64 {
     ts.iter().filter(|t| t.ok()).map(|t| t.gflops).fold(0.0, f64::max)
 }
 
@@ -76,8 +77,15 @@ impl Summary {
         let mut all: Vec<Trial> =
             r.guided.iter().chain(&r.random).filter(|t| t.ok() && t.reused.is_none()).cloned().collect();
         all.sort_by(|a, b| a.median_ms.total_cmp(&b.median_ms));
-        let median_valid = median(r.random.iter().filter(|t| t.ok()).map(|t| t.gflops).collect());
+        let median_valid =
+            crate::measure::median(&r.random.iter().filter(|t| t.ok()).map(|t| t.gflops).collect::<Vec<_>>());
         let best = r.best_trial.clone();
+        let confirmed = best.as_ref().and_then(|b| r.confirmed.iter().find(|c| c.kernel == b.kernel));
+        let (best_ms, best_gflops) = match (confirmed, &best) {
+            (Some(c), _) => (c.median_ms, c.gflops),
+            (None, Some(b)) => (b.median_ms, b.gflops),
+            _ => (0.0, 0.0),
+        };
         let mut counts = BTreeMap::new();
         for t in r.guided.iter().chain(&r.random) {
             let phase = if t.phase == super::log::Phase::Guided { "guided" } else { "random" };
@@ -88,13 +96,13 @@ impl Summary {
             task: r.task_hash.clone(),
             device: r.device_name.clone(),
             sizes: task.problem.clone(),
-            speedup_over_median: match (&best, median_valid > 0.0) {
-                (Some(b), true) => b.gflops / median_valid,
-                _ => 0.0,
-            },
+            speedup_over_median: if median_valid > 0.0 { best_gflops / median_valid } else { 0.0 },
             best,
-            guided_best_gflops: best_gflops(&r.guided),
-            random_best_gflops: best_gflops(&r.random),
+            best_ms,
+            best_gflops,
+            guided_best_gflops: best_gflops_of(&r.guided, &r.confirmed, Phase::Guided),
+            random_best_gflops: best_gflops_of(&r.random, &r.confirmed, Phase::Random),
+            confirmed: r.confirmed.clone(),
             median_valid_gflops: median_valid,
             top: all.into_iter().take(TOP).collect(),
             counts,
@@ -118,8 +126,8 @@ impl Summary {
                     s,
                     "**Best kernel:** {}, {:.2} GFLOP/s ({} trial {}), {:.1}x the median valid candidate \
                      ({:.2} GFLOP/s over {} random valid trials).\n",
-                    fmt_ms(b.median_ms),
-                    b.gflops,
+                    fmt_ms(self.best_ms),
+                    self.best_gflops,
                     if b.phase == super::log::Phase::Guided { "guided" } else { "random" },
                     b.trial,
                     self.speedup_over_median,
@@ -141,6 +149,25 @@ impl Summary {
             "Best of the guided search: {:.2} GFLOP/s; best of random valid sampling: {:.2} GFLOP/s.\n",
             self.guided_best_gflops, self.random_best_gflops
         );
+        if !self.confirmed.is_empty() {
+            let _ = writeln!(
+                s,
+                "## Best kernels measured again\n\nEach phase's best kernels were measured again at its end \
+                 (interleaved); these medians rank them.\n\n| phase | trial | time | GFLOP/s | launches |\n|---|---|---|---|---|"
+            );
+            for c in &self.confirmed {
+                let phase = if c.phase == Phase::Guided { "guided" } else { "random" };
+                let _ = writeln!(
+                    s,
+                    "| {phase} | {} | {} | {:.2} | {} |",
+                    c.trial,
+                    fmt_ms(c.median_ms),
+                    c.gflops,
+                    c.launches
+                );
+            }
+            let _ = writeln!(s);
+        }
         let _ = writeln!(
             s,
             "## Fastest candidates\n\n| time | GFLOP/s | predicted | phase | mapping | tunables | work group |"
