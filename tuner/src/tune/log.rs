@@ -72,8 +72,12 @@ pub struct Trial {
     pub reason: String,
     /// Timed launches in ms.
     pub times_ms: Vec<f64>,
-    /// Their median in ms (0 when there are none).
+    /// Their median in ms (0 when there are none): the kernel's time as reported.
     pub median_ms: f64,
+    /// The fastest of them in ms (0 when there are none): what the search ranks by, as the
+    /// launch least disturbed by other work on the machine.
+    #[serde(default)]
+    pub min_ms: f64,
     /// GFLOP/s at the median time.
     pub gflops: f64,
     /// Build time in ms.
@@ -92,6 +96,16 @@ impl Trial {
     /// True when the kernel ran and computed the expected result.
     pub fn ok(&self) -> bool {
         self.status == Status::Ok && self.median_ms > 0.0
+    }
+
+    /// The time the search ranks the trial by: its fastest launch (its median in logs that
+    /// have no minimum).
+    pub fn rank_ms(&self) -> f64 {
+        if self.min_ms > 0.0 {
+            self.min_ms
+        } else {
+            self.median_ms
+        }
     }
 }
 
@@ -265,6 +279,7 @@ mod tests {
             reason: String::new(),
             times_ms: vec![1.0],
             median_ms: 1.0,
+            min_ms: 0.5,
             gflops: 2.0,
             build_ms: 3.0,
             predicted_ms: 1.5,

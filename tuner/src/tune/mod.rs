@@ -310,7 +310,7 @@ impl Run<'_, '_> {
             Phase::Random => self.search.random.iter().collect(),
         };
         let mut ok: Vec<&Trial> = trials.into_iter().filter(|t| t.ok()).collect();
-        ok.sort_by(|a, b| a.median_ms.total_cmp(&b.median_ms));
+        ok.sort_by(|a, b| a.rank_ms().total_cmp(&b.rank_ms()));
         let mut best: Vec<Trial> = Vec::new();
         for t in ok {
             if best.len() < self.search.opts.confirm && !best.iter().any(|b| b.kernel == t.kernel) {
@@ -408,7 +408,9 @@ impl Run<'_, '_> {
             self.measurer.measure(&b.source, &b.manifest, opts.warmup, opts.runs, fault).map_err(TuneError::Device)?;
         self.measure_s += t.elapsed().as_secs_f64();
         self.compile_s += o.build_ms / 1e3;
-        let median_ms = if o.status == worker::Status::Ok { crate::measure::median(&o.times_ms) } else { 0.0 };
+        let ok = o.status == worker::Status::Ok;
+        let median_ms = if ok { crate::measure::median(&o.times_ms) } else { 0.0 };
+        let min_ms = if ok { o.times_ms.iter().copied().fold(f64::INFINITY, f64::min) } else { 0.0 };
         let trial = Trial {
             trial,
             phase,
@@ -421,6 +423,7 @@ impl Run<'_, '_> {
             reason: o.message,
             times_ms: o.times_ms,
             median_ms,
+            min_ms,
             gflops: crate::measure::gflops(b.manifest.flops, median_ms),
             build_ms: o.build_ms,
             predicted_ms: b.prediction.total_ms,
@@ -540,7 +543,7 @@ fn finish(
     let all = || guided.iter().chain(&search.random);
     let best_trial = match confirmed.first() {
         Some(c) => all().find(|t| t.kernel == c.kernel && t.phase == c.phase && t.trial == c.trial).cloned(),
-        None => all().filter(|t| t.ok()).min_by(|a, b| a.median_ms.total_cmp(&b.median_ms)).cloned(),
+        None => all().filter(|t| t.ok()).min_by(|a, b| a.rank_ms().total_cmp(&b.rank_ms())).cloned(),
     };
     let task = search.task;
     let best = match &best_trial {

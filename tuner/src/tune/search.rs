@@ -13,9 +13,10 @@
 //! 2. **Score.** The first batch is ranked by the analytical model (zero-shot) or by a prior
 //!    model loaded from an earlier tune; later batches by the model retrained on every
 //!    measurement so far.
-//! 3. **Choose.** Structurally different candidates first (the mapping's levels, S/F/V/L/W/G
-//!    per map): in the first batch the best of each structure in turn, later the best by
-//!    score with a cap per structure; a few percent (`epsilon`) uniformly random.
+//! 3. **Choose.** Half of the first batch is the analytical model's best; the other half takes
+//!    structurally different candidates (the mapping's levels, S/F/V/L/W/G per map), the best of
+//!    each structure in turn. Later batches take the best by score with a cap per structure. A
+//!    few percent (`epsilon`) of every batch is uniformly random.
 //! 4. **Measure** each (in the worker process), log it, and retrain.
 //!
 //! A batch depends only on the seed, its number and the measurements of earlier batches, so
@@ -138,7 +139,7 @@ impl<'a> Search<'a> {
     /// The local search on the model (see the module documentation).
     fn evolve(&mut self, model: &dyn CostModel, rng: &mut StdRng, avoid: &HashSet<String>) -> Vec<Built> {
         let mut best: Vec<&Done> = self.guided.iter().filter(|d| d.trial.ok()).collect();
-        best.sort_by(|a, b| a.trial.median_ms.total_cmp(&b.trial.median_ms));
+        best.sort_by(|a, b| a.trial.rank_ms().total_cmp(&b.trial.rank_ms()));
         let mut parents: Vec<Candidate> = best.iter().take(PARENTS).map(|d| d.candidate.clone()).collect();
         let mut out: Vec<Built> = Vec::new();
         let mut hashes: HashSet<String> = avoid.clone();
@@ -204,7 +205,7 @@ impl<'a> Search<'a> {
             return;
         }
         let mut data = TrainingSet::default();
-        let times: Vec<Option<f64>> = done.iter().map(|d| d.trial.ok().then_some(d.trial.median_ms)).collect();
+        let times: Vec<Option<f64>> = done.iter().map(|d| d.trial.ok().then(|| d.trial.rank_ms())).collect();
         data.add_group(done.iter().map(|d| d.features.clone()).collect(), &times);
         if let Some(prior) = &self.opts.prior {
             data = prior.data.merged(&data);
@@ -221,7 +222,7 @@ impl<'a> Search<'a> {
         if done.len() < 3 {
             return;
         }
-        let speed: Vec<f64> = done.iter().map(|d| -d.trial.median_ms).collect();
+        let speed: Vec<f64> = done.iter().map(|d| -d.trial.rank_ms()).collect();
         let analytic: Vec<f64> = done.iter().map(|d| -d.trial.predicted_ms).collect();
         let learned: Option<Vec<f64>> = done.iter().map(|d| d.trial.learned_score).collect();
         self.accuracy.push(BatchAccuracy {
@@ -252,10 +253,10 @@ impl<'a> Search<'a> {
     }
 }
 
-/// Indices of `n` pool members: by structure in turn (`round_robin`: the best of every
-/// structure, then the second best, ...), or by score with at most a quarter of the batch (and
-/// at least 2) per structure.
-fn choose(pool: &[Built], scores: &[f64], n: usize, round_robin: bool) -> Vec<usize> {
+/// Indices of `n` pool members. `first`: half the best by score, then the rest by structure in
+/// turn (the best of every structure not yet chosen, then the second best, ...). Otherwise by
+/// score with at most a quarter of the batch (and at least 2) per structure.
+fn choose(pool: &[Built], scores: &[f64], n: usize, first: bool) -> Vec<usize> {
     let mut order: Vec<usize> = (0..pool.len()).collect();
     order.sort_by(|&i, &j| scores[j].total_cmp(&scores[i]).then(pool[i].hash.cmp(&pool[j].hash)));
     let mut buckets: Vec<(String, Vec<usize>)> = Vec::new();
@@ -268,11 +269,14 @@ fn choose(pool: &[Built], scores: &[f64], n: usize, round_robin: bool) -> Vec<us
         });
         buckets[k].1.push(i);
     }
-    let mut out = Vec::new();
-    if round_robin {
+    let mut out: Vec<usize> = Vec::new();
+    if first {
+        out.extend(order.iter().take(n / 2));
         let mut rank = 0;
         while out.len() < n && buckets.iter().any(|(_, b)| b.len() > rank) {
-            out.extend(buckets.iter().filter_map(|(_, b)| b.get(rank)).take(n - out.len()));
+            let next: Vec<usize> =
+                buckets.iter().filter_map(|(_, b)| b.get(rank)).filter(|i| !out.contains(i)).copied().collect();
+            out.extend(next.into_iter().take(n - out.len()));
             rank += 1;
         }
         return out;
