@@ -283,7 +283,7 @@ pub fn predict(a: &PredictArgs) -> CliResult<()> {
     }
     let dialect = mapsat_codegen::Dialect::OpenCl;
     let task = Task::new(p, &fixed, profile, dialect, !a.no_fusion, 0).map_err(tune_error)?;
-    let codes = task.parse_mapping(&task.first_point, &a.mapping).map_err(|e| Failure::Usage(format!("{e:?}")))?;
+    let codes = task.parse_mapping(&task.first_point, &a.mapping).map_err(|e| Failure::Usage(e.to_string()))?;
     let c = Candidate { tuning: task.first_point.clone(), codes, local: local.unwrap_or_default() };
     let c = task.complete_local(c);
     let (b, score) = tune::predict(&task, &c, model.as_ref()).map_err(tune_error)?;

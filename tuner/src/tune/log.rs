@@ -48,6 +48,16 @@ pub enum Phase {
     Random,
 }
 
+impl Phase {
+    /// The name used in logs and reports.
+    pub fn name(self) -> &'static str {
+        match self {
+            Phase::Guided => "guided",
+            Phase::Random => "random",
+        }
+    }
+}
+
 /// One measured candidate.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Trial {

@@ -331,12 +331,7 @@ impl Run<'_, '_> {
         let task = self.search.task;
         let built: Vec<Built> = best
             .iter()
-            .map(|t| {
-                let codes =
-                    task.parse_mapping(&t.tuning, &t.mapping).map_err(|e| TuneError::Program(format!("{e:?}")))?;
-                let c = task::Candidate { tuning: t.tuning.clone(), codes, local: t.local.clone() };
-                task.build(&c).map_err(|e| TuneError::Program(format!("{e:?}")))
-            })
+            .map(|t| task.rebuild(t).map_err(|e| TuneError::Program(format!("trial {}: {e}", t.trial))))
             .collect::<Result<_, _>>()?;
         let mut times: Vec<Vec<f64>> = vec![Vec::new(); best.len()];
         for _ in 0..2 {
@@ -377,14 +372,10 @@ impl Run<'_, '_> {
             match t.phase {
                 Phase::Random => self.search.random.push(t),
                 Phase::Guided => {
-                    let task = self.search.task;
-                    let codes = task.parse_mapping(&t.tuning, &t.mapping).map_err(|e| {
-                        TuneError::Options(format!("trial {} of the log cannot be rebuilt: {e:?}", t.trial))
+                    let built = self.search.task.rebuild(&t).map_err(|e| {
+                        TuneError::Program(format!("trial {} of the log cannot be rebuilt: {e}", t.trial))
                     })?;
-                    let candidate = task::Candidate { tuning: t.tuning.clone(), codes, local: t.local.clone() };
-                    let built = task.build(&candidate).map_err(|e| {
-                        TuneError::Options(format!("trial {} of the log cannot be rebuilt: {e:?}", t.trial))
-                    })?;
+                    let candidate = built.candidate.clone();
                     self.search.guided.push(Done { trial: t, candidate, features: built.features });
                 }
             }
@@ -547,11 +538,7 @@ fn finish(
     };
     let task = search.task;
     let best = match &best_trial {
-        Some(t) => {
-            let codes = task.parse_mapping(&t.tuning, &t.mapping).map_err(|e| TuneError::Program(format!("{e:?}")))?;
-            let c = task::Candidate { tuning: t.tuning.clone(), codes, local: t.local.clone() };
-            Some(task.build(&c).map_err(|e| TuneError::Program(format!("{e:?}")))?)
-        }
+        Some(t) => Some(task.rebuild(t).map_err(|e| TuneError::Program(format!("trial {}: {e}", t.trial)))?),
         None => None,
     };
     Ok(TuneResult {

@@ -88,8 +88,7 @@ impl Summary {
         };
         let mut counts = BTreeMap::new();
         for t in r.guided.iter().chain(&r.random) {
-            let phase = if t.phase == super::log::Phase::Guided { "guided" } else { "random" };
-            *counts.entry(format!("{phase} {}", t.status.name())).or_insert(0) += 1;
+            *counts.entry(format!("{} {}", t.phase.name(), t.status.name())).or_insert(0) += 1;
         }
         Summary {
             program: task.program.name.clone(),
@@ -120,72 +119,77 @@ impl Summary {
         let mut s = String::new();
         let _ = writeln!(s, "# mapsat tune: `{}` on {}\n", self.program, self.device);
         let _ = writeln!(s, "Problem sizes: `{}`; task `{}`.\n", self.sizes, self.task);
-        match &self.best {
-            Some(b) => {
-                let _ = writeln!(
-                    s,
-                    "**Best kernel:** {}, {:.2} GFLOP/s ({} trial {}), {:.1}x the median valid candidate \
-                     ({:.2} GFLOP/s over {} random valid trials).\n",
-                    fmt_ms(self.best_ms),
-                    self.best_gflops,
-                    if b.phase == super::log::Phase::Guided { "guided" } else { "random" },
-                    b.trial,
-                    self.speedup_over_median,
-                    self.median_valid_gflops,
-                    self.counts.iter().filter(|(k, _)| k.starts_with("random")).map(|(_, v)| v).sum::<usize>()
-                );
-                let _ = writeln!(
-                    s,
-                    "- mapping: `{}`\n- tunable sizes: `{}`\n- work group: `{:?}`\n",
-                    b.mapping, b.tuning, b.local
-                );
-            }
-            None => {
-                let _ = writeln!(s, "**No candidate ran correctly.**\n");
-            }
-        }
+        self.best_section(&mut s);
+        self.confirmed_section(&mut s);
+        self.top_section(&mut s);
+        self.work_section(&mut s);
+        self.accuracy_section(&mut s);
+        s
+    }
+
+    fn best_section(&self, s: &mut String) {
+        let Some(b) = &self.best else {
+            let _ = writeln!(s, "**No candidate ran correctly.**\n");
+            return;
+        };
+        let random = self.counts.iter().filter(|(k, _)| k.starts_with("random")).map(|(_, v)| v).sum::<usize>();
+        let _ = writeln!(
+            s,
+            "**Best kernel:** {}, {:.2} GFLOP/s ({} trial {}), {:.1}x the median valid candidate \
+             ({:.2} GFLOP/s over {random} random valid trials).\n",
+            fmt_ms(self.best_ms),
+            self.best_gflops,
+            b.phase.name(),
+            b.trial,
+            self.speedup_over_median,
+            self.median_valid_gflops,
+        );
+        let _ =
+            writeln!(s, "- mapping: `{}`\n- tunable sizes: `{}`\n- work group: `{:?}`\n", b.mapping, b.tuning, b.local);
         let _ = writeln!(
             s,
             "Best of the guided search: {:.2} GFLOP/s; best of random valid sampling: {:.2} GFLOP/s.\n",
             self.guided_best_gflops, self.random_best_gflops
         );
-        if !self.confirmed.is_empty() {
-            let _ = writeln!(
-                s,
-                "## Best kernels measured again\n\nEach phase's best kernels were measured again at its end \
-                 (interleaved); these medians rank them.\n\n| phase | trial | time | GFLOP/s | launches |\n|---|---|---|---|---|"
-            );
-            for c in &self.confirmed {
-                let phase = if c.phase == Phase::Guided { "guided" } else { "random" };
-                let _ = writeln!(
-                    s,
-                    "| {phase} | {} | {} | {:.2} | {} |",
-                    c.trial,
-                    fmt_ms(c.median_ms),
-                    c.gflops,
-                    c.launches
-                );
-            }
-            let _ = writeln!(s);
+    }
+
+    fn confirmed_section(&self, s: &mut String) {
+        if self.confirmed.is_empty() {
+            return;
         }
+        let _ = writeln!(
+            s,
+            "## Best kernels measured again\n\nEach phase's best kernels were measured again at its end \
+             (interleaved); these medians rank them.\n\n| phase | trial | time | GFLOP/s | launches |\n|---|---|---|---|---|"
+        );
+        for c in &self.confirmed {
+            let (phase, time) = (c.phase.name(), fmt_ms(c.median_ms));
+            let _ = writeln!(s, "| {phase} | {} | {time} | {:.2} | {} |", c.trial, c.gflops, c.launches);
+        }
+        let _ = writeln!(s);
+    }
+
+    fn top_section(&self, s: &mut String) {
         let _ = writeln!(
             s,
             "## Fastest candidates\n\n| time | GFLOP/s | predicted | phase | mapping | tunables | work group |"
         );
         let _ = writeln!(s, "|---|---|---|---|---|---|---|");
         for t in &self.top {
-            let phase = if t.phase == super::log::Phase::Guided { "guided" } else { "random" };
+            let (time, predicted) = (fmt_ms(t.median_ms), fmt_ms(t.predicted_ms));
             let _ = writeln!(
                 s,
-                "| {} | {:.2} | {} | {phase} | `{}` | `{}` | `{:?}` |",
-                fmt_ms(t.median_ms),
+                "| {time} | {:.2} | {predicted} | {} | `{}` | `{}` | `{:?}` |",
                 t.gflops,
-                fmt_ms(t.predicted_ms),
+                t.phase.name(),
                 t.mapping,
                 t.tuning,
                 t.local
             );
         }
+    }
+
+    fn work_section(&self, s: &mut String) {
         let _ = writeln!(s, "\n## Trials\n");
         for (k, v) in &self.counts {
             let _ = writeln!(s, "- {k}: {v}");
@@ -207,6 +211,9 @@ impl Summary {
                 let _ = writeln!(s, "- {}", e.replace('\n', " "));
             }
         }
+    }
+
+    fn accuracy_section(&self, s: &mut String) {
         let _ = writeln!(
             s,
             "\n## Model accuracy (Spearman's rho of score and measured speed, per batch, before measuring)\n"
@@ -216,7 +223,6 @@ impl Summary {
             let learned = a.learned_spearman.map(|x| format!("{x:.3}")).unwrap_or_else(|| "-".into());
             let _ = writeln!(s, "| {} | {} | {:.3} | {learned} |", a.batch, a.measured, a.analytic_spearman);
         }
-        s
     }
 }
 
@@ -299,7 +305,7 @@ pub fn write(task: &Task, r: &TuneResult, dir: &Path) -> Result<Vec<PathBuf>, Tu
             dir.join(format!("{}.json", b.manifest.entry)),
             serde_json::to_string_pretty(&b.manifest).unwrap_or_default() + "\n",
         ));
-        let q = task.mapped_program(&b.candidate).map_err(|e| TuneError::Program(format!("{e:?}")))?;
+        let q = task.mapped_program(&b.candidate).map_err(|e| TuneError::Program(e.to_string()))?;
         let header = format!(
             "// The fastest kernel mapsat tune found for `{}` on {}: {}, {:.2} GFLOP/s.\n// Mapping {}; tunable sizes `{}`; work group {:?}.\n",
             task.program.name,

@@ -75,11 +75,13 @@ impl Built {
 }
 
 /// Why a candidate was not built.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
 pub enum Rejection {
     /// Not valid at its sizes (the space, or a device limit after lowering).
+    #[error("not valid at its sizes: {0}")]
     Invalid(String),
     /// Code generation refused a mapping the space accepts (a disagreement between the two).
+    #[error("code generation refused it: {0}")]
     Codegen(String),
 }
 
@@ -420,6 +422,12 @@ impl Task {
             self.random_local(space, &m, rng)?
         };
         Some(Candidate { tuning, codes: m.codes, local })
+    }
+
+    /// The candidate a trial of the log measured, built again.
+    pub fn rebuild(&self, t: &super::log::Trial) -> Result<Built, Rejection> {
+        let codes = self.parse_mapping(&t.tuning, &t.mapping)?;
+        self.build(&Candidate { tuning: t.tuning.clone(), codes, local: t.local.clone() })
     }
 
     /// The mapped program of a candidate, with its sizes as the defaults (so that `mapsat run`
