@@ -14,7 +14,8 @@
 //! 3. **Against numpy.** A 64-trial tune of the conv at 56x56, 64 -> 64 against numpy's im2col and
 //!    OpenBLAS GEMM on the same machine (`scripts/numpy_conv.py`; skipped without numpy).
 //!
-//! `MAPSAT_QUALITY_SEEDS` sets the seeds (default `1,2,3`); `MAPSAT_PYTHON` the Python with numpy.
+//! `MAPSAT_QUALITY_SEEDS` sets the seeds (default `1,2,3`), `MAPSAT_QUALITY_SECTIONS` the sections
+//! to run (default `1,2,3`), `MAPSAT_PYTHON` the Python with numpy.
 #![allow(missing_docs)]
 
 use mapsat_codegen::Dialect;
@@ -195,8 +196,16 @@ fn main() {
         .split(',')
         .filter_map(|s| s.trim().parse().ok())
         .collect();
+    let sections = std::env::var("MAPSAT_QUALITY_SECTIONS").unwrap_or_else(|_| "1,2,3".into());
+    let run = |n: &str| sections.split(',').any(|s| s.trim() == n);
     println!("# mapsat tune: evidence on pocl\n");
-    guided_against_random(&seeds);
-    model_accuracy();
-    against_numpy();
+    if run("1") {
+        guided_against_random(&seeds);
+    }
+    if run("2") {
+        model_accuracy();
+    }
+    if run("3") {
+        against_numpy();
+    }
 }
