@@ -114,7 +114,7 @@ pub struct Task {
     pub result_shape: Vec<usize>,
     /// Mappings sampled at the first point.
     pool: Vec<Mapping>,
-    /// Hash of the program, its problem sizes and the options.
+    /// Hash of the program, its problem sizes, the options and the device profile.
     pub hash: String,
     points: RefCell<HashMap<Sizes, Option<Rc<Point>>>>,
     seed: u64,
@@ -155,7 +155,9 @@ impl Task {
         if let Some(v) = program.sizes.iter().find(|v| !problem.contains(&v.name) && !tunable(&v.name)) {
             return Err(TuneError::Program(format!("size `{0}` has no value: give --size {0}=VALUE", v.name)));
         }
-        let text = format!("{}\n{problem}\nfusion={fusion}\n{}", mapsat_ir::print(&program), profile.name);
+        // The whole profile: a calibrated one may share its name with the built-in one.
+        let device = serde_json::to_string(&profile).unwrap_or_else(|_| profile.name.clone());
+        let text = format!("{}\n{problem}\nfusion={fusion}\n{device}", mapsat_ir::print(&program));
         let mut task = Task {
             hash: hex(text.as_bytes()),
             program,
