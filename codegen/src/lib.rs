@@ -23,6 +23,7 @@ pub mod kir;
 mod lower;
 mod opt;
 pub mod print;
+mod split;
 pub mod verify;
 
 pub use error::{CodegenError, CodegenErrorKind};
@@ -107,7 +108,17 @@ pub struct Manifest {
     pub memory: kir::MemoryTotals,
     /// Floating-point operations of one run.
     pub flops: u64,
+    /// Options for the device compiler (OpenCL build options), empty by default; see
+    /// [`REASSOCIATE`].
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub build_options: String,
 }
+
+/// OpenCL build options that let the device compiler reassociate floating-point arithmetic
+/// (and ignore the sign of zero), so that it can vectorize sums: a kernel built with them may
+/// round differently from the interpreter, within the tolerance every measured kernel is
+/// checked with. Infinities and NaNs keep their meaning (no `-cl-finite-math-only`).
+pub const REASSOCIATE: &str = "-cl-unsafe-math-optimizations";
 
 impl Manifest {
     /// The manifest as pretty-printed JSON.
@@ -147,6 +158,7 @@ pub fn manifest(k: &Kernel, d: Dialect, source: &str) -> Manifest {
         buffers,
         memory: k.memory(),
         flops: k.flops,
+        build_options: String::new(),
     }
 }
 

@@ -1,5 +1,7 @@
 //! Clean-up passes on the kernel IR after lowering, before printing.
 //!
+//! - **Loop splitting** ([`crate::split`]): a sequential loop indexed through a chain of
+//!   divisions and remainders of its variable becomes a loop nest without them.
 //! - **One-iteration loops** (`mapSeq` / `mapVec` / copies over arrays of length 1) are elided:
 //!   the variable is bound to 0 and the body spliced into the enclosing block.
 //! - **Indices** are rebuilt through the simplifying constructors of [`crate::index`] with the
@@ -24,6 +26,7 @@ const MAX_UNROLL_PRODUCT: i64 = 64;
 
 /// Runs the passes.
 pub(crate) fn optimize(mut k: Kernel) -> Kernel {
+    crate::split::split_loops(&mut k);
     let body = std::mem::take(&mut k.body);
     let candidates = register_candidates(&k, &body);
     let unroll: BTreeSet<VarId> = candidates.values().flatten().copied().collect();

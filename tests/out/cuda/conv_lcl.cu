@@ -29,8 +29,14 @@ conv_lcl(const float* __restrict__ inp, const float* __restrict__ ks, float* __r
       for (int i_k = 0; i_k < 6; i_k++) {
         float acc = 0.0f;
         // reduceSeq
-        for (int i = 0; i < 36; i++) {
-          acc = acc + sh_LY[i_winRow * 24 + (i / 12) * 24 + i_win * 4 + (i / 4 % 3) * 4 + i % 4] * ks[i_k * 36 + i];
+        for (int i_0 = 0; i_0 < 3; i_0++) {
+          // reduceSeq (split)
+          for (int i_1 = 0; i_1 < 3; i_1++) {
+            // reduceSeq (split)
+            for (int i_2 = 0; i_2 < 4; i_2++) {
+              acc = acc + sh_LY[i_0 * 24 + i_winRow * 24 + i_1 * 4 + i_win * 4 + i_2] * ks[i_k * 36 + i_0 * 12 + i_1 * 4 + i_2];
+            }
+          }
         }
         out[i_tileRow * 192 + i_winRow * 48 + i_tile * 24 + i_win * 6 + i_k] = acc;
       }

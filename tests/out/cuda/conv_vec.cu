@@ -36,9 +36,12 @@ conv_vec(const float* __restrict__ inp, const float* __restrict__ ks, float* __r
   // copy: one iteration
   acc = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
   // reduceSeq
-  for (int i = 0; i < 9; i++) {
-    // mapSeq@V: one iteration
-    acc = acc + ((i_winRow + i / 3 - 1) >= 0 && (i_winRow + i / 3 - 1) < 8 ? ((i_win + i % 3 - 1) >= 0 && (i_win + i % 3 - 1) < 8 ? mapsat_vload4(inp + i_winRow * 32 + (i / 3) * 32 + i_win * 4 + (i % 3) * 4 - 36) : make_float4(0.0f, 0.0f, 0.0f, 0.0f)) : make_float4(0.0f, 0.0f, 0.0f, 0.0f)) * mapsat_vload4(ks + i_k * 36 + i * 4);
+  for (int i_0 = 0; i_0 < 3; i_0++) {
+    // reduceSeq (split)
+    for (int i_1_1 = 0; i_1_1 < 3; i_1_1++) {
+      // mapSeq@V: one iteration
+      acc = acc + ((i_0 + i_winRow - 1) >= 0 && (i_0 + i_winRow - 1) < 8 ? ((i_1_1 + i_win - 1) >= 0 && (i_1_1 + i_win - 1) < 8 ? mapsat_vload4(inp + i_0 * 32 + i_winRow * 32 + i_1_1 * 4 + i_win * 4 - 36) : make_float4(0.0f, 0.0f, 0.0f, 0.0f)) : make_float4(0.0f, 0.0f, 0.0f, 0.0f)) * mapsat_vload4(ks + i_k * 36 + i_0 * 12 + i_1_1 * 4);
+    }
   }
   float acc_1 = 0.0f;
   // reduceSeq

@@ -24,8 +24,11 @@ void blur2d(__global const float* restrict img, __global float* restrict out) {
     if (i_win < 8) {
       float acc = 0.0f;
       // reduceSeq
-      for (int i = 0; i < 9; i++) {
-        acc = acc + sh_LY[l1_1 * 10 + (i / 3) * 10 + i_win + i % 3];
+      for (int i_0 = 0; i_0 < 3; i_0++) {
+        // reduceSeq (split)
+        for (int i_1 = 0; i_1 < 3; i_1++) {
+          acc = acc + sh_LY[i_0 * 10 + l1_1 * 10 + i_1 + i_win];
+        }
       }
       out[i_tileRow * 128 + l1_1 * 16 + i_tile * 8 + i_win] = acc / 9.0f;
     }

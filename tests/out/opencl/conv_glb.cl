@@ -12,8 +12,14 @@ void conv_glb(__global const float* restrict inp, __global const float* restrict
   int i_k = get_global_id(0);
   float acc = 0.0f;
   // reduceSeq
-  for (int i = 0; i < 36; i++) {
-    acc = acc + ((i_winRow + i / 12 - 1) >= 0 && (i_winRow + i / 12 - 1) < 8 ? ((i_win + i / 4 % 3 - 1) >= 0 && (i_win + i / 4 % 3 - 1) < 8 ? inp[i_winRow * 32 + (i / 12) * 32 + i_win * 4 + (i / 4 % 3) * 4 + i % 4 - 36] : 0.0f) : 0.0f) * ks[i_k * 36 + i];
+  for (int i_0 = 0; i_0 < 3; i_0++) {
+    // reduceSeq (split)
+    for (int i_1 = 0; i_1 < 3; i_1++) {
+      // reduceSeq (split)
+      for (int i_2 = 0; i_2 < 4; i_2++) {
+        acc = acc + ((i_0 + i_winRow - 1) >= 0 && (i_0 + i_winRow - 1) < 8 ? ((i_1 + i_win - 1) >= 0 && (i_1 + i_win - 1) < 8 ? inp[i_0 * 32 + i_winRow * 32 + i_1 * 4 + i_win * 4 + i_2 - 36] : 0.0f) : 0.0f) * ks[i_k * 36 + i_0 * 12 + i_1 * 4 + i_2];
+      }
+    }
   }
   out[i_winRow * 48 + i_win * 6 + i_k] = acc;
 }

@@ -29,12 +29,18 @@ void conv_reg(__global const float* restrict inp, __global const float* restrict
   acc_2 = p_Z_2;
   acc_3 = p_Z_3;
   // reduceSeq
-  for (int i = 0; i < 36; i++) {
-    // mapSeq@A: unrolled (4 iterations)
-    acc_0 = acc_0 + ((i_winRow + i / 12 - 1) >= 0 && (i_winRow + i / 12 - 1) < 8 ? ((i_win + i / 4 % 3 - 1) >= 0 && (i_win + i / 4 % 3 - 1) < 8 ? inp[i_winRow * 32 + (i / 12) * 32 + i_win * 4 + (i / 4 % 3) * 4 + i % 4 - 36] : 0.0f) : 0.0f) * ks[i_kB * 144 + i];
-    acc_1 = acc_1 + ((i_winRow + i / 12 - 1) >= 0 && (i_winRow + i / 12 - 1) < 8 ? ((i_win + i / 4 % 3 - 1) >= 0 && (i_win + i / 4 % 3 - 1) < 8 ? inp[i_winRow * 32 + (i / 12) * 32 + i_win * 4 + (i / 4 % 3) * 4 + i % 4 - 36] : 0.0f) : 0.0f) * ks[i_kB * 144 + i + 36];
-    acc_2 = acc_2 + ((i_winRow + i / 12 - 1) >= 0 && (i_winRow + i / 12 - 1) < 8 ? ((i_win + i / 4 % 3 - 1) >= 0 && (i_win + i / 4 % 3 - 1) < 8 ? inp[i_winRow * 32 + (i / 12) * 32 + i_win * 4 + (i / 4 % 3) * 4 + i % 4 - 36] : 0.0f) : 0.0f) * ks[i_kB * 144 + i + 72];
-    acc_3 = acc_3 + ((i_winRow + i / 12 - 1) >= 0 && (i_winRow + i / 12 - 1) < 8 ? ((i_win + i / 4 % 3 - 1) >= 0 && (i_win + i / 4 % 3 - 1) < 8 ? inp[i_winRow * 32 + (i / 12) * 32 + i_win * 4 + (i / 4 % 3) * 4 + i % 4 - 36] : 0.0f) : 0.0f) * ks[i_kB * 144 + i + 108];
+  for (int i_0 = 0; i_0 < 3; i_0++) {
+    // reduceSeq (split)
+    for (int i_1 = 0; i_1 < 3; i_1++) {
+      // reduceSeq (split)
+      for (int i_2 = 0; i_2 < 4; i_2++) {
+        // mapSeq@A: unrolled (4 iterations)
+        acc_0 = acc_0 + ((i_0 + i_winRow - 1) >= 0 && (i_0 + i_winRow - 1) < 8 ? ((i_1 + i_win - 1) >= 0 && (i_1 + i_win - 1) < 8 ? inp[i_0 * 32 + i_winRow * 32 + i_1 * 4 + i_win * 4 + i_2 - 36] : 0.0f) : 0.0f) * ks[i_kB * 144 + i_0 * 12 + i_1 * 4 + i_2];
+        acc_1 = acc_1 + ((i_0 + i_winRow - 1) >= 0 && (i_0 + i_winRow - 1) < 8 ? ((i_1 + i_win - 1) >= 0 && (i_1 + i_win - 1) < 8 ? inp[i_0 * 32 + i_winRow * 32 + i_1 * 4 + i_win * 4 + i_2 - 36] : 0.0f) : 0.0f) * ks[i_kB * 144 + i_0 * 12 + i_1 * 4 + i_2 + 36];
+        acc_2 = acc_2 + ((i_0 + i_winRow - 1) >= 0 && (i_0 + i_winRow - 1) < 8 ? ((i_1 + i_win - 1) >= 0 && (i_1 + i_win - 1) < 8 ? inp[i_0 * 32 + i_winRow * 32 + i_1 * 4 + i_win * 4 + i_2 - 36] : 0.0f) : 0.0f) * ks[i_kB * 144 + i_0 * 12 + i_1 * 4 + i_2 + 72];
+        acc_3 = acc_3 + ((i_0 + i_winRow - 1) >= 0 && (i_0 + i_winRow - 1) < 8 ? ((i_1 + i_win - 1) >= 0 && (i_1 + i_win - 1) < 8 ? inp[i_0 * 32 + i_winRow * 32 + i_1 * 4 + i_win * 4 + i_2 - 36] : 0.0f) : 0.0f) * ks[i_kB * 144 + i_0 * 12 + i_1 * 4 + i_2 + 108];
+      }
+    }
   }
   // copy: unrolled (4 iterations)
   out[i_winRow * 64 + i_win * 8 + i_kB * 4] = acc_0;

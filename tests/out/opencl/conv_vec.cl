@@ -14,9 +14,12 @@ void conv_vec(__global const float* restrict inp, __global const float* restrict
   // copy: one iteration
   acc = (float4)(0.0f);
   // reduceSeq
-  for (int i = 0; i < 9; i++) {
-    // mapSeq@V: one iteration
-    acc = acc + ((i_winRow + i / 3 - 1) >= 0 && (i_winRow + i / 3 - 1) < 8 ? ((i_win + i % 3 - 1) >= 0 && (i_win + i % 3 - 1) < 8 ? vload4(i_winRow * 8 + (i / 3) * 8 + i_win + i % 3 - 9, inp) : (float4)(0.0f)) : (float4)(0.0f)) * vload4(i_k * 9 + i, ks);
+  for (int i_0 = 0; i_0 < 3; i_0++) {
+    // reduceSeq (split)
+    for (int i_1_1 = 0; i_1_1 < 3; i_1_1++) {
+      // mapSeq@V: one iteration
+      acc = acc + ((i_0 + i_winRow - 1) >= 0 && (i_0 + i_winRow - 1) < 8 ? ((i_1_1 + i_win - 1) >= 0 && (i_1_1 + i_win - 1) < 8 ? vload4(i_0 * 8 + i_winRow * 8 + i_1_1 + i_win - 9, inp) : (float4)(0.0f)) : (float4)(0.0f)) * vload4(i_k * 9 + i_0 * 3 + i_1_1, ks);
+    }
   }
   float acc_1 = 0.0f;
   // reduceSeq
