@@ -84,14 +84,26 @@ fn a_tune_finds_a_correct_kernel_and_reports_it() {
     let lift = dir.join("conv_blocked.lift");
     let run = mapsat(&["run", lift.to_str().unwrap(), "--check", "--runs", "1"]);
     assert!(run.status.success() && text(&run).contains("check: ok"), "{}", text(&run));
+    // It was built letting the compiler reassociate sums, and says so; so is `run --reassociate`.
+    let manifest: Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.join("conv_blocked.json")).unwrap()).unwrap();
+    assert_eq!(manifest["build_options"], "-cl-unsafe-math-optimizations");
+    let run = mapsat(&["run", lift.to_str().unwrap(), "--check", "--runs", "1", "--reassociate"]);
+    assert!(run.status.success() && text(&run).contains("check: ok"), "{}", text(&run));
     // A later tune of another program starts from the saved model.
     let other = scratch("transfer");
     let model = dir.join("tune.jsonl.model.json");
     let args = ["tune", "examples/matmul_tiled.lift", "--trials", "4", "--batch", "4", "--random-trials", "0"];
     let out = mapsat(
-        &[&args[..], &["--runs", "1", "--model", model.to_str().unwrap(), "-o", other.to_str().unwrap()]].concat(),
+        &[
+            &args[..],
+            &["--runs", "1", "--strict-math", "--model", model.to_str().unwrap(), "-o", other.to_str().unwrap()],
+        ]
+        .concat(),
     );
     assert!(out.status.success(), "{}", text(&out));
+    let manifest = std::fs::read_to_string(other.join("matmul_tiled.json")).unwrap();
+    assert!(!manifest.contains("build_options"), "--strict-math builds without options: {manifest}");
     let t = trials(&other.join("tune.jsonl"));
     assert!(t.iter().all(|t| t["learned_score"].is_number()), "the prior model ranked the first batch: {t:?}");
 }

@@ -91,21 +91,19 @@ pub(super) fn run(
     local: Option<&str>,
     inputs: &[String],
     seed: u64,
-    check: bool,
-    runs: usize,
+    cfg: &RunConfig,
 ) -> CliResult<()> {
     let src = Source::read(file)?;
     let p = src.parse()?;
     ir::check::check(&p).map_err(|e| src.reject(&e))?;
     let sizes = all_sizes(&p, sizes)?;
     let device: DeviceSpec = device.parse().map_err(|e: measure::MeasureError| Failure::Usage(e.to_string()))?;
-    if runs == 0 {
+    if cfg.runs == 0 {
         return Err(Failure::Usage("--runs must be at least 1".into()));
     }
     let tensors = load_inputs(&src, &p, &sizes, inputs, Some(seed))?;
     let (p, local) = how.program(p, &sizes, parse_local(local)?, || measure::opencl_profile(device).ok())?;
-    let cfg = RunConfig { check, runs, ..RunConfig::default() };
-    let r = measure::run(&p, &sizes, local, &tensors, device, &cfg).map_err(|e| match e {
+    let r = measure::run(&p, &sizes, local, &tensors, device, cfg).map_err(|e| match e {
         measure::MeasureError::Codegen(c) => src.reject(&c),
         e => Failure::Rejected(format!("error: {e}")),
     })?;

@@ -119,6 +119,10 @@ enum Command {
         /// Timed runs (the median is printed).
         #[arg(long, default_value_t = 10)]
         runs: usize,
+        /// Let the OpenCL compiler reassociate floating-point arithmetic (as `mapsat tune`
+        /// does by default; the manifest of a tuned kernel says so in `build_options`).
+        #[arg(long)]
+        reassociate: bool,
     },
     /// Search mappings, tunable sizes and work-group sizes for the fastest valid kernel.
     Tune(Box<tune::TuneArgs>),
@@ -210,9 +214,10 @@ pub fn main() -> ExitCode {
             let how = kernels::Mapped { mapping: mapping.as_deref(), profile: profile.as_deref() };
             kernels::emit(&file, &sizes, how, &target, local.as_deref(), &output)
         }
-        Command::Run { file, sizes, mapping, profile, device, local, inputs, seed, check, runs } => {
+        Command::Run { file, sizes, mapping, profile, device, local, inputs, seed, check, runs, reassociate } => {
             let how = kernels::Mapped { mapping: mapping.as_deref(), profile: profile.as_deref() };
-            kernels::run(&file, &sizes, how, &device, local.as_deref(), &inputs, seed, check, runs)
+            let cfg = mapsat_tuner::measure::RunConfig { check, runs, reassociate, ..Default::default() };
+            kernels::run(&file, &sizes, how, &device, local.as_deref(), &inputs, seed, &cfg)
         }
         Command::Tune(args) => tune::tune(&args),
         Command::Predict(args) => tune::predict(&args),

@@ -58,6 +58,10 @@ pub struct TuneArgs {
     /// Turn off the sequential map fusion heuristic (rule 8).
     #[arg(long)]
     no_fusion: bool,
+    /// Build OpenCL kernels without `-cl-unsafe-math-optimizations`: no reassociation of
+    /// floating-point sums (slower: the device compiler cannot vectorize them).
+    #[arg(long)]
+    strict_math: bool,
     /// Output folder: the best kernel, the report and the plot.
     #[arg(long, short, value_name = "DIR")]
     output: PathBuf,
@@ -195,6 +199,7 @@ pub fn tune(a: &TuneArgs) -> CliResult<()> {
     let prior = a.model.as_deref().map(Learned::load).transpose().map_err(rejected)?;
     let fault = a.inject_fault.as_deref().map(parse_fault).transpose()?;
     let task = Task::new(p, &given, profile, device.dialect(), !a.no_fusion, a.seed).map_err(tune_error)?;
+    let task = if a.strict_math { task } else { task.reassociating() };
     let opts = TuneOptions {
         trials: a.trials,
         random_trials: a.random_trials,

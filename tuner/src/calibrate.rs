@@ -74,6 +74,7 @@ fn manifest(d: Dialect, entry: &str, n: i64, group: i64, input: Option<i64>, out
         memory: MemoryTotals::default(),
         buffers,
         flops,
+        build_options: String::new(),
     }
 }
 

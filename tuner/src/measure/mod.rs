@@ -76,11 +76,13 @@ pub struct RunConfig {
     pub rtol: f64,
     /// Absolute tolerance of the comparison.
     pub atol: f64,
+    /// Build OpenCL kernels with [`mapsat_codegen::REASSOCIATE`].
+    pub reassociate: bool,
 }
 
 impl Default for RunConfig {
     fn default() -> Self {
-        RunConfig { warmup: 1, runs: 5, check: true, rtol: 1e-3, atol: 1e-4 }
+        RunConfig { warmup: 1, runs: 5, check: true, rtol: 1e-3, atol: 1e-4, reassociate: false }
     }
 }
 
@@ -144,7 +146,10 @@ pub fn run(
 ) -> R<RunReport> {
     let sizes = p.resolve_sizes(sizes).map_err(|e| MeasureError::Input(e.to_string()))?;
     let opts = Options { sizes: sizes.clone(), local, ..Options::default() };
-    let (src, manifest) = mapsat_codegen::emit(p, &opts, device.dialect())?;
+    let (src, mut manifest) = mapsat_codegen::emit(p, &opts, device.dialect())?;
+    if cfg.reassociate && device.dialect() == mapsat_codegen::Dialect::OpenCl {
+        manifest.build_options = mapsat_codegen::REASSOCIATE.to_string();
+    }
     if inputs.len() != p.params.len() {
         return Err(MeasureError::Input(format!("{} inputs for {} parameters", inputs.len(), p.params.len())));
     }

@@ -128,12 +128,13 @@ enum DevBuf {
     U8(Buffer<cl_uchar>),
 }
 
-/// A context and profiling queue on one device, and the programs built on it (by source).
+/// A context and profiling queue on one device, and the programs built on it (by build options
+/// and source).
 pub(super) struct Session {
     pub(super) name: String,
     context: Context,
     queue: CommandQueue,
-    programs: HashMap<String, ClProgram>,
+    programs: HashMap<(String, String), ClProgram>,
 }
 
 impl Session {
@@ -147,15 +148,17 @@ impl Session {
         Ok(Session { name, context, queue, programs: HashMap::new() })
     }
 
-    /// Builds `src` once (later calls reuse the program); the time spent building, in ms.
-    fn build(&mut self, src: &str) -> R<f64> {
-        if self.programs.contains_key(src) {
+    /// Builds `src` with `options` once (later calls reuse the program); the time spent
+    /// building, in ms.
+    fn build(&mut self, src: &str, options: &str) -> R<f64> {
+        let key = (options.to_string(), src.to_string());
+        if self.programs.contains_key(&key) {
             return Ok(0.0);
         }
         let t = Instant::now();
-        let program = ClProgram::create_and_build_from_source(&self.context, src, "")
+        let program = ClProgram::create_and_build_from_source(&self.context, src, options)
             .map_err(|log| MeasureError::Build { log: log.to_string() })?;
-        self.programs.insert(src.to_string(), program);
+        self.programs.insert(key, program);
         Ok(t.elapsed().as_secs_f64() * 1e3)
     }
 
@@ -201,8 +204,9 @@ impl Session {
     /// ms, and the build time in ms.
     pub(super) fn run(&mut self, src: &str, m: &Manifest, bound: &Bound, cfg: &RunConfig) -> R<(Host, Vec<f64>, f64)> {
         let _guard = lock();
-        let build_ms = self.build(src)?;
-        let kernel = Kernel::create(&self.programs[src], &m.entry).map_err(e)?;
+        let build_ms = self.build(src, &m.build_options)?;
+        let key = (m.build_options.clone(), src.to_string());
+        let kernel = Kernel::create(&self.programs[&key], &m.entry).map_err(e)?;
         let bufs = self.upload(&bound.args)?;
         let dims = m.launch.dims as usize;
         let global: Vec<usize> = m.launch.global[..dims].iter().map(|x| *x as usize).collect();

@@ -316,7 +316,11 @@ pub fn write(task: &Task, r: &TuneResult, dir: &Path) -> Result<Vec<PathBuf>, Tu
             t.tuning,
             t.local
         );
-        files.push((dir.join(format!("{}.lift", task.program.name)), header + &mapsat_ir::print(&q)));
+        let built_with = match b.manifest.build_options.as_str() {
+            "" => String::new(),
+            o => format!("// Built with `{o}` (`mapsat run --reassociate`).\n"),
+        };
+        files.push((dir.join(format!("{}.lift", task.program.name)), header + &built_with + &mapsat_ir::print(&q)));
     }
     files.push((dir.join("report.md"), summary.markdown()));
     files.push((dir.join("report.json"), serde_json::to_string_pretty(&summary).unwrap_or_default() + "\n"));

@@ -105,6 +105,8 @@ pub struct Task {
     pub dialect: Dialect,
     /// The sequential-map fusion heuristic (rule 8) in the spaces.
     pub fusion: bool,
+    /// OpenCL kernels are built with [`mapsat_codegen::REASSOCIATE`] (see [`Task::reassociating`]).
+    pub reassociate: bool,
     /// Labels of the maps that take a code.
     pub labels: Vec<String>,
     /// A point with valid mappings (the program's defaults when they are one).
@@ -166,6 +168,7 @@ impl Task {
             profile,
             dialect,
             fusion,
+            reassociate: false,
             labels: Vec::new(),
             first_point: Sizes::new(),
             result_shape: Vec::new(),
@@ -426,6 +429,15 @@ impl Task {
         Some(Candidate { tuning, codes: m.codes, local })
     }
 
+    /// The task with its OpenCL kernels built with [`mapsat_codegen::REASSOCIATE`]: the device
+    /// compiler may reorder floating-point sums (and vectorize them); every kernel is still
+    /// checked against the interpreter within the tolerance.
+    pub fn reassociating(mut self) -> Task {
+        self.reassociate = true;
+        self.hash = hex(format!("{}\nreassociate", self.hash).as_bytes());
+        self
+    }
+
     /// The candidate a trial of the log measured, built again.
     pub fn rebuild(&self, t: &super::log::Trial) -> Result<Built, Rejection> {
         let codes = self.parse_mapping(&t.tuning, &t.mapping)?;
@@ -472,14 +484,17 @@ impl Task {
             )));
         }
         let source = mapsat_codegen::print(&kernel, self.dialect).map_err(|e| Rejection::Codegen(e.to_string()))?;
-        let manifest =
+        let mut manifest =
             mapsat_codegen::manifest(&kernel, self.dialect, &format!("{}.{}", kernel.name, self.dialect.extension()));
+        if self.reassociate && self.dialect == Dialect::OpenCl {
+            manifest.build_options = mapsat_codegen::REASSOCIATE.to_string();
+        }
         let stats = KernelStats::of(&kernel, lanes_of(&self.profile));
         let prediction = predict(&stats, &self.profile);
         let features = features(&stats, &kernel.launch, &prediction, &c.codes, &self.profile);
         Ok(Built {
             mapping: self.mapping_text(&c.codes),
-            hash: hex(source.as_bytes()),
+            hash: hex(format!("{}\n{source}", manifest.build_options).as_bytes()),
             candidate: c.clone(),
             source,
             manifest,

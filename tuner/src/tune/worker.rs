@@ -172,7 +172,14 @@ impl Worker {
             Some(Fault::Crash) => std::process::abort(),
             None => {}
         }
-        let cfg = RunConfig { warmup: j.warmup, runs: j.runs.max(1), check: true, rtol: self.rtol, atol: self.atol };
+        let cfg = RunConfig {
+            warmup: j.warmup,
+            runs: j.runs.max(1),
+            check: true,
+            rtol: self.rtol,
+            atol: self.atol,
+            ..RunConfig::default()
+        };
         let r = self.session.run(&j.source, &j.manifest, &self.inputs, self.expected.shape.clone(), &cfg);
         let r = match r {
             Ok(r) => r,
