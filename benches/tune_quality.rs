@@ -5,8 +5,8 @@
 //! 1. **Guided against random.** For the tunable conv (`examples/conv_blocked.lift`, 28x28,
 //!    32 -> 32) and the tiled matmul (`examples/matmul_tiled.lift`, 256^3), with several seeds: a
 //!    64-trial model-guided tune, and 320 random valid trials (5x as many) of the same space.
-//!    Each phase's best kernels are measured again at its end; the best GFLOP/s compared are
-//!    those confirmed times. The median valid candidate is the median of the random trials.
+//!    The best kernels of both phases are measured again at the end, interleaved; the best
+//!    GFLOP/s compared are those confirmed times. The median valid candidate is the median of the random trials.
 //! 2. **Model accuracy.** On the conv's random trials (held-out data for every model): Spearman's
 //!    rank correlation with the measured speed of the analytical model, of the learned model in
 //!    5-fold cross-validation (trained on the other folds), and of the learned model trained on

@@ -79,9 +79,10 @@ pub struct TuneOptions {
     pub warmup: usize,
     /// Timed launches per kernel (their median is the kernel's time).
     pub runs: usize,
-    /// Best kernels of each phase measured again at its end (interleaved, twice, with twice the
-    /// timed launches each), ranked by the median of all those launches: single measurements
-    /// are noisy, and the best of many noisy ones is often a lucky one.
+    /// Best kernels of each phase measured again at the end of the tune, those of both phases
+    /// together (interleaved, twice, with twice the timed launches each), ranked by the median
+    /// of all those launches: single measurements are noisy, the best of many noisy ones is
+    /// often a lucky one, and a shared machine's speed drifts between the phases.
     pub confirm: usize,
     /// Longest wait for one kernel's measurement (build included).
     pub timeout: Duration,
@@ -166,7 +167,7 @@ pub struct Timing {
     pub compile_s: f64,
 }
 
-/// A kernel re-measured at the end of its phase ([`TuneOptions::confirm`]).
+/// A kernel re-measured at the end of the tune ([`TuneOptions::confirm`]).
 #[derive(Clone, Debug, PartialEq, serde::Serialize)]
 pub struct Confirmed {
     /// Its phase.
@@ -264,9 +265,8 @@ pub fn tune(
     };
     run.restore(old)?;
     run.guided()?;
-    run.confirm(Phase::Guided)?;
     run.random()?;
-    run.confirm(Phase::Random)?;
+    run.confirm()?;
     let Run { search, measure_s, compile_s, confirmed, .. } = run;
     let total_s = start.elapsed().as_secs_f64();
     let timing = Timing { total_s, search_s: total_s - measure_s, build_s: search.build_s, measure_s, compile_s };
@@ -320,48 +320,60 @@ impl Run<'_, '_> {
         best
     }
 
-    /// Measures the best kernels of `phase` again (see [`TuneOptions::confirm`]).
-    fn confirm(&mut self, phase: Phase) -> Result<(), TuneError> {
+    /// Measures the best kernels of both phases again, together (see [`TuneOptions::confirm`]):
+    /// interleaved, so that the guided search and random sampling are compared under the same
+    /// conditions (times on a shared machine drift between phases).
+    fn confirm(&mut self) -> Result<(), TuneError> {
         let opts = self.search.opts;
-        let best = self.best_of(phase);
+        let best: Vec<Trial> = [Phase::Guided, Phase::Random].into_iter().flat_map(|p| self.best_of(p)).collect();
         if best.len() < 2 {
             return Ok(());
         }
-        self.progress.note(&format!("measuring the {} best kernels of that phase again", best.len()));
         let task = self.search.task;
-        let built: Vec<Built> = best
-            .iter()
-            .map(|t| task.rebuild(t).map_err(|e| TuneError::Program(format!("trial {}: {e}", t.trial))))
-            .collect::<Result<_, _>>()?;
-        let mut times: Vec<Vec<f64>> = vec![Vec::new(); best.len()];
+        // One measurement per distinct kernel and round: a kernel both phases found counts for both.
+        let mut kernels: Vec<(String, Built)> = Vec::new();
+        for t in &best {
+            if !kernels.iter().any(|(k, _)| *k == t.kernel) {
+                let b = task.rebuild(t).map_err(|e| TuneError::Program(format!("trial {}: {e}", t.trial)))?;
+                kernels.push((t.kernel.clone(), b));
+            }
+        }
+        self.progress.note(&format!("measuring the {} best kernels of the two phases again", kernels.len()));
+        let mut times: Vec<Vec<f64>> = vec![Vec::new(); kernels.len()];
         for _ in 0..2 {
-            for (i, (t, b)) in best.iter().zip(&built).enumerate() {
+            for (i, (_, b)) in kernels.iter().enumerate() {
                 let start = Instant::now();
                 let o = self
                     .measurer
                     .measure(&b.source, &b.manifest, opts.warmup, opts.runs * 2, None)
                     .map_err(TuneError::Device)?;
                 self.measure_s += start.elapsed().as_secs_f64();
-                if o.status != worker::Status::Ok {
-                    continue;
+                if o.status == worker::Status::Ok {
+                    times[i].extend(o.times_ms);
                 }
-                let c = log::Confirmation { phase, trial: t.trial, kernel: t.kernel.clone(), times_ms: o.times_ms };
-                self.log.confirm(&c)?;
-                times[i].extend(c.times_ms);
             }
         }
-        for ((t, b), ts) in best.iter().zip(&built).zip(times) {
-            if !ts.is_empty() {
-                let median_ms = crate::measure::median(&ts);
-                self.confirmed.push(Confirmed {
-                    phase,
-                    trial: t.trial,
-                    kernel: t.kernel.clone(),
-                    median_ms,
-                    gflops: crate::measure::gflops(b.manifest.flops, median_ms),
-                    launches: ts.len(),
-                });
+        for t in &best {
+            let Some(i) = kernels.iter().position(|(k, _)| *k == t.kernel) else { continue };
+            if times[i].is_empty() {
+                continue;
             }
+            let c = log::Confirmation {
+                phase: t.phase,
+                trial: t.trial,
+                kernel: t.kernel.clone(),
+                times_ms: times[i].clone(),
+            };
+            self.log.confirm(&c)?;
+            let median_ms = crate::measure::median(&times[i]);
+            self.confirmed.push(Confirmed {
+                phase: t.phase,
+                trial: t.trial,
+                kernel: t.kernel.clone(),
+                median_ms,
+                gflops: crate::measure::gflops(kernels[i].1.manifest.flops, median_ms),
+                launches: times[i].len(),
+            });
         }
         Ok(())
     }

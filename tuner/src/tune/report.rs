@@ -38,7 +38,7 @@ pub struct Summary {
     pub guided_best_gflops: f64,
     /// The best of random valid sampling, in GFLOP/s (confirmed).
     pub random_best_gflops: f64,
-    /// The best kernels of each phase measured again at its end, fastest first.
+    /// The best kernels of both phases measured again at the end, fastest first.
     pub confirmed: Vec<Confirmed>,
     /// The median correct candidate of random valid sampling, in GFLOP/s.
     pub median_valid_gflops: f64,
@@ -159,8 +159,8 @@ impl Summary {
         }
         let _ = writeln!(
             s,
-            "## Best kernels measured again\n\nEach phase's best kernels were measured again at its end \
-             (interleaved); these medians rank them.\n\n| phase | trial | time | GFLOP/s | launches |\n|---|---|---|---|---|"
+            "## Best kernels measured again\n\nThe best kernels of both phases were measured again at the \
+             end, together (interleaved); these medians rank them.\n\n| phase | trial | time | GFLOP/s | launches |\n|---|---|---|---|---|"
         );
         for c in &self.confirmed {
             let (phase, time) = (c.phase.name(), fmt_ms(c.median_ms));
