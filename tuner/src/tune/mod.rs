@@ -79,8 +79,8 @@ pub struct TuneOptions {
     pub warmup: usize,
     /// Timed launches per kernel (their median is the kernel's time).
     pub runs: usize,
-    /// Best kernels of each phase measured again at the end of the tune, those of both phases
-    /// together (interleaved, twice, with twice the timed launches each), ranked by the median
+    /// Best kernels of each phase (this many by their fastest launch and as many again by their
+    /// median) measured again at the end of the tune, those of both phases together (interleaved, twice, with twice the timed launches each), ranked by the median
     /// of all those launches: single measurements are noisy, the best of many noisy ones is
     /// often a lucky one, and a shared machine's speed drifts between the phases.
     pub confirm: usize,
@@ -303,18 +303,26 @@ struct Run<'a, 'b> {
 }
 
 impl Run<'_, '_> {
-    /// The best kernels of `phase`, at most `opts.confirm`, one per kernel, fastest first.
+    /// The best kernels of `phase`, one per kernel: `opts.confirm` by their fastest launch, then
+    /// as many more by their median.
     fn best_of(&self, phase: Phase) -> Vec<Trial> {
         let trials: Vec<&Trial> = match phase {
             Phase::Guided => self.search.guided.iter().map(|d| &d.trial).collect(),
             Phase::Random => self.search.random.iter().collect(),
         };
-        let mut ok: Vec<&Trial> = trials.into_iter().filter(|t| t.ok()).collect();
-        ok.sort_by(|a, b| a.rank_ms().total_cmp(&b.rank_ms()));
+        let ok: Vec<&Trial> = trials.into_iter().filter(|t| t.ok()).collect();
+        let n = self.search.opts.confirm;
+        // The fastest by their fastest launch, and by their median: one noisy trial decides
+        // neither alone.
         let mut best: Vec<Trial> = Vec::new();
-        for t in ok {
-            if best.len() < self.search.opts.confirm && !best.iter().any(|b| b.kernel == t.kernel) {
-                best.push(t.clone());
+        for key in [Trial::rank_ms as fn(&Trial) -> f64, |t: &Trial| t.median_ms] {
+            let mut order = ok.clone();
+            order.sort_by(|a, b| key(a).total_cmp(&key(b)));
+            let before = best.len();
+            for t in order {
+                if best.len() < before + n && !best.iter().any(|b| b.kernel == t.kernel) {
+                    best.push(t.clone());
+                }
             }
         }
         best
