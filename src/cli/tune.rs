@@ -92,6 +92,9 @@ pub struct PredictArgs {
     /// Turn off the sequential map fusion heuristic (rule 8).
     #[arg(long)]
     no_fusion: bool,
+    /// As for `mapsat tune`: kernels built without reassociation of floating-point sums.
+    #[arg(long)]
+    strict_math: bool,
 }
 
 fn rejected(e: impl std::fmt::Display) -> Failure {
@@ -288,6 +291,7 @@ pub fn predict(a: &PredictArgs) -> CliResult<()> {
     }
     let dialect = mapsat_codegen::Dialect::OpenCl;
     let task = Task::new(p, &fixed, profile, dialect, !a.no_fusion, 0).map_err(tune_error)?;
+    let task = if a.strict_math { task } else { task.reassociating() };
     let codes = task.parse_mapping(&task.first_point, &a.mapping).map_err(|e| Failure::Usage(e.to_string()))?;
     let c = Candidate { tuning: task.first_point.clone(), codes, local: local.unwrap_or_default() };
     let c = task.complete_local(c);

@@ -75,9 +75,9 @@ pub fn rates_of(p: &Profile) -> Rates {
 }
 
 /// The lanes and line size the counts are made for.
-pub fn lanes_of(p: &Profile) -> Lanes {
+pub fn lanes_of(p: &Profile, reassociate: bool) -> Lanes {
     let r = rates_of(p);
-    Lanes { simd: r.simd_width, line: r.line_bytes }
+    Lanes { simd: r.simd_width, line: r.line_bytes, reassociate }
 }
 
 /// Predicts a kernel's run time on a device (see the module documentation).
@@ -125,7 +125,7 @@ mod tests {
     fn stats(src: &str, local: Vec<i64>, p: &Profile) -> KernelStats {
         let prog = mapsat_ir::parse(src).unwrap();
         let opts = mapsat_codegen::Options { local: Some(local), ..Default::default() };
-        KernelStats::of(&mapsat_codegen::lower(&prog, &opts).unwrap(), lanes_of(p))
+        KernelStats::of(&mapsat_codegen::lower(&prog, &opts).unwrap(), lanes_of(p, false))
     }
 
     #[test]

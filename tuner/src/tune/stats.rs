@@ -12,8 +12,9 @@
 //! A statement can run in vector lanes (what a CPU driver's compiler does) when it lies directly
 //! in the loop over the fastest-varying thread id (no sequential loop in between: a compiler
 //! vectorizes innermost loops only) and all its accesses have stride 0 or 1 along that id, or
-//! when its innermost loop is sequential, it stores along that loop's variable, and all its
-//! accesses have stride 0 or 1 along it. Its operations are counted in `vector_flops`.
+//! when its innermost loop is sequential, it stores along that loop's variable (or, where the
+//! compiler may reassociate sums, it accumulates across it), and all its accesses have stride 0
+//! or 1 along it. Its operations are counted in `vector_flops`.
 //!
 //! Operations (arithmetic on values, and the index arithmetic of accesses: a term, a division,
 //! a remainder, a bounds test of `pad`) and loads are counted once per iteration of the loops
@@ -87,6 +88,9 @@ pub struct Lanes {
     pub simd: u32,
     /// Bytes of a memory transaction.
     pub line: u32,
+    /// The device compiler may reassociate floating-point sums, and so vectorize a reduction
+    /// over its innermost sequential loop (see [`mapsat_codegen::REASSOCIATE`]).
+    pub reassociate: bool,
 }
 
 struct Frame {
@@ -303,7 +307,10 @@ impl<'k> Walk<'k> {
         let Some(inner) = self.stack.last() else { return false };
         match inner.kind {
             LoopKind::Local(0) | LoopKind::Global(0) => unit(inner.var),
-            LoopKind::Seq | LoopKind::Vec => inner.extent > 1 && p.index.mentions(inner.var) && unit(inner.var),
+            LoopKind::Seq | LoopKind::Vec => {
+                let along = p.index.mentions(inner.var);
+                inner.extent > 1 && (along || self.lanes.reassociate) && unit(inner.var)
+            }
             _ => false,
         }
     }
@@ -428,7 +435,21 @@ mod tests {
         mapsat_codegen::lower(&p, &mapsat_codegen::Options { local, ..Default::default() }).unwrap()
     }
 
-    const LANES: Lanes = Lanes { simd: 8, line: 64 };
+    const LANES: Lanes = Lanes { simd: 8, line: 64, reassociate: false };
+
+    #[test]
+    fn a_contiguous_reduction_is_in_vector_lanes_only_where_sums_may_be_reassociated() {
+        let src = "size N = 64, K = 256\ndef f(xs: [[f32]K]N) = \
+                   mapGlb(0, fun(x => reduceSeq(fun(a, v => a + v), 0.0, x)), xs)";
+        let k = kernel(src, Some(vec![1]));
+        // Strict: only the store of each sum (along the global id) is in lanes.
+        let strict = KernelStats::of(&k, LANES).vector_ops;
+        assert_eq!(strict, 64.0);
+        // Reassociated: the addition of every iteration (64 x 256) as well, and the index
+        // arithmetic of its load.
+        let s = KernelStats::of(&k, Lanes { reassociate: true, ..LANES });
+        assert!(s.vector_ops >= strict + 64.0 * 256.0, "{}", s.vector_ops);
+    }
 
     #[test]
     fn an_elementwise_map_is_coalesced() {

@@ -489,7 +489,8 @@ impl Task {
         if self.reassociate && self.dialect == Dialect::OpenCl {
             manifest.build_options = mapsat_codegen::REASSOCIATE.to_string();
         }
-        let stats = KernelStats::of(&kernel, lanes_of(&self.profile));
+        let stats =
+            KernelStats::of(&kernel, lanes_of(&self.profile, self.reassociate && self.dialect == Dialect::OpenCl));
         let prediction = predict(&stats, &self.profile);
         let features = features(&stats, &kernel.launch, &prediction, &c.codes, &self.profile);
         Ok(Built {
