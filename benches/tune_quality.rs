@@ -105,11 +105,14 @@ fn rows(task: &Task, ts: &[Trial]) -> (Vec<Vec<f64>>, Vec<f64>, Vec<f64>) {
     (rows, times, predicted)
 }
 
+/// The conv's task as `mapsat tune` builds it (sums reassociated).
 fn conv_task(sizes: &[(&str, i64)]) -> Task {
     let src = std::fs::read_to_string(root().join("examples/conv_blocked.lift")).expect("conv_blocked");
     let p = mapsat_ir::parse(&src).expect("parses");
     let given: Sizes = sizes.iter().copied().collect();
-    Task::new(p, &given, Profile::builtin("pocl-cpu").expect("profile"), Dialect::OpenCl, true, 0).expect("task")
+    Task::new(p, &given, Profile::builtin("pocl-cpu").expect("profile"), Dialect::OpenCl, true, 0)
+        .expect("task")
+        .reassociating()
 }
 
 fn model_accuracy() {
