@@ -2,7 +2,8 @@
 # Installs the system packages mapsat needs, once; quiet and quick when they are already there.
 set -euo pipefail
 # clinfo: an independent reading of the OpenCL device limits, for tuner/tests/opencl_profile.rs.
-packages=(libz3-dev libclang-dev pocl-opencl-icd ocl-icd-opencl-dev clang-14 clinfo)
+# python3-venv: the numpy baseline of scripts/bench.sh.
+packages=(libz3-dev libclang-dev pocl-opencl-icd ocl-icd-opencl-dev clang-14 clinfo python3-venv)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "ok installed" || missing+=("$p")

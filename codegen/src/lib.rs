@@ -120,6 +120,16 @@ pub struct Manifest {
 /// checked with. Infinities and NaNs keep their meaning (no `-cl-finite-math-only`).
 pub const REASSOCIATE: &str = "-cl-unsafe-math-optimizations";
 
+/// The build options of a kernel in dialect `d`: [`REASSOCIATE`] for OpenCL when sums may be
+/// reassociated, none otherwise (CUDA kernels are built as they are).
+pub fn build_options(d: Dialect, reassociate: bool) -> String {
+    if reassociate && d == Dialect::OpenCl {
+        REASSOCIATE.to_string()
+    } else {
+        String::new()
+    }
+}
+
 impl Manifest {
     /// The manifest as pretty-printed JSON.
     pub fn to_json(&self) -> String {

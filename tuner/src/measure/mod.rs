@@ -147,9 +147,7 @@ pub fn run(
     let sizes = p.resolve_sizes(sizes).map_err(|e| MeasureError::Input(e.to_string()))?;
     let opts = Options { sizes: sizes.clone(), local, ..Options::default() };
     let (src, mut manifest) = mapsat_codegen::emit(p, &opts, device.dialect())?;
-    if cfg.reassociate && device.dialect() == mapsat_codegen::Dialect::OpenCl {
-        manifest.build_options = mapsat_codegen::REASSOCIATE.to_string();
-    }
+    manifest.build_options = mapsat_codegen::build_options(device.dialect(), cfg.reassociate);
     if inputs.len() != p.params.len() {
         return Err(MeasureError::Input(format!("{} inputs for {} parameters", inputs.len(), p.params.len())));
     }

@@ -486,11 +486,8 @@ impl Task {
         let source = mapsat_codegen::print(&kernel, self.dialect).map_err(|e| Rejection::Codegen(e.to_string()))?;
         let mut manifest =
             mapsat_codegen::manifest(&kernel, self.dialect, &format!("{}.{}", kernel.name, self.dialect.extension()));
-        if self.reassociate && self.dialect == Dialect::OpenCl {
-            manifest.build_options = mapsat_codegen::REASSOCIATE.to_string();
-        }
-        let stats =
-            KernelStats::of(&kernel, lanes_of(&self.profile, self.reassociate && self.dialect == Dialect::OpenCl));
+        manifest.build_options = mapsat_codegen::build_options(self.dialect, self.reassociate);
+        let stats = KernelStats::of(&kernel, lanes_of(&self.profile, !manifest.build_options.is_empty()));
         let prediction = predict(&stats, &self.profile);
         let features = features(&stats, &kernel.launch, &prediction, &c.codes, &self.profile);
         Ok(Built {
