@@ -57,8 +57,17 @@ pub(super) fn emit(
     let sizes = all_sizes(&p, sizes)?;
     let dialect = Dialect::parse(target)
         .ok_or_else(|| Failure::Usage(format!("--target must be opencl or cuda, not `{target}`")))?;
+    let profile = match how.profile {
+        Some(name) => Some(Profile::load(name).map_err(|e| Failure::Usage(e.to_string()))?),
+        None => None,
+    };
     let (p, local) = how.program(p, &sizes, parse_local(local)?, || None)?;
-    let opts = Options { sizes, local, ..Options::default() };
+    let opts = Options {
+        sizes,
+        local,
+        max_work_group_size: profile.as_ref().map(|q| q.max_work_group_size as i64),
+        max_work_item_sizes: profile.as_ref().map(|q| q.max_work_item_sizes.map(|x| x as i64)),
+    };
     let (code, manifest) = mapsat_codegen::emit(&p, &opts, dialect).map_err(|e| src.reject(&e))?;
     std::fs::create_dir_all(out)
         .map_err(|e| Failure::Rejected(format!("error: cannot create {}: {e}", out.display())))?;

@@ -311,11 +311,18 @@ fn check(file: &Path, args: &SizeArgs) -> CliResult<()> {
     let src = Source::read(file)?;
     let p = src.parse()?;
     let info = ir::check::check(&p).map_err(|e| src.reject(&e))?;
-    outln!("{}", signature(&p, &info.result, None));
     let given = given_sizes(&p, args)?;
-    if !given.is_empty() {
-        let info = ir::check::check_with_sizes(&p, &given).map_err(|e| src.reject(&e))?;
-        outln!("{}", signature(&p, &info.result, Some(&given)));
+    // With some sizes given, the others take their defaults (as `eval` and `emit` do).
+    let concrete = if given.is_empty() {
+        None
+    } else {
+        let sizes = given.or(&p.default_sizes());
+        let info = ir::check::check_with_sizes(&p, &sizes).map_err(|e| src.reject(&e))?;
+        Some((sizes, info))
+    };
+    outln!("{}", signature(&p, &info.result, None));
+    if let Some((sizes, info)) = concrete {
+        outln!("{}", signature(&p, &info.result, Some(&sizes)));
     }
     let labels = p.map_labels();
     if !labels.is_empty() {
