@@ -83,3 +83,54 @@ fn closed_stdout_is_not_a_panic() {
     let out = child.wait_with_output().expect("wait");
     assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
 }
+
+fn mapsat_env(args: &[&str], key: &str, value: &str) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_mapsat"))
+        .args(args)
+        .env(key, value)
+        .current_dir(root())
+        .output()
+        .expect("run mapsat")
+}
+
+/// The interpreter's memory budget is checked before anything is allocated: `eval` and `run`
+/// at 2^31 scalars exit 1 with a sentence (they once aborted with exit 134).
+#[test]
+fn inputs_beyond_the_memory_budget_are_refused() {
+    let file = "tests/filetests/errors/eval_too_large.lift";
+    let budget = "4294967296"; // 4 GiB: 2^31 f32 inputs and as many results need 16 GiB
+    for args in
+        [vec!["eval", file, "--random", "1", "--size", "N=2147483648"], vec!["run", file, "--size", "N=2147483648"]]
+    {
+        let out = mapsat_env(&args, "MAPSAT_INTERP_MEMORY", budget);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(1), "{args:?}: {stderr}");
+        assert!(
+            stderr.contains("the inputs and the result need 17179869184 bytes, more than the 4294967296 bytes"),
+            "{args:?}: {stderr}"
+        );
+        assert_eq!(stderr.trim().lines().count(), 1, "one sentence: {stderr}");
+    }
+    // Within the budget it runs.
+    let out = mapsat_env(&["eval", file, "--random", "1"], "MAPSAT_INTERP_MEMORY", "128");
+    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+    let out = mapsat_env(&["eval", file, "--random", "1"], "MAPSAT_INTERP_MEMORY", "127");
+    assert_eq!(out.status.code(), Some(1));
+}
+
+/// `emit --profile` checks the local size against the profile's limits, given or chosen.
+#[test]
+fn emit_checks_the_profiles_work_group_limits() {
+    let dir = std::env::temp_dir().join(format!("mapsat-limits-{}", std::process::id()));
+    let out_dir = dir.to_str().expect("utf-8 path");
+    let file = "tests/filetests/kernels/wide_index.lift";
+    let args = ["emit", file, "--size", "H=100,W=64", "--local", "1,512", "-o", out_dir];
+    assert_eq!(mapsat(&args).status.code(), Some(0), "no profile: not checked here");
+    let out = mapsat(&[&args[..], &["--profile", "mali-g72-mp12"]].concat());
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert!(stderr.contains("local size [1, 512] has more than 384 work items"), "{stderr}");
+    let out = mapsat(&["emit", file, "--size", "H=100,W=64", "--local", "1,128", "--profile", "h100", "-o", out_dir]);
+    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+    let _ = std::fs::remove_dir_all(&dir);
+}
