@@ -95,7 +95,8 @@ pub struct Explanation {
     pub core: Vec<usize>,
     /// Barriers the mapping needs (computed whether or not it is valid).
     pub barriers: Vec<Barrier>,
-    /// Local sizes Z3 chose, when the space has tuning parameters and the mapping is valid.
+    /// Local sizes for a valid mapping, when the space has tuning parameters: the valid ones
+    /// with the most work items ([`Space::suggested_local_size`]), else those Z3 chose.
     pub local_sizes: Option<Vec<i64>>,
 }
 
@@ -673,6 +674,10 @@ impl Space {
         let (core, local_sizes) = match z.solver.check_assumptions(&assumptions) {
             SatResult::Sat => {
                 let ls: Vec<i64> = z.model()?.1.into_iter().flatten().collect();
+                let ls = match self.suggested_local_size(m)? {
+                    Some(best) => best,
+                    None => ls,
+                };
                 (vec![], Some(ls).filter(|v| !v.is_empty()))
             }
             SatResult::Unsat => {

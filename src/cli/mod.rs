@@ -157,6 +157,8 @@ enum Command {
         /// Device profile (built-in name or TOML file) for the device-limit constraints.
         #[arg(long, value_name = "PROFILE")]
         target: Option<String>,
+        #[command(flatten)]
+        sizes: SizeArgs,
         /// Print JSON.
         #[arg(long)]
         json: bool,
@@ -183,6 +185,8 @@ enum Command {
         /// Device profile (built-in name or TOML file).
         #[arg(long, value_name = "PROFILE")]
         target: Option<String>,
+        #[command(flatten)]
+        sizes: SizeArgs,
         /// Turn off the sequential map fusion heuristic (rule 8).
         #[arg(long)]
         no_fusion: bool,
@@ -226,11 +230,12 @@ pub fn main() -> ExitCode {
         }
         Command::Worker => tune::worker(),
         Command::Devices { profile } => kernels::devices(profile.as_deref()),
-        Command::Space { file, target, json, sample, seed, random_baseline, no_fusion } => {
-            space::space(&file, target.as_deref(), json, sample, seed, random_baseline, no_fusion)
+        Command::Space { file, target, sizes, json, sample, seed, random_baseline, no_fusion } => {
+            let how = space::How { target: target.as_deref(), sizes: &sizes, no_fusion };
+            space::space(&file, &how, json, sample, seed, random_baseline)
         }
-        Command::Explain { file, mapping, target, no_fusion } => {
-            space::explain(&file, &mapping, target.as_deref(), no_fusion)
+        Command::Explain { file, mapping, target, sizes, no_fusion } => {
+            space::explain(&file, &mapping, &space::How { target: target.as_deref(), sizes: &sizes, no_fusion })
         }
         Command::Eval { file, sizes, inputs, random, output } => {
             eval(&file, &sizes, &inputs, random, output.as_deref())

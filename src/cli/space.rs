@@ -1,19 +1,32 @@
 //! `mapsat space` and `mapsat explain`: the parallel-mapping space of a program (Z3 constraints).
 
-use super::{CliResult, Failure, Source};
+use super::{all_sizes, CliResult, Failure, SizeArgs, Source};
 use mapsat::ir;
 use mapsat_constraints::{self as mc, Count, Options, Space};
 use std::path::Path;
 
-fn load(file: &Path, target: Option<&str>, no_fusion: bool) -> CliResult<Space> {
+/// How the space is generated: the device profile, the sizes (`--size`, then the file's
+/// defaults) and the fusion heuristic.
+pub struct How<'a> {
+    /// `--target`.
+    pub target: Option<&'a str>,
+    /// `--size`.
+    pub sizes: &'a SizeArgs,
+    /// `--no-fusion`.
+    pub no_fusion: bool,
+}
+
+fn load(file: &Path, how: &How) -> CliResult<Space> {
     let src = Source::read(file)?;
     let p = src.parse()?;
     ir::check::check(&p).map_err(|e| src.reject(&e))?;
-    let profile = match target {
+    let sizes = all_sizes(&p, how.sizes)?;
+    ir::check::check_with_sizes(&p, &sizes).map_err(|e| src.reject(&e))?;
+    let profile = match how.target {
         Some(t) => Some(ir::profile::Profile::load(t).map_err(|e| Failure::Usage(e.to_string()))?),
         None => None,
     };
-    Space::generate(&p, Options { fusion: !no_fusion, profile, ..Options::default() })
+    Space::generate(&p, Options { fusion: !how.no_fusion, profile, sizes, ..Options::default() })
         .map_err(|e| Failure::Rejected(format!("error: {e}")))
 }
 
@@ -21,18 +34,16 @@ fn solver(e: mc::Error) -> Failure {
     Failure::Rejected(format!("error: {e}"))
 }
 
-/// `mapsat space FILE [--target P] [--json] [--sample N --seed S] [--random-baseline N]`.
-#[allow(clippy::too_many_arguments)]
+/// `mapsat space FILE [--target P] [--size N=V] [--json] [--sample N --seed S] [--random-baseline N]`.
 pub fn space(
     file: &Path,
-    target: Option<&str>,
+    how: &How,
     json: bool,
     sample: Option<usize>,
     seed: u64,
     baseline: Option<u64>,
-    no_fusion: bool,
 ) -> CliResult<()> {
-    let s = load(file, target, no_fusion)?;
+    let s = load(file, how)?;
     let t = std::time::Instant::now();
     let count = s.count(seed).map_err(solver)?;
     let count_ms = t.elapsed().as_secs_f64() * 1e3;
@@ -87,8 +98,8 @@ pub fn space(
 }
 
 /// `mapsat explain FILE --mapping "A=W0,..."`: exit 0 and "valid", or 1 and the violations.
-pub fn explain(file: &Path, mapping: &str, target: Option<&str>, no_fusion: bool) -> CliResult<()> {
-    let s = load(file, target, no_fusion)?;
+pub fn explain(file: &Path, mapping: &str, how: &How) -> CliResult<()> {
+    let s = load(file, how)?;
     let m = s.parse_mapping(mapping).map_err(|e| Failure::Usage(e.to_string()))?;
     let e = s.explain(&m).map_err(solver)?;
     if e.valid {
