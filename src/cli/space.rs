@@ -3,6 +3,7 @@
 use super::{all_sizes, CliResult, Failure, SizeArgs, Source};
 use mapsat::ir;
 use mapsat_constraints::{self as mc, Count, Options, Space};
+use std::ops::ControlFlow;
 use std::path::Path;
 
 /// How the space is generated: the device profile, the sizes (`--size`, then the file's
@@ -47,34 +48,66 @@ pub fn space(
     let t = std::time::Instant::now();
     let count = s.count(seed).map_err(solver)?;
     let count_ms = t.elapsed().as_secs_f64() * 1e3;
-    let samples = s.sample(sample.unwrap_or(5), seed).map_err(solver)?;
     let base = match baseline {
         Some(n) if n > 0 => Some((s.random_baseline(n, seed).map_err(solver)?, n)),
         _ => None,
     };
-    let counts = s.counts();
-    if json {
-        let (count, exact, std_error) = match count {
-            Count::Exact(n) => (serde_json::json!(n), true, 0.0),
-            Count::Estimate { value, std_error, .. } => (serde_json::json!(value), false, std_error),
+    let asked = sample.unwrap_or(5);
+    let sampled = if json {
+        let mut samples = Vec::new();
+        let sampled = s
+            .sample_each(asked, seed, |m| {
+                samples.push(s.show(m).to_string());
+                ControlFlow::Continue(())
+            })
+            .map_err(solver)?;
+        print_json(&s, count, &samples, base);
+        sampled
+    } else {
+        print_text(&s, count, count_ms, base);
+        outln!("samples:");
+        // Streamed: each sample is printed as soon as it is found.
+        s.sample_each(asked, seed, |m| {
+            outln!("  {}", s.show(m));
+            ControlFlow::Continue(())
+        })
+        .map_err(solver)?
+    };
+    if sample.is_some() && sampled.produced < asked {
+        let why = if sampled.exhausted {
+            "the space has no more valid mappings".to_string()
+        } else {
+            format!("{} random descents found no other", 20 * asked + 100)
         };
-        let families: serde_json::Map<String, serde_json::Value> =
-            counts.iter().map(|(f, n)| (f.name().to_string(), serde_json::json!(n))).collect();
-        let mut out = serde_json::json!({
-            "maps": s.labels(),
-            "layout_maps": s.layout_maps(),
-            "families": families,
-            "count": count,
-            "count_exact": exact,
-            "count_std_error": std_error,
-            "samples": samples.iter().map(|m| s.show(m).to_string()).collect::<Vec<_>>(),
-        });
-        if let Some((v, n)) = base {
-            out["random_baseline"] = serde_json::json!({ "draws": n, "valid": v });
-        }
-        outln!("{}", serde_json::to_string_pretty(&out).expect("JSON values serialize"));
-        return Ok(());
+        eprintln!("note: {} distinct mappings sampled of the {asked} asked: {why}", sampled.produced);
     }
+    Ok(())
+}
+
+fn print_json(s: &Space, count: Count, samples: &[String], base: Option<(u64, u64)>) {
+    let counts = s.counts();
+    let (count, exact, std_error) = match count {
+        Count::Exact(n) => (serde_json::json!(n), true, 0.0),
+        Count::Estimate { value, std_error, .. } => (serde_json::json!(value), false, std_error),
+    };
+    let families: serde_json::Map<String, serde_json::Value> =
+        counts.iter().map(|(f, n)| (f.name().to_string(), serde_json::json!(n))).collect();
+    let mut out = serde_json::json!({
+        "maps": s.labels(),
+        "layout_maps": s.layout_maps(),
+        "families": families,
+        "count": count,
+        "count_exact": exact,
+        "count_std_error": std_error,
+        "samples": samples,
+    });
+    if let Some((v, n)) = base {
+        out["random_baseline"] = serde_json::json!({ "draws": n, "valid": v });
+    }
+    outln!("{}", serde_json::to_string_pretty(&out).expect("JSON values serialize"));
+}
+
+fn print_text(s: &Space, count: Count, count_ms: f64, base: Option<(u64, u64)>) {
     outln!("maps: {}", s.labels().join(" "));
     if !s.layout_maps().is_empty() {
         outln!("layout maps (views, not mapped): {}", s.layout_maps().join(" "));
@@ -83,18 +116,13 @@ pub fn space(
         outln!("target: {} ({})", p.name, p.description);
     }
     outln!("constraint instances ({} in all):", s.constraints().len());
-    for (f, n) in &counts {
+    for (f, n) in &s.counts() {
         outln!("  {:>3}  {f}", n);
     }
     outln!("valid mappings: {count} ({count_ms:.1} ms)");
     if let Some((v, n)) = base {
         outln!("random baseline: {v} of {n} uniformly random assignments are valid ({:.3e})", v as f64 / n as f64);
     }
-    outln!("samples:");
-    for m in &samples {
-        outln!("  {}", s.show(m));
-    }
-    Ok(())
 }
 
 /// `mapsat explain FILE --mapping "A=W0,..."`: exit 0 and "valid", or 1 and the violations.
