@@ -57,6 +57,8 @@ pub struct Sampled {
     /// then the whole space; false with fewer than asked means the descents stopped finding
     /// new mappings (20n + 100 of them).
     pub exhausted: bool,
+    /// Random descents of the search tree made.
+    pub descents: usize,
 }
 
 /// How many valid mappings there are.
@@ -616,7 +618,7 @@ impl Space {
         let target = all.as_ref().map_or(n, |a| a.len().min(n));
         let ctx = Context::new(&Config::new());
         let Some(mut s) = Search::new(self, &ctx)? else {
-            return Ok(Sampled { produced: 0, exhausted: true });
+            return Ok(Sampled { produced: 0, exhausted: true, descents: 0 });
         };
         let mut rng = StdRng::seed_from_u64(seed);
         let mut seen = HashSet::new();
@@ -625,7 +627,7 @@ impl Space {
             attempts += 1;
             let m = self.descend(&mut s, &mut rng)?;
             if seen.insert(m.clone()) && f(&m).is_break() {
-                return Ok(Sampled { produced: seen.len(), exhausted: false });
+                return Ok(Sampled { produced: seen.len(), exhausted: false, descents: attempts });
             }
         }
         if let Some(mut rest) = all {
@@ -637,9 +639,9 @@ impl Space {
                     break;
                 }
             }
-            return Ok(Sampled { produced: seen.len(), exhausted: true });
+            return Ok(Sampled { produced: seen.len(), exhausted: true, descents: attempts });
         }
-        Ok(Sampled { produced: seen.len(), exhausted: false })
+        Ok(Sampled { produced: seen.len(), exhausted: false, descents: attempts })
     }
 
     /// Every valid mapping when there are at most `n` of them (and at most

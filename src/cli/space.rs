@@ -77,7 +77,7 @@ pub fn space(
         let why = if sampled.exhausted {
             "the space has no more valid mappings".to_string()
         } else {
-            format!("{} random descents found no other", 20 * asked + 100)
+            format!("sampling gave up after {} random descents, and the space may hold more", sampled.descents)
         };
         eprintln!("note: {} distinct mappings sampled of the {asked} asked: {why}", sampled.produced);
     }
