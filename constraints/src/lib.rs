@@ -37,6 +37,7 @@ mod families;
 mod local;
 mod solve;
 mod space;
+mod symmetry;
 
 pub use code::Code;
 pub use local::MAX_LOCAL_SIZES;

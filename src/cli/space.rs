@@ -46,7 +46,7 @@ pub fn space(
 ) -> CliResult<()> {
     let s = load(file, how)?;
     let t = std::time::Instant::now();
-    let count = s.count(seed).map_err(solver)?;
+    let (count, classes) = s.count_both(seed).map_err(solver)?;
     let count_ms = t.elapsed().as_secs_f64() * 1e3;
     let base = match baseline {
         Some(n) if n > 0 => Some((s.random_baseline(n, seed).map_err(solver)?, n)),
@@ -61,10 +61,10 @@ pub fn space(
                 ControlFlow::Continue(())
             })
             .map_err(solver)?;
-        print_json(&s, count, &samples, base);
+        print_json(&s, (count, classes), &samples, base);
         sampled
     } else {
-        print_text(&s, count, count_ms, base);
+        print_text(&s, (count, classes), count_ms, base);
         outln!("samples:");
         // Streamed: each sample is printed as soon as it is found.
         s.sample_each(asked, seed, |m| {
@@ -84,7 +84,7 @@ pub fn space(
     Ok(())
 }
 
-fn print_json(s: &Space, count: Count, samples: &[String], base: Option<(u64, u64)>) {
+fn print_json(s: &Space, (count, classes): (Count, Option<u64>), samples: &[String], base: Option<(u64, u64)>) {
     let counts = s.counts();
     let (count, exact, std_error) = match count {
         Count::Exact(n) => (serde_json::json!(n), true, 0.0),
@@ -99,6 +99,7 @@ fn print_json(s: &Space, count: Count, samples: &[String], base: Option<(u64, u6
         "count": count,
         "count_exact": exact,
         "count_std_error": std_error,
+        "count_up_to_dimension_renaming": classes,
         "samples": samples,
     });
     if let Some((v, n)) = base {
@@ -107,7 +108,7 @@ fn print_json(s: &Space, count: Count, samples: &[String], base: Option<(u64, u6
     outln!("{}", serde_json::to_string_pretty(&out).expect("JSON values serialize"));
 }
 
-fn print_text(s: &Space, count: Count, count_ms: f64, base: Option<(u64, u64)>) {
+fn print_text(s: &Space, (count, classes): (Count, Option<u64>), count_ms: f64, base: Option<(u64, u64)>) {
     outln!("maps: {}", s.labels().join(" "));
     if !s.layout_maps().is_empty() {
         outln!("layout maps (views, not mapped): {}", s.layout_maps().join(" "));
@@ -120,6 +121,9 @@ fn print_text(s: &Space, count: Count, count_ms: f64, base: Option<(u64, u64)>) 
         outln!("  {:>3}  {f}", n);
     }
     outln!("valid mappings: {count} ({count_ms:.1} ms)");
+    if let Some(c) = classes {
+        outln!("up to renaming of dimensions (G0 <-> G1 ...): {c}");
+    }
     if let Some((v, n)) = base {
         outln!("random baseline: {v} of {n} uniformly random assignments are valid ({:.3e})", v as f64 / n as f64);
     }
