@@ -176,7 +176,7 @@ fn fresh(lens: &[Option<i64>], leaf: View, buf: Option<usize>) -> View {
         let src = buf.map(|b| vec![(b, k)]).unwrap_or_default();
         v = View::Arr(Dim { len: *len, strides: vec![stride], src }, Box::new(v));
         stride = match (stride, len) {
-            (Some(s), Some(l)) => Some(s * l),
+            (Some(s), Some(l)) => s.checked_mul(*l),
             _ => None,
         };
     }
@@ -381,7 +381,7 @@ impl<'a> Walker<'a> {
                                 (Some(l), Some(n)) if n > 0 => Some(l / n),
                                 _ => None,
                             },
-                            strides: d.strides.iter().map(|s| s.zip(n).map(|(s, n)| s * n)).collect(),
+                            strides: d.strides.iter().map(|s| s.zip(n).and_then(|(s, n)| s.checked_mul(n))).collect(),
                             src: d.src.clone(),
                         };
                         let inner = Dim { len: n, ..d };
@@ -404,7 +404,7 @@ impl<'a> Walker<'a> {
                             .collect();
                         let mut src = d0.src;
                         src.extend(d1.src);
-                        let len = d0.len.zip(d1.len).map(|(a, b)| a * b);
+                        let len = d0.len.zip(d1.len).and_then(|(a, b)| a.checked_mul(b));
                         AV::V(Arr(Dim { len, strides, src }, e1))
                     }
                     _ => AV::V(Unknown),
@@ -428,7 +428,7 @@ impl<'a> Walker<'a> {
                         };
                         let outer = Dim {
                             len,
-                            strides: d.strides.iter().map(|s| s.zip(step).map(|(s, st)| s * st)).collect(),
+                            strides: d.strides.iter().map(|s| s.zip(step).and_then(|(s, st)| s.checked_mul(st))).collect(),
                             src: d.src.clone(),
                         };
                         AV::V(Arr(outer, Box::new(Arr(Dim { len: size, ..d }, e))))
@@ -580,7 +580,7 @@ impl<'a> Walker<'a> {
             View::Tup(_) => leaf.clone(),
             _ => View::Scalar,
         };
-        let bytes = lens.iter().try_fold(leaf.leaf_scalars() * 4, |acc, l| l.map(|l| acc * l));
+        let bytes = lens.iter().try_fold(leaf.leaf_scalars().saturating_mul(4), |acc, l| l.and_then(|l| acc.checked_mul(l)));
         let spaces = resolve_spaces(&explicit);
         self.buffers.push(Buffer { top: m, writers, spaces, bytes, reads: Vec::new(), merged: false });
         self.explicit_dims.push(explicit);
