@@ -181,3 +181,11 @@ fn long_chains_are_not_nesting() {
     assert_eq!(out.status.code(), Some(1));
     let _ = std::fs::remove_dir_all(&out_dir);
 }
+
+/// `run --runs 0` is refused (it once ran once, silently).
+#[test]
+fn zero_runs_are_refused() {
+    let out = mapsat(&["run", "tests/filetests/kernels/scal.lift", "--runs", "0"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("--runs must be at least 1"));
+}

@@ -71,7 +71,8 @@ fn tree(n: usize) -> String {
 type Shape = (&'static str, fn(usize) -> String, usize);
 
 /// Every shape with the largest number of maps it can be written with.
-const SHAPES: [Shape; 4] = [("chain", chain, 100_000), ("pipeline", pipeline, 100_000), ("nest", nest, 100), ("tree", tree, 100_000)];
+const SHAPES: [Shape; 4] =
+    [("chain", chain, 100_000), ("pipeline", pipeline, 100_000), ("nest", nest, 100), ("tree", tree, 100_000)];
 
 fn sizes() -> Vec<usize> {
     std::env::var("MAPSAT_BENCH_MAPS")

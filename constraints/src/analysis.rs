@@ -428,7 +428,11 @@ impl<'a> Walker<'a> {
                         };
                         let outer = Dim {
                             len,
-                            strides: d.strides.iter().map(|s| s.zip(step).and_then(|(s, st)| s.checked_mul(st))).collect(),
+                            strides: d
+                                .strides
+                                .iter()
+                                .map(|s| s.zip(step).and_then(|(s, st)| s.checked_mul(st)))
+                                .collect(),
                             src: d.src.clone(),
                         };
                         AV::V(Arr(outer, Box::new(Arr(Dim { len: size, ..d }, e))))
@@ -580,7 +584,8 @@ impl<'a> Walker<'a> {
             View::Tup(_) => leaf.clone(),
             _ => View::Scalar,
         };
-        let bytes = lens.iter().try_fold(leaf.leaf_scalars().saturating_mul(4), |acc, l| l.and_then(|l| acc.checked_mul(l)));
+        let bytes =
+            lens.iter().try_fold(leaf.leaf_scalars().saturating_mul(4), |acc, l| l.and_then(|l| acc.checked_mul(l)));
         let spaces = resolve_spaces(&explicit);
         self.buffers.push(Buffer { top: m, writers, spaces, bytes, reads: Vec::new(), merged: false });
         self.explicit_dims.push(explicit);
