@@ -298,9 +298,12 @@ impl Printer<'_> {
     }
 
     fn index(&self, i: &crate::index::Index) -> String {
+        // With 64-bit indices the bounds are cast too: `clamp`, `min` and `max` take operands
+        // of one type.
+        let t = if self.index_ty == "int" { String::new() } else { format!("({})", self.index_ty) };
         match self.d {
-            Dialect::OpenCl => i.render(&self.k.vars, &|e, lo, hi| format!("clamp({e}, {lo}, {hi})")),
-            Dialect::Cuda => i.render(&self.k.vars, &|e, lo, hi| format!("min(max({e}, {lo}), {hi})")),
+            Dialect::OpenCl => i.render(&self.k.vars, &|e, lo, hi| format!("clamp({e}, {t}{lo}, {t}{hi})")),
+            Dialect::Cuda => i.render(&self.k.vars, &|e, lo, hi| format!("min(max({e}, {t}{lo}), {t}{hi})")),
         }
     }
 
