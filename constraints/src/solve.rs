@@ -15,6 +15,9 @@ use std::collections::{HashMap, HashSet};
 use std::fmt;
 use std::ops::ControlFlow;
 use z3::ast::Bool;
+
+/// Fewest random descents per stratum of [`Space::estimate`].
+const PROBES_PER_STRATUM: usize = 8;
 use z3::{Config, Context, SatResult, Solver};
 
 /// A mapping: one code per variable of a [`Space`] (same order as [`Space::labels`]).
@@ -552,40 +555,90 @@ impl Space {
         self.estimate(seed)
     }
 
-    /// Knuth's estimate of the number of valid mappings: the mean, over `options.probes` random
-    /// descents of the search tree, of the product of the number of feasible codes at each
-    /// level (an unbiased estimate of the number of leaves), with its standard error.
+    /// Knuth's estimate of the number of valid mappings, stratified: the search tree's top
+    /// levels are enumerated into at most `options.probes / 8` feasible prefixes (strata),
+    /// and each stratum's subtree is estimated by Knuth's random descents (the product of the
+    /// number of feasible codes at each level below the prefix, an unbiased estimate of its
+    /// leaves), at least 8 per stratum. The estimate is the sum over the strata, its standard
+    /// error from the strata's sample variances. Stratifying removes the variance of the top
+    /// levels' imbalance, the main reason a plain estimate's error bars did not hold. A tree
+    /// small enough to enumerate whole into strata gives its count with a zero error.
     pub fn estimate(&self, seed: u64) -> Result<Count, Error> {
-        let probes = self.options.probes.max(1);
+        let probes = self.options.probes.max(1) as usize;
         let ctx = Context::new(&Config::new());
         let Some(mut s) = Search::new(self, &ctx)? else {
             return Ok(Count::Exact(0));
         };
+        let strata = self.strata(&mut s, (probes / PROBES_PER_STRATUM).max(1))?;
+        if strata.first().is_some_and(|p| p.len() == self.len()) {
+            // The strata are the whole tree: the estimate is exact.
+            return Ok(Count::Estimate { value: strata.len() as f64, std_error: 0.0, probes: 0 });
+        }
+        let per = (probes / strata.len().max(1)).max(PROBES_PER_STRATUM);
         let mut rng = StdRng::seed_from_u64(seed);
-        let mut products = Vec::with_capacity(probes as usize);
-        for _ in 0..probes {
-            let mut product = 1.0;
-            for i in 0..self.len() {
-                let feasible = s.feasible_values(i)?;
-                if feasible.is_empty() {
-                    // Cannot happen (the search never enters a subtree without a mapping),
-                    // but a zero is the honest contribution of a dead end.
-                    product = 0.0;
-                    break;
-                }
-                product *= feasible.len() as f64;
-                let v = feasible[rng.gen_range(0..feasible.len())];
-                if !s.enter(i, v)? {
-                    return Err(Error::Solver(format!("value {v} of map {} was feasible, then not", self.labels[i])));
+        let (mut value, mut var) = (0.0, 0.0);
+        for prefix in &strata {
+            let mut products = Vec::with_capacity(per);
+            for _ in 0..per {
+                products.push(self.descent_product(&mut s, prefix, &mut rng)?);
+            }
+            let n = products.len() as f64;
+            let mean = products.iter().sum::<f64>() / n;
+            value += mean;
+            var += products.iter().map(|p| (p - mean).powi(2)).sum::<f64>() / (n - 1.0).max(1.0) / n;
+        }
+        Ok(Count::Estimate { value, std_error: var.sqrt(), probes: (per * strata.len()) as u32 })
+    }
+
+    /// The feasible prefixes of the deepest level at which there are at most `max` of them.
+    fn strata(&self, s: &mut Search<'_, '_>, max: usize) -> Result<Vec<Vec<i64>>, Error> {
+        let mut strata: Vec<Vec<i64>> = vec![Vec::new()];
+        for depth in 0..self.len() {
+            let mut next = Vec::new();
+            for prefix in &strata {
+                self.enter_prefix(s, prefix)?;
+                let values = s.feasible_values(depth)?;
+                s.leave(0);
+                next.extend(values.into_iter().map(|v| prefix.iter().copied().chain([v]).collect::<Vec<_>>()));
+                if next.len() > max {
+                    return Ok(strata);
                 }
             }
-            s.leave(0);
-            products.push(product);
+            strata = next;
         }
-        let n = products.len() as f64;
-        let mean = products.iter().sum::<f64>() / n;
-        let var = products.iter().map(|p| (p - mean).powi(2)).sum::<f64>() / (n - 1.0).max(1.0);
-        Ok(Count::Estimate { value: mean, std_error: (var / n).sqrt(), probes })
+        Ok(strata)
+    }
+
+    fn enter_prefix(&self, s: &mut Search<'_, '_>, prefix: &[i64]) -> Result<(), Error> {
+        for (i, &v) in prefix.iter().enumerate() {
+            if !s.enter(i, v)? {
+                return Err(Error::Solver(format!("value {v} of map {} was feasible, then not", self.labels[i])));
+            }
+        }
+        Ok(())
+    }
+
+    /// One of Knuth's random descents below `prefix`: the product of the number of feasible
+    /// codes at each level.
+    fn descent_product(&self, s: &mut Search<'_, '_>, prefix: &[i64], rng: &mut StdRng) -> Result<f64, Error> {
+        self.enter_prefix(s, prefix)?;
+        let mut product = 1.0;
+        for i in prefix.len()..self.len() {
+            let feasible = s.feasible_values(i)?;
+            if feasible.is_empty() {
+                // Cannot happen (the search never enters a subtree without a mapping), but a
+                // zero is the honest contribution of a dead end.
+                product = 0.0;
+                break;
+            }
+            product *= feasible.len() as f64;
+            let v = feasible[rng.gen_range(0..feasible.len())];
+            if !s.enter(i, v)? {
+                return Err(Error::Solver(format!("value {v} of map {} was feasible, then not", self.labels[i])));
+            }
+        }
+        s.leave(0);
+        Ok(product)
     }
 
     /// `n` distinct valid mappings spread over the space: each is a random descent of the search

@@ -85,7 +85,7 @@ fn tiled_conv_space() {
     assert!(e.violated.iter().any(|c| c.family == Family::Launch), "{:?}", e.violated.iter().map(|c| &c.text));
 }
 
-/// 10,000 mappings enumerated, then Knuth's estimate from 50 random descents.
+/// 10,000 mappings enumerated, then the stratified Knuth estimate from 200 random descents.
 #[test]
 fn tiled_conv_count() {
     let space = Space::generate(&read("conv_tiled.lift"), Options::default()).expect("space");
