@@ -6,7 +6,8 @@
 //! `mapWrg(d)` extent) times the local size, which is the caller's or the largest divisor of the
 //! largest `mapLcl(d)` extent within a budget of 256 work items. With `mapGlb` only, the global
 //! size is the largest extent rounded up to a multiple of the local size (the caller's, or in
-//! dimension 0 the largest divisor of the extent up to 64; extra threads skip the stride loop). `mapGlb` and `mapWrg`/`mapLcl` cannot share one launch.
+//! dimension 0 the largest divisor of the extent up to 64, in dimensions 1 and 2 one work item
+//! unless that needs more than CUDA's 65,535 groups; extra threads skip the stride loop). `mapGlb` and `mapWrg`/`mapLcl` cannot share one launch.
 
 use super::names::map_name;
 use super::types::{array_len, signature};
@@ -127,7 +128,7 @@ pub(super) fn launch_shape(maps: &[MapInfo], local: Option<&[i64]>, max_group: O
             loc[d] = match local {
                 Some(l) => l.get(d).copied().unwrap_or(1),
                 None if d == 0 => largest_divisor_at_most(ext[0], 64).max(if ext[0] > 64 { 1 } else { ext[0] }),
-                None => 1,
+                None => tall_local(ext[d], 256 / loc[..d].iter().product::<i64>().max(1)),
             };
             // Round up: the extra threads skip the stride loop.
             global[d] = (ext[d] / loc[d] + i64::from(ext[d] % loc[d] != 0)).checked_mul(loc[d]).ok_or_else(|| {
@@ -139,6 +140,20 @@ pub(super) fn launch_shape(maps: &[MapInfo], local: Option<&[i64]>, max_group: O
         }
     }
     Ok(Launch { dims: used.max(local.map_or(1, |l| l.len() as u32)), global, local: loc })
+}
+
+/// Work items per group in dimension 1 or 2 of a `mapGlb` launch without a given local size:
+/// 1, unless the extent needs more than 65,535 groups (CUDA's limit in y and z); then the
+/// fewest work items, within `budget`, that bring the groups under it (a divisor of the extent
+/// when one is as small as twice that).
+fn tall_local(extent: i64, budget: i64) -> i64 {
+    const MAX_GROUPS: i64 = 65_535;
+    if extent <= MAX_GROUPS {
+        return 1;
+    }
+    let fits = |v: i64| extent / v + i64::from(extent % v != 0) <= MAX_GROUPS;
+    let Some(least) = (2..=budget.max(1)).find(|&v| fits(v)) else { return 1 };
+    (least..=(2 * least).min(budget)).find(|&v| extent % v == 0).unwrap_or(least)
 }
 
 /// The largest divisor of `n` that is at most `cap` (1 at least).
