@@ -40,7 +40,7 @@ mod space;
 mod symmetry;
 
 pub use code::Code;
-pub use local::MAX_LOCAL_SIZES;
+pub use local::{DEFAULT_GROUP_BUDGET, MAX_LOCAL_SIZES};
 pub use solve::{Barrier, Count, EnumStats, Explanation, Labelled, Mapping, Sampled};
 pub use space::{BarrierSite, Constraint, Family, MapId, Options, Space};
 
