@@ -5,6 +5,7 @@ use super::{all_sizes, load_inputs, CliResult, Failure, SizeArgs, Source};
 use mapsat::ir;
 use mapsat::ir::profile::Profile;
 use mapsat_codegen::{Dialect, Options};
+use mapsat_constraints::readback;
 use mapsat_tuner::measure::{self, DeviceSpec, RunConfig};
 use std::path::Path;
 
@@ -34,12 +35,18 @@ impl Mapped<'_> {
         local: Option<Vec<i64>>,
         default_profile: impl FnOnce() -> Option<Profile>,
     ) -> CliResult<(ir::Program, Option<Vec<i64>>)> {
-        let Some(mapping) = self.mapping else { return Ok((p, local)) };
         let profile = match self.profile {
             Some(name) => Some(Profile::load(name).map_err(|e| Failure::Usage(e.to_string()))?),
             None => default_profile(),
         };
-        super::mapping::apply(&p, sizes, mapping, profile, local)
+        match self.mapping {
+            Some(mapping) => super::mapping::apply(&p, sizes, mapping, profile, local),
+            None if readback::is_hand_mapped(&p) => {
+                super::mapping::check_written(&p, sizes, profile, local.as_deref())?;
+                Ok((p, local))
+            }
+            None => Ok((p, local)),
+        }
     }
 }
 
