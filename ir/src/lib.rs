@@ -21,3 +21,4 @@ pub mod check;
 pub mod diag;
 pub mod interp;
 pub mod profile;
+pub mod stages;

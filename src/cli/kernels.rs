@@ -28,7 +28,7 @@ pub(super) struct Mapped<'a> {
 impl Mapped<'_> {
     /// The program to lower and its work-group size; `default_profile` gives the device limits
     /// of the mapping's space when no `--profile` is given.
-    fn program(
+    pub(super) fn program(
         &self,
         p: ir::Program,
         sizes: &ir::Sizes,
@@ -64,18 +64,17 @@ pub(super) fn emit(
     let sizes = all_sizes(&p, sizes)?;
     let dialect = Dialect::parse(target)
         .ok_or_else(|| Failure::Usage(format!("--target must be opencl or cuda, not `{target}`")))?;
+    if ir::stages::count(&p) > 1 {
+        return super::stages::emit(&src, &p, &sizes, &how, dialect, local, out);
+    }
     let (p, local) = how.program(p, &sizes, parse_local(local)?, || None)?;
     let opts = Options { sizes, local, ..Options::default() };
     let (code, manifest) = mapsat_codegen::emit(&p, &opts, dialect).map_err(|e| src.reject(&e))?;
-    std::fs::create_dir_all(out)
-        .map_err(|e| Failure::Rejected(format!("error: cannot create {}: {e}", out.display())))?;
+    super::create_dir(out)?;
     let kpath = out.join(&manifest.source);
     let mpath = out.join(format!("{}.json", manifest.entry));
-    let json = manifest.to_json();
-    for (path, text) in [(&kpath, code), (&mpath, json + "\n")] {
-        std::fs::write(path, text)
-            .map_err(|e| Failure::Rejected(format!("error: cannot write {}: {e}", path.display())))?;
-    }
+    super::write(&kpath, &code)?;
+    super::write(&mpath, &(manifest.to_json() + "\n"))?;
     let l = &manifest.launch;
     outln!("wrote {} and {}", kpath.display(), mpath.display());
     outln!(
@@ -109,6 +108,9 @@ pub(super) fn run(
         return Err(Failure::Usage("--runs must be at least 1".into()));
     }
     let tensors = load_inputs(&src, &p, &sizes, inputs, Some(seed))?;
+    if ir::stages::count(&p) > 1 {
+        return super::stages::run(&src, &p, &sizes, &how, device, local, &tensors, cfg);
+    }
     let (p, local) = how.program(p, &sizes, parse_local(local)?, || measure::opencl_profile(device).ok())?;
     let r = measure::run(&p, &sizes, local, &tensors, device, cfg).map_err(|e| match e {
         measure::MeasureError::Codegen(c) => src.reject(&c),
