@@ -91,7 +91,7 @@ fn tune_tunes_each_kernel() {
         assert!(dir.join(k).join("tune.jsonl").exists() && dir.join(k).join(format!("{k}.lift")).exists());
     }
     // The combined mapping of the best kernels runs and computes the program.
-    let mapping = stdout.lines().filter_map(|l| l.trim().strip_prefix("mapping ")).last().map(str::to_string);
+    let mapping = stdout.lines().filter_map(|l| l.trim().strip_prefix("mapping ")).next_back().map(str::to_string);
     let mapping = mapping.filter(|m| m.contains("A=") && m.contains("C=")).expect("a combined mapping line");
     let out = mapsat(&["run", SEPBLUR, "--size", "H=32,W=32", "--mapping", &mapping, "--check", "--reassociate"]);
     assert_eq!(out.status.code(), Some(0), "{mapping}: {}{}", text(&out.stdout), text(&out.stderr));
