@@ -11,7 +11,7 @@ mod common;
 use common::opencl_present;
 use mapsat_constraints::{Options, Space};
 use mapsat_ir::Sizes;
-use mapsat_tuner::measure::{self, DeviceSpec, RunConfig};
+use mapsat_tuner::measure::{self, DeviceSpec, MappedStage, RunConfig};
 
 const PROGRAMS: u64 = 16;
 const PER_PROGRAM: usize = 8;
@@ -81,7 +81,7 @@ fn valid_mappings_of_generated_pipelines_lower_and_run_correctly() {
                 }
             };
             checked += 1;
-            parallel += m.codes.iter().any(|c| c.map_kind().is_some_and(|k| k.dim().is_some())) as usize;
+            parallel += is_parallel(&m) as usize;
             let opts = mapsat_codegen::Options {
                 sizes: sizes.clone(),
                 local: local.clone(),
@@ -109,4 +109,88 @@ fn valid_mappings_of_generated_pipelines_lower_and_run_correctly() {
     eprintln!("{PROGRAMS} pipelines: {checked} valid mappings lowered and run, {parallel} of them parallel");
     assert!(failures.is_empty(), "{} failures:\n{}", failures.len(), failures.join("\n"));
     assert!(parallel > 0, "no parallel mapping in any pipeline");
+}
+
+/// A mapping with a parallel map.
+fn is_parallel(m: &mapsat_constraints::Mapping) -> bool {
+    m.codes.iter().any(|c| c.map_kind().is_some_and(|k| k.dim().is_some()))
+}
+
+/// The same pipelines cut at their kernel boundaries (`mapsat_ir::stages`): each stage's
+/// sampled mappings, combined, run as a sequence of kernels that computes the whole program.
+#[test]
+fn staged_pipelines_run_correctly_as_kernel_sequences() {
+    let device = opencl_present();
+    let profile = mapsat_ir::profile::Profile::builtin("pocl-cpu").expect("pocl-cpu profile");
+    let (mut sequences, mut kernels, mut parallel, mut failures) = (0, 0, 0, Vec::new());
+    for seed in 0..PROGRAMS {
+        let text = pipeline(seed);
+        let p = mapsat_ir::parse(&text).expect("parses");
+        let split = mapsat_ir::stages::split(&p).expect("stages");
+        let sizes = p.resolve_sizes(&Sizes::new()).expect("sizes");
+        let inputs = mapsat_ir::interp::random_inputs(&p, &sizes, seed).expect("inputs");
+        let want = mapsat_ir::interp::eval(&p, &sizes, &inputs).expect("interpreter");
+        // Per stage: its sampled valid mappings, applied, with their work-group sizes.
+        let mut choices = Vec::new();
+        for s in &split {
+            let options = Options { profile: Some(profile.clone()), ..Options::default() };
+            let space = Space::generate(&s.program, options).expect("space");
+            // A stage that is one step (no `let` of its own, whose neighbour reads would need
+            // the intermediate staged or recomputed) has a parallel mapping.
+            let one_step = !s.program.nodes.iter().any(|n| matches!(n, mapsat_ir::Node::Let(..)));
+            if one_step && !space.sample(64, seed).expect("sample").iter().any(is_parallel) {
+                failures.push(format!("pipe{seed} {}: no parallel mapping\n{text}", s.program.name));
+            }
+            let mut mapped = Vec::new();
+            for m in space.sample(PER_PROGRAM / 2, seed).expect("sample") {
+                let e = space.explain(&m).expect("explain");
+                let local = if space.local_size_count() > 0 { e.local_sizes } else { None };
+                let q = space.apply(&s.program, &m).expect("applies");
+                parallel += is_parallel(&m) as usize;
+                mapped.push(MappedStage { program: q, inputs: s.inputs.clone(), local });
+            }
+            kernels += mapped.len();
+            choices.push(mapped);
+        }
+        let rounds = choices.iter().map(Vec::len).max().unwrap_or(0);
+        for r in 0..rounds {
+            let seq: Vec<MappedStage> = choices
+                .iter()
+                .map(|c| {
+                    let m = &c[r % c.len()];
+                    MappedStage { program: m.program.clone(), inputs: m.inputs.clone(), local: m.local.clone() }
+                })
+                .collect();
+            for s in &seq {
+                let opts =
+                    mapsat_codegen::Options { sizes: sizes.clone(), local: s.local.clone(), ..Default::default() };
+                if let Err(e) = mapsat_codegen::lower(&s.program, &opts) {
+                    failures.push(format!(
+                        "pipe{seed} {}: the space accepts it, code generation refuses it: {e}",
+                        s.program.name
+                    ));
+                }
+            }
+            sequences += 1;
+            if !device {
+                continue;
+            }
+            let cfg = RunConfig { warmup: 0, runs: 1, check: true, ..RunConfig::default() };
+            match measure::run_stages(&seq, &sizes, &inputs, DeviceSpec::OpenCl(0, 0), &cfg) {
+                Ok(reports) => {
+                    let bad = reports.iter().filter(|r| r.check.as_ref().is_some_and(|c| !c.ok)).count();
+                    let last = reports.last().expect("a kernel").output.compare(&want, 1e-3, 1e-4);
+                    if bad > 0 || !last.ok {
+                        failures.push(format!(
+                            "pipe{seed} round {r}: {bad} wrong kernels, {} wrong elements\n{text}",
+                            last.mismatches
+                        ));
+                    }
+                }
+                Err(e) => failures.push(format!("pipe{seed} round {r}: {e}")),
+            }
+        }
+    }
+    eprintln!("{PROGRAMS} pipelines cut into kernels: {kernels} kernel mappings ({parallel} parallel), {sequences} sequences run");
+    assert!(failures.is_empty(), "{} failures:\n{}", failures.len(), failures.join("\n"));
 }
