@@ -37,6 +37,8 @@ fn second_sizes(name: &str) -> Option<&'static [(&'static str, i64)]> {
         "matmul_lowlevel" => &[("M", 16), ("K", 8), ("N", 8)],
         "matmul_tiled" => &[("M", 16), ("K", 8), ("N", 12)],
         "sepblur" => &[("H", 7), ("W", 5)],
+        "sharpen" => &[("H", 9), ("W", 6)],
+        "jacobi2d" => &[("H", 5), ("W", 11)],
         "stencil1d" => &[("N", 32)],
         "sum_partial" => &[("N", 128)],
         _ => return None,
