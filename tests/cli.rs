@@ -83,3 +83,101 @@ fn closed_stdout_is_not_a_panic() {
     let out = child.wait_with_output().expect("wait");
     assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
 }
+
+fn mapsat_env(args: &[&str], key: &str, value: &str) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_mapsat"))
+        .args(args)
+        .env(key, value)
+        .current_dir(root())
+        .output()
+        .expect("run mapsat")
+}
+
+/// The interpreter's memory budget is checked before anything is allocated: `eval` and `run`
+/// at 2^31 scalars exit 1 with a sentence (they once aborted with exit 134).
+#[test]
+fn inputs_beyond_the_memory_budget_are_refused() {
+    let file = "tests/filetests/errors/eval_too_large.lift";
+    let budget = "4294967296"; // 4 GiB: 2^31 f32 inputs and as many results need 16 GiB
+    for args in
+        [vec!["eval", file, "--random", "1", "--size", "N=2147483648"], vec!["run", file, "--size", "N=2147483648"]]
+    {
+        let out = mapsat_env(&args, "MAPSAT_INTERP_MEMORY", budget);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(1), "{args:?}: {stderr}");
+        assert!(
+            stderr.contains("the inputs and the result need 17179869184 bytes, more than the 4294967296 bytes"),
+            "{args:?}: {stderr}"
+        );
+        assert_eq!(stderr.trim().lines().count(), 1, "one sentence: {stderr}");
+    }
+    // Within the budget it runs.
+    let out = mapsat_env(&["eval", file, "--random", "1"], "MAPSAT_INTERP_MEMORY", "128");
+    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+    let out = mapsat_env(&["eval", file, "--random", "1"], "MAPSAT_INTERP_MEMORY", "127");
+    assert_eq!(out.status.code(), Some(1));
+}
+
+/// `emit --profile` checks the local size against the profile's limits, given or chosen.
+#[test]
+fn emit_checks_the_profiles_work_group_limits() {
+    let dir = std::env::temp_dir().join(format!("mapsat-limits-{}", std::process::id()));
+    let out_dir = dir.to_str().expect("utf-8 path");
+    let file = "tests/filetests/kernels/wide_index.lift";
+    let args = ["emit", file, "--size", "H=100,W=64", "--local", "1,512", "-o", out_dir];
+    assert_eq!(mapsat(&args).status.code(), Some(0), "no profile: not checked here");
+    let out = mapsat(&[&args[..], &["--profile", "mali-g72-mp12"]].concat());
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert!(stderr.contains("local size [1, 512] has more than 384 work items"), "{stderr}");
+    let out = mapsat(&["emit", file, "--size", "H=100,W=64", "--local", "1,128", "--profile", "h100", "-o", out_dir]);
+    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// Writes `text` to a fresh file in the temporary directory and returns its path.
+fn temp_program(name: &str, text: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("mapsat-deep-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("temp dir");
+    let path = dir.join(name);
+    std::fs::write(&path, text).expect("write program");
+    path
+}
+
+/// Flat sums and `let` chains are chains, not nesting: a 2,000-term sum and a 2,000-step chain
+/// go through every command that walks the tree (no stack overflow), one term more is refused
+/// with a sentence, and real nesting keeps its limit of 200.
+#[test]
+fn long_chains_are_not_nesting() {
+    let sum = |n: usize| vec!["x"; n].join(" + ");
+    let flat = format!("size N = 64\ndef f(xs: [f32]N) = mapGlb@A(0, fun(x => {}), xs)\n", sum(2001));
+    let lets: String = (0..1999)
+        .map(|i| format!("let a{i} = {} + 1.0 in\n", if i == 0 { "x".into() } else { format!("a{}", i - 1) }))
+        .collect();
+    let chain = format!("size N = 64\ndef f(xs: [f32]N) = mapGlb@A(0, fun(x =>\n{lets}a1998), xs)\n");
+    let out_dir = std::env::temp_dir().join(format!("mapsat-deep-out-{}", std::process::id()));
+    for (name, text) in [("flat.lift", flat), ("chain.lift", chain)] {
+        let path = temp_program(name, &text);
+        let file = path.to_str().expect("utf-8 path");
+        for args in [
+            vec!["check", file],
+            vec!["fmt", file],
+            vec!["eval", file, "--random", "1"],
+            vec!["explain", file, "--mapping", "A=G0"],
+            vec!["emit", file, "-o", out_dir.to_str().expect("utf-8 path")],
+        ] {
+            let out = mapsat(&args);
+            assert_eq!(out.status.code(), Some(0), "{args:?}: {}", String::from_utf8_lossy(&out.stderr));
+        }
+    }
+    let too_long = temp_program("too_long.lift", &format!("def f(x: f32) = {}\n", sum(2002)));
+    let out = mapsat(&["check", too_long.to_str().expect("utf-8 path")]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert!(stderr.contains("a chain of more than 2000 terms"), "{stderr}");
+    let nested = format!("def f(x: f32) = {}x{}\n", "(".repeat(201), ")".repeat(201));
+    let out = mapsat(&["check", temp_program("nested.lift", &nested).to_str().expect("utf-8 path")]);
+    assert!(String::from_utf8_lossy(&out.stderr).contains("nesting deeper than 200 levels"));
+    assert_eq!(out.status.code(), Some(1));
+    let _ = std::fs::remove_dir_all(&out_dir);
+}

@@ -188,6 +188,26 @@ fn sampling_more_than_the_space_gives_the_whole_space() {
     assert_eq!(accepted, samples.len());
 }
 
+/// Sampling stops when the space is exhausted (100,000 asked of a space of 42: the whole
+/// space, once each, without 2 million descents), and says so on stderr; all that is asked
+/// is there without a note.
+#[test]
+fn sampling_stops_when_the_space_is_exhausted_and_says_so() {
+    let run = mapsat(&["space", LISTING1, "--sample", "100000", "--seed", "5"]).exits(0);
+    let samples: Vec<&str> = run.stdout.lines().skip_while(|l| *l != "samples:").skip(1).collect();
+    assert_eq!(samples.len() as u64, LISTING1_COUNT, "{}", run.stdout);
+    assert_eq!(samples.iter().collect::<HashSet<_>>().len(), samples.len());
+    assert_eq!(
+        run.stderr.trim(),
+        "note: 42 distinct mappings sampled of the 100000 asked: the space has no more valid mappings"
+    );
+    let run = mapsat(&["space", LISTING1, "--sample", "42"]).exits(0);
+    assert_eq!(run.stderr, "", "all that was asked");
+    // The default of 5 samples is not a request: no note for a space smaller than 5 (dot: 2).
+    let run = mapsat(&["space", "examples/dot.lift"]).exits(0);
+    assert_eq!(run.stderr, "");
+}
+
 #[test]
 fn seeded_samples() {
     // Conv has 49 valid mappings: 10 samples, reproducible for a seed, different for another.

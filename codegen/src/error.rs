@@ -56,6 +56,10 @@ pub enum CodegenErrorKind {
     /// A construct this code generator does not support yet.
     #[error("unsupported: {0}")]
     Unsupported(String),
+    /// The launch shape exceeds the target's limits (CUDA's grid and block dimensions, a
+    /// device profile's work-item sizes).
+    #[error("the launch does not fit the target: {0}")]
+    LaunchLimit(String),
     /// A bug in the code generator (reported, never a panic).
     #[error("internal error in code generation: {0}")]
     Internal(String),

@@ -80,19 +80,20 @@ pub struct Buffer {
 }
 
 impl Buffer {
-    /// Number of elements.
+    /// Number of elements (saturating: the checker bounds every value at 2^62 bytes, and a
+    /// count beyond that is refused by [`crate::lower`], never wrapped).
     pub fn elems(&self) -> i64 {
-        self.dims.iter().product()
+        self.dims.iter().fold(1i64, |a, d| a.saturating_mul(*d))
     }
 
-    /// Number of scalars.
+    /// Number of scalars (saturating).
     pub fn scalars(&self) -> i64 {
-        self.elems() * self.width as i64
+        self.elems().saturating_mul(self.width as i64)
     }
 
-    /// Size in bytes.
+    /// Size in bytes (saturating).
     pub fn bytes(&self) -> u64 {
-        self.scalars() as u64 * self.kind.bytes()
+        (self.scalars().max(0) as u64).saturating_mul(self.kind.bytes())
     }
 
     /// Global and local buffers are arrays of scalars (vectors are loaded with `vloadN`);
@@ -279,9 +280,9 @@ impl Kernel {
                 continue;
             }
             match b.space {
-                Space::Global => m.global_bytes += b.bytes(),
-                Space::Local => m.local_bytes += b.bytes(),
-                Space::Private => m.private_bytes += b.bytes(),
+                Space::Global => m.global_bytes = m.global_bytes.saturating_add(b.bytes()),
+                Space::Local => m.local_bytes = m.local_bytes.saturating_add(b.bytes()),
+                Space::Private => m.private_bytes = m.private_bytes.saturating_add(b.bytes()),
             }
         }
         m

@@ -20,11 +20,13 @@
 pub mod error;
 pub mod index;
 pub mod kir;
+pub mod limits;
 mod lower;
 mod opt;
 pub mod print;
 mod split;
 pub mod verify;
+pub mod width;
 
 pub use error::{CodegenError, CodegenErrorKind};
 pub use kir::Kernel;
@@ -43,6 +45,10 @@ pub struct Options {
     /// `max_work_group_size`): a larger `local` is refused. `None`: not checked here (the
     /// runtime refuses what the device cannot launch).
     pub max_work_group_size: Option<i64>,
+    /// The target's limits on the work-group size per dimension (a device profile's
+    /// `max_work_item_sizes`): a larger local size, given or chosen, is refused. `None`: not
+    /// checked here.
+    pub max_work_item_sizes: Option<[i64; 3]>,
 }
 
 /// Lowers a program to the kernel IR at concrete sizes, then cleans it up (one-iteration loops

@@ -48,13 +48,24 @@ struct Printer<'k> {
     d: Dialect,
     out: String,
     uses_vectors: bool,
+    /// The type of indices, loop variables and thread ids: `int`, or a 64-bit type where some
+    /// index can exceed 2^31 - 1 ([`crate::width`]).
+    index_ty: &'static str,
 }
 
 const AXES: [&str; 3] = ["x", "y", "z"];
 
 /// Prints a kernel in the given dialect.
 pub fn print(k: &Kernel, d: Dialect) -> R<String> {
-    let mut p = Printer { k, d, out: String::new(), uses_vectors: false };
+    if d == Dialect::Cuda {
+        crate::limits::check_cuda(&k.launch)?;
+    }
+    let index_ty = match (crate::width::needs_64bit_indices(k), d) {
+        (false, _) => "int",
+        (true, Dialect::OpenCl) => "long",
+        (true, Dialect::Cuda) => "long long",
+    };
+    let mut p = Printer { k, d, out: String::new(), uses_vectors: false, index_ty };
     let body = p.kernel()?;
     let mut s = String::new();
     let sizes: Vec<String> = k.sizes.iter().map(|(n, v)| format!("{n}={v}")).collect();
@@ -197,7 +208,11 @@ impl Printer<'_> {
             (Dialect::OpenCl, LoopKind::Local(d)) => format!("get_local_id({d})"),
             (Dialect::Cuda, LoopKind::Global(d)) => {
                 let a = AXES[d as usize % 3];
-                format!("blockIdx.{a} * blockDim.{a} + threadIdx.{a}")
+                if self.index_ty == "int" {
+                    format!("blockIdx.{a} * blockDim.{a} + threadIdx.{a}")
+                } else {
+                    format!("({})blockIdx.{a} * blockDim.{a} + threadIdx.{a}", self.index_ty)
+                }
             }
             (Dialect::Cuda, LoopKind::Group(d)) => format!("blockIdx.{}", AXES[d as usize % 3]),
             (Dialect::Cuda, LoopKind::Local(d)) => format!("threadIdx.{}", AXES[d as usize % 3]),
@@ -254,13 +269,13 @@ impl Printer<'_> {
                     Trips::One => {
                         let who = if matches!(kind, LoopKind::Group(_)) { "work group" } else { "thread" };
                         self.line(depth, &format!("// {origin}: one index per {who}"));
-                        self.line(depth, &format!("int {var} = {start};"));
+                        self.line(depth, &format!("{} {var} = {start};", self.index_ty));
                         self.block(body, depth)?;
                     }
                     Trips::AtMostOne => {
                         let who = if matches!(kind, LoopKind::Group(_)) { "work group" } else { "thread" };
                         self.line(depth, &format!("// {origin}: at most one index per {who}"));
-                        self.line(depth, &format!("int {var} = {start};"));
+                        self.line(depth, &format!("{} {var} = {start};", self.index_ty));
                         self.line(depth, &format!("if ({var} < {extent}) {{"));
                         self.block(body, depth + 1)?;
                         self.line(depth, "}");
@@ -271,7 +286,8 @@ impl Printer<'_> {
                             self.line(depth, "#pragma unroll");
                         }
                         let step = if *stride == 1 { format!("{var}++") } else { format!("{var} += {stride}") };
-                        self.line(depth, &format!("for (int {var} = {start}; {var} < {extent}; {step}) {{"));
+                        let ty = self.index_ty;
+                        self.line(depth, &format!("for ({ty} {var} = {start}; {var} < {extent}; {step}) {{"));
                         self.block(body, depth + 1)?;
                         self.line(depth, "}");
                     }

@@ -38,10 +38,11 @@ mod local;
 pub mod readback;
 mod solve;
 mod space;
+mod symmetry;
 
 pub use code::Code;
 pub use local::MAX_LOCAL_SIZES;
-pub use solve::{Barrier, Count, EnumStats, Explanation, Labelled, Mapping};
+pub use solve::{Barrier, Count, EnumStats, Explanation, Labelled, Mapping, Sampled};
 pub use space::{BarrierSite, Constraint, Family, MapId, Options, Space};
 
 /// Vector width assumed for vectorization (family 9): lengths must be multiples of it.

@@ -7,6 +7,10 @@ use crate::{Error, Mapping, Space};
 /// Most local-size vectors [`Space::local_sizes`] returns.
 pub const MAX_LOCAL_SIZES: usize = 4096;
 
+/// Most work items [`Space::suggested_local_size`] proposes without a device profile (code
+/// generation's default budget).
+pub const DEFAULT_GROUP_BUDGET: i64 = 256;
+
 impl Space {
     /// Every vector of local sizes that makes `m` valid, in increasing order (empty when the
     /// codes alone already violate a constraint). A space without tuning parameters has one
@@ -26,6 +30,37 @@ impl Space {
         let mut ls = vec![1i64; self.local_size_count()];
         self.local_sizes_from(0, &mut ls, &codes, &with_ls, &mut out);
         Ok(out)
+    }
+
+    /// The valid local sizes of `m` with the most work items (ties: the largest in dimension
+    /// 0, then 1), at most the profile's `max_work_group_size` or [`DEFAULT_GROUP_BUDGET`]
+    /// without a profile, and in each dimension at most the longest `mapLcl` loop of that
+    /// dimension (else the smallest valid one); `None` when there is none (or the space has no tuning parameters).
+    /// This is what `explain` and `emit --mapping` propose when no local size is given, instead
+    /// of the smallest valid one.
+    pub fn suggested_local_size(&self, m: &Mapping) -> Result<Option<Vec<i64>>, Error> {
+        if self.local_size_count() == 0 {
+            return Ok(None);
+        }
+        let budget = self.options().profile.as_ref().map_or(DEFAULT_GROUP_BUDGET, |p| p.max_work_group_size as i64);
+        // No more threads in a dimension than its longest mapLcl loop has iterations.
+        let mut longest = vec![1i64; self.local_size_count()];
+        for (i, c) in m.codes.iter().enumerate() {
+            if let (crate::Code::Lcl(d), Some(n)) = (c, self.analysis.maps[self.vars[i]].extent) {
+                if let Some(l) = longest.get_mut(*d as usize) {
+                    *l = (*l).max(n);
+                }
+            }
+        }
+        let fits = |l: &Vec<i64>| l.iter().zip(&longest).all(|(x, n)| x <= n);
+        let items = |l: &Vec<i64>| l.iter().try_fold(1i64, |a, &x| a.checked_mul(x)).unwrap_or(i64::MAX);
+        let all = self.local_sizes(m)?;
+        let best = all
+            .iter()
+            .filter(|l| items(l) <= budget && fits(l))
+            .max_by(|a, b| items(a).cmp(&items(b)).then(a.cmp(b)))
+            .or_else(|| all.first());
+        Ok(best.cloned())
     }
 
     /// Is `m` valid with the local sizes `ls` (as many as [`Space::local_size_count`])? Every
@@ -93,5 +128,9 @@ mod tests {
         // A mapping that is invalid whatever the local size has none.
         let bad = space.parse_mapping("A=L0,B=W0").unwrap();
         assert!(space.local_sizes(&bad).unwrap().is_empty());
+        // The proposal is the valid size with the most work items within 256, not [1, ...].
+        let best = space.suggested_local_size(&m).unwrap().unwrap();
+        assert_eq!(best, vec![16, 1, 1]);
+        assert_eq!(space.explain(&m).unwrap().local_sizes, Some(best));
     }
 }

@@ -48,6 +48,19 @@ impl fmt::Display for Labelled<'_> {
     }
 }
 
+/// What [`Space::sample_each`] produced.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Sampled {
+    /// Distinct mappings produced.
+    pub produced: usize,
+    /// True when they are every valid mapping of the space: a sample of fewer than asked is
+    /// then the whole space; false with fewer than asked means the descents stopped finding
+    /// new mappings (20n + 100 of them).
+    pub exhausted: bool,
+    /// Random descents of the search tree made.
+    pub descents: usize,
+}
+
 /// How many valid mappings there are.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub enum Count {
@@ -95,7 +108,8 @@ pub struct Explanation {
     pub core: Vec<usize>,
     /// Barriers the mapping needs (computed whether or not it is valid).
     pub barriers: Vec<Barrier>,
-    /// Local sizes Z3 chose, when the space has tuning parameters and the mapping is valid.
+    /// Local sizes for a valid mapping, when the space has tuning parameters: the valid ones
+    /// with the most work items ([`Space::suggested_local_size`]), else those Z3 chose.
     pub local_sizes: Option<Vec<i64>>,
 }
 
@@ -577,42 +591,90 @@ impl Space {
     /// `n` distinct valid mappings spread over the space: each is a random descent of the search
     /// tree (a uniformly random feasible code for each map in turn), so samples are independent
     /// of each other rather than neighbours of one solution. Fewer than `n` only when the space
-    /// has fewer mappings (or 20n + 100 descents found no new one).
+    /// has fewer mappings, or when 20n + 100 descents found no new one ([`Space::sample_each`]
+    /// says which).
     pub fn sample(&self, n: usize, seed: u64) -> Result<Vec<Mapping>, Error> {
+        let mut out = Vec::new();
+        self.sample_each(n, seed, |m| {
+            out.push(m.clone());
+            ControlFlow::Continue(())
+        })?;
+        Ok(out)
+    }
+
+    /// Streams the samples of [`Space::sample`] to `f` as they are found, until `f` breaks.
+    ///
+    /// A space with at most `n` mappings (at most `options.count_limit`) is found out first by
+    /// a bounded enumeration: sampling then stops as soon as every mapping has been produced
+    /// (the descents first, then, in a seeded random order, those they missed), so its time
+    /// does not grow with `n`. Samples never repeat.
+    pub fn sample_each(
+        &self,
+        n: usize,
+        seed: u64,
+        mut f: impl FnMut(&Mapping) -> ControlFlow<()>,
+    ) -> Result<Sampled, Error> {
+        let all = self.all_if_at_most(n)?;
+        let target = all.as_ref().map_or(n, |a| a.len().min(n));
         let ctx = Context::new(&Config::new());
         let Some(mut s) = Search::new(self, &ctx)? else {
-            return Ok(vec![]);
+            return Ok(Sampled { produced: 0, exhausted: true, descents: 0 });
         };
         let mut rng = StdRng::seed_from_u64(seed);
         let mut seen = HashSet::new();
-        let mut out = Vec::new();
         let mut attempts = 0;
-        while out.len() < n && attempts < 20 * n + 100 {
+        while seen.len() < target && attempts < 20 * target + 100 {
             attempts += 1;
-            for i in 0..self.len() {
-                let mut vals = self.domains[i].clone();
-                vals.shuffle(&mut rng);
-                let mut chosen = false;
-                for v in vals {
-                    if s.enter(i, v)? {
-                        chosen = true;
-                        break;
-                    }
-                }
-                if !chosen {
-                    return Err(Error::Solver(format!(
-                        "no feasible code for map {} on a feasible path",
-                        self.labels[i]
-                    )));
-                }
-            }
-            let m = s.mapping();
-            s.leave(0);
-            if seen.insert(m.clone()) {
-                out.push(m);
+            let m = self.descend(&mut s, &mut rng)?;
+            if seen.insert(m.clone()) && f(&m).is_break() {
+                return Ok(Sampled { produced: seen.len(), exhausted: false, descents: attempts });
             }
         }
-        Ok(out)
+        if let Some(mut rest) = all {
+            rest.retain(|m| !seen.contains(m));
+            rest.shuffle(&mut rng);
+            for m in rest.into_iter().take(target - seen.len().min(target)) {
+                seen.insert(m.clone());
+                if f(&m).is_break() {
+                    break;
+                }
+            }
+            return Ok(Sampled { produced: seen.len(), exhausted: true, descents: attempts });
+        }
+        Ok(Sampled { produced: seen.len(), exhausted: false, descents: attempts })
+    }
+
+    /// Every valid mapping when there are at most `n` of them (and at most
+    /// `options.count_limit`), found by a bounded enumeration; `None` when there are more.
+    fn all_if_at_most(&self, n: usize) -> Result<Option<Vec<Mapping>>, Error> {
+        let limit = (n as u64).min(self.options.count_limit);
+        let mut all = Vec::new();
+        let stats = self.enumerate(Some(limit.saturating_add(1)), |m| {
+            all.push(m.clone());
+            ControlFlow::Continue(())
+        })?;
+        Ok((stats.complete && stats.produced <= limit).then_some(all))
+    }
+
+    /// One random descent of the search tree: a uniformly random feasible code for each map.
+    fn descend(&self, s: &mut Search<'_, '_>, rng: &mut StdRng) -> Result<Mapping, Error> {
+        for i in 0..self.len() {
+            let mut vals = self.domains[i].clone();
+            vals.shuffle(rng);
+            let mut chosen = false;
+            for v in vals {
+                if s.enter(i, v)? {
+                    chosen = true;
+                    break;
+                }
+            }
+            if !chosen {
+                return Err(Error::Solver(format!("no feasible code for map {} on a feasible path", self.labels[i])));
+            }
+        }
+        let m = s.mapping();
+        s.leave(0);
+        Ok(m)
     }
 
     /// Parses `A=W0,B=L0,...`: every map that writes memory must be given exactly once.
@@ -673,6 +735,10 @@ impl Space {
         let (core, local_sizes) = match z.solver.check_assumptions(&assumptions) {
             SatResult::Sat => {
                 let ls: Vec<i64> = z.model()?.1.into_iter().flatten().collect();
+                let ls = match self.suggested_local_size(m)? {
+                    Some(best) => best,
+                    None => ls,
+                };
                 (vec![], Some(ls).filter(|v| !v.is_empty()))
             }
             SatResult::Unsat => {

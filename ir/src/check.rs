@@ -81,7 +81,47 @@ pub fn check_with_sizes(p: &Program, sizes: &crate::Sizes) -> TResult<TypeInfo> 
         }
     }
     let subst = sizes.iter().map(|(k, v)| (k.to_string(), Size::constant(v))).collect();
-    Checker::new(p, subst).run()
+    let info = Checker::new(p, subst).run()?;
+    check_bounds(p, &info, sizes)?;
+    Ok(info)
+}
+
+/// Refuses a value that holds more than [`crate::bounds::MAX_BYTES`] bytes at these sizes
+/// (parameters first, so that the message names the sizes of a declared type).
+fn check_bounds(p: &Program, info: &TypeInfo, sizes: &crate::Sizes) -> TResult<()> {
+    let at = |vars: Vec<String>| {
+        let named: Vec<String> = vars.iter().filter_map(|v| sizes.get(v).map(|x| format!("{v}={x}"))).collect();
+        if named.is_empty() {
+            format!(" at {sizes}")
+        } else {
+            format!(" at {}", named.join(", "))
+        }
+    };
+    let subst = sizes.iter().map(|(k, v)| (k.to_string(), Size::constant(v))).collect();
+    for q in &p.params {
+        if crate::bounds::footprint(&q.ty.substitute(&subst)).is_err() {
+            return Err(TypeError::new(
+                Span::default(),
+                format!(
+                    "parameter `{}` of type {} is too large{}: it holds more than 2^62 bytes",
+                    q.name,
+                    q.ty,
+                    at(q.ty.size_vars())
+                ),
+            ));
+        }
+    }
+    for (i, t) in info.types.iter().enumerate() {
+        let Some(t) = t else { continue };
+        if crate::bounds::footprint(t).is_err() {
+            let id = NodeId(i as u32);
+            return Err(TypeError::new(
+                p.span(id),
+                format!("this value of type {t} is too large{}: it holds more than 2^62 bytes", at(Vec::new())),
+            ));
+        }
+    }
+    Ok(())
 }
 
 /// [`Program::validate`] as a type error, at the offending node's span when it has one.

@@ -7,6 +7,7 @@
 //! The language and every primitive's typing rule are documented in `docs/language.md`.
 
 pub mod ast;
+pub mod bounds;
 pub mod size;
 pub mod sizes;
 pub mod syntax;

@@ -119,7 +119,9 @@ impl Size {
         let mut terms = self.terms.clone();
         for (m, c) in &other.terms {
             let e = terms.entry(m.clone()).or_insert(0);
-            *e += c;
+            // Saturating: a size too large for 64 bits stays too large (and is refused by the
+            // checker's bounds, `check::check_with_sizes`) instead of wrapping to a small one.
+            *e = e.saturating_add(*c);
             if *e == 0 {
                 terms.remove(m);
             }
@@ -136,7 +138,7 @@ impl Size {
         if k == 0 {
             return Size::default();
         }
-        Size { terms: self.terms.iter().map(|(m, c)| (m.clone(), c * k)).collect() }
+        Size { terms: self.terms.iter().map(|(m, c)| (m.clone(), c.saturating_mul(k))).collect() }
     }
 
     /// Product.
@@ -149,7 +151,7 @@ impl Size {
                     *m.entry(a.clone()).or_insert(0) += p;
                 }
                 let mut t = BTreeMap::new();
-                t.insert(m, c1 * c2);
+                t.insert(m, c1.saturating_mul(*c2));
                 out = out.add(&Size { terms: t });
             }
         }

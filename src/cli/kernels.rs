@@ -26,6 +26,21 @@ pub(super) struct Mapped<'a> {
 }
 
 impl Mapped<'_> {
+    /// Code generation's options: the sizes, the work-group size, and the limits of the
+    /// `--profile` when one is given.
+    pub(super) fn codegen_options(&self, sizes: ir::Sizes, local: Option<Vec<i64>>) -> CliResult<Options> {
+        let profile = match self.profile {
+            Some(name) => Some(Profile::load(name).map_err(|e| Failure::Usage(e.to_string()))?),
+            None => None,
+        };
+        Ok(Options {
+            sizes,
+            local,
+            max_work_group_size: profile.as_ref().map(|q| q.max_work_group_size as i64),
+            max_work_item_sizes: profile.as_ref().map(|q| q.max_work_item_sizes.map(|x| x as i64)),
+        })
+    }
+
     /// The program to lower and its work-group size; `default_profile` gives the device limits
     /// of the mapping's space when no `--profile` is given.
     pub(super) fn program(
@@ -68,7 +83,7 @@ pub(super) fn emit(
         return super::stages::emit(&src, &p, &sizes, &how, dialect, local, out);
     }
     let (p, local) = how.program(p, &sizes, parse_local(local)?, || None)?;
-    let opts = Options { sizes, local, ..Options::default() };
+    let opts = how.codegen_options(sizes, local)?;
     let (code, manifest) = mapsat_codegen::emit(&p, &opts, dialect).map_err(|e| src.reject(&e))?;
     super::create_dir(out)?;
     let kpath = out.join(&manifest.source);

@@ -158,6 +158,8 @@ enum Command {
         /// Device profile (built-in name or TOML file) for the device-limit constraints.
         #[arg(long, value_name = "PROFILE")]
         target: Option<String>,
+        #[command(flatten)]
+        sizes: SizeArgs,
         /// Print JSON.
         #[arg(long)]
         json: bool,
@@ -184,6 +186,8 @@ enum Command {
         /// Device profile (built-in name or TOML file).
         #[arg(long, value_name = "PROFILE")]
         target: Option<String>,
+        #[command(flatten)]
+        sizes: SizeArgs,
         /// Turn off the sequential map fusion heuristic (rule 8).
         #[arg(long)]
         no_fusion: bool,
@@ -227,11 +231,12 @@ pub fn main() -> ExitCode {
         }
         Command::Worker => tune::worker(),
         Command::Devices { profile } => kernels::devices(profile.as_deref()),
-        Command::Space { file, target, json, sample, seed, random_baseline, no_fusion } => {
-            space::space(&file, target.as_deref(), json, sample, seed, random_baseline, no_fusion)
+        Command::Space { file, target, sizes, json, sample, seed, random_baseline, no_fusion } => {
+            let how = space::How { target: target.as_deref(), sizes: &sizes, no_fusion };
+            space::space(&file, &how, json, sample, seed, random_baseline)
         }
-        Command::Explain { file, mapping, target, no_fusion } => {
-            space::explain(&file, &mapping, target.as_deref(), no_fusion)
+        Command::Explain { file, mapping, target, sizes, no_fusion } => {
+            space::explain(&file, &mapping, &space::How { target: target.as_deref(), sizes: &sizes, no_fusion })
         }
         Command::Eval { file, sizes, inputs, random, output } => {
             eval(&file, &sizes, &inputs, random, output.as_deref())
@@ -323,11 +328,18 @@ fn check(file: &Path, args: &SizeArgs) -> CliResult<()> {
     let src = Source::read(file)?;
     let p = src.parse()?;
     let info = ir::check::check(&p).map_err(|e| src.reject(&e))?;
-    outln!("{}", signature(&p, &info.result, None));
     let given = given_sizes(&p, args)?;
-    if !given.is_empty() {
-        let info = ir::check::check_with_sizes(&p, &given).map_err(|e| src.reject(&e))?;
-        outln!("{}", signature(&p, &info.result, Some(&given)));
+    // With some sizes given, the others take their defaults (as `eval` and `emit` do).
+    let concrete = if given.is_empty() {
+        None
+    } else {
+        let sizes = given.or(&p.default_sizes());
+        let info = ir::check::check_with_sizes(&p, &sizes).map_err(|e| src.reject(&e))?;
+        Some((sizes, info))
+    };
+    outln!("{}", signature(&p, &info.result, None));
+    if let Some((sizes, info)) = concrete {
+        outln!("{}", signature(&p, &info.result, Some(&sizes)));
     }
     let labels = p.map_labels();
     if !labels.is_empty() {

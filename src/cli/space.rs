@@ -1,19 +1,33 @@
 //! `mapsat space` and `mapsat explain`: the parallel-mapping space of a program (Z3 constraints).
 
-use super::{CliResult, Failure, Source};
+use super::{all_sizes, CliResult, Failure, SizeArgs, Source};
 use mapsat::ir;
 use mapsat_constraints::{self as mc, Count, Options, Space};
+use std::ops::ControlFlow;
 use std::path::Path;
 
-fn load(file: &Path, target: Option<&str>, no_fusion: bool) -> CliResult<Space> {
+/// How the space is generated: the device profile, the sizes (`--size`, then the file's
+/// defaults) and the fusion heuristic.
+pub struct How<'a> {
+    /// `--target`.
+    pub target: Option<&'a str>,
+    /// `--size`.
+    pub sizes: &'a SizeArgs,
+    /// `--no-fusion`.
+    pub no_fusion: bool,
+}
+
+fn load(file: &Path, how: &How) -> CliResult<Space> {
     let src = Source::read(file)?;
     let p = src.parse()?;
     ir::check::check(&p).map_err(|e| src.reject(&e))?;
-    let profile = match target {
+    let sizes = all_sizes(&p, how.sizes)?;
+    ir::check::check_with_sizes(&p, &sizes).map_err(|e| src.reject(&e))?;
+    let profile = match how.target {
         Some(t) => Some(ir::profile::Profile::load(t).map_err(|e| Failure::Usage(e.to_string()))?),
         None => None,
     };
-    Space::generate(&p, Options { fusion: !no_fusion, profile, ..Options::default() })
+    Space::generate(&p, Options { fusion: !how.no_fusion, profile, sizes, ..Options::default() })
         .map_err(|e| Failure::Rejected(format!("error: {e}")))
 }
 
@@ -21,49 +35,80 @@ fn solver(e: mc::Error) -> Failure {
     Failure::Rejected(format!("error: {e}"))
 }
 
-/// `mapsat space FILE [--target P] [--json] [--sample N --seed S] [--random-baseline N]`.
-#[allow(clippy::too_many_arguments)]
+/// `mapsat space FILE [--target P] [--size N=V] [--json] [--sample N --seed S] [--random-baseline N]`.
 pub fn space(
     file: &Path,
-    target: Option<&str>,
+    how: &How,
     json: bool,
     sample: Option<usize>,
     seed: u64,
     baseline: Option<u64>,
-    no_fusion: bool,
 ) -> CliResult<()> {
-    let s = load(file, target, no_fusion)?;
+    let s = load(file, how)?;
     let t = std::time::Instant::now();
-    let count = s.count(seed).map_err(solver)?;
+    let (count, classes) = s.count_both(seed).map_err(solver)?;
     let count_ms = t.elapsed().as_secs_f64() * 1e3;
-    let samples = s.sample(sample.unwrap_or(5), seed).map_err(solver)?;
     let base = match baseline {
         Some(n) if n > 0 => Some((s.random_baseline(n, seed).map_err(solver)?, n)),
         _ => None,
     };
-    let counts = s.counts();
-    if json {
-        let (count, exact, std_error) = match count {
-            Count::Exact(n) => (serde_json::json!(n), true, 0.0),
-            Count::Estimate { value, std_error, .. } => (serde_json::json!(value), false, std_error),
+    let asked = sample.unwrap_or(5);
+    let sampled = if json {
+        let mut samples = Vec::new();
+        let sampled = s
+            .sample_each(asked, seed, |m| {
+                samples.push(s.show(m).to_string());
+                ControlFlow::Continue(())
+            })
+            .map_err(solver)?;
+        print_json(&s, (count, classes), &samples, base);
+        sampled
+    } else {
+        print_text(&s, (count, classes), count_ms, base);
+        outln!("samples:");
+        // Streamed: each sample is printed as soon as it is found.
+        s.sample_each(asked, seed, |m| {
+            outln!("  {}", s.show(m));
+            ControlFlow::Continue(())
+        })
+        .map_err(solver)?
+    };
+    if sample.is_some() && sampled.produced < asked {
+        let why = if sampled.exhausted {
+            "the space has no more valid mappings".to_string()
+        } else {
+            format!("sampling gave up after {} random descents, and the space may hold more", sampled.descents)
         };
-        let families: serde_json::Map<String, serde_json::Value> =
-            counts.iter().map(|(f, n)| (f.name().to_string(), serde_json::json!(n))).collect();
-        let mut out = serde_json::json!({
-            "maps": s.labels(),
-            "layout_maps": s.layout_maps(),
-            "families": families,
-            "count": count,
-            "count_exact": exact,
-            "count_std_error": std_error,
-            "samples": samples.iter().map(|m| s.show(m).to_string()).collect::<Vec<_>>(),
-        });
-        if let Some((v, n)) = base {
-            out["random_baseline"] = serde_json::json!({ "draws": n, "valid": v });
-        }
-        outln!("{}", serde_json::to_string_pretty(&out).expect("JSON values serialize"));
-        return Ok(());
+        eprintln!("note: {} distinct mappings sampled of the {asked} asked: {why}", sampled.produced);
     }
+    Ok(())
+}
+
+fn print_json(s: &Space, (count, classes): (Count, Option<u64>), samples: &[String], base: Option<(u64, u64)>) {
+    let counts = s.counts();
+    let (count, exact, std_error) = match count {
+        Count::Exact(n) => (serde_json::json!(n), true, 0.0),
+        Count::Estimate { value, std_error, .. } => (serde_json::json!(value), false, std_error),
+    };
+    let families: serde_json::Map<String, serde_json::Value> =
+        counts.iter().map(|(f, n)| (f.name().to_string(), serde_json::json!(n))).collect();
+    let mut out = serde_json::json!({
+        "maps": s.labels(),
+        "layout_maps": s.layout_maps(),
+        "families": families,
+        "count": count,
+        "count_exact": exact,
+        "count_std_error": std_error,
+        "count_up_to_dimension_renaming": classes,
+        "samples": samples,
+    });
+    if let Some((v, n)) = base {
+        out["random_baseline"] = serde_json::json!({ "draws": n, "valid": v });
+    }
+    outln!("{}", serde_json::to_string_pretty(&out).expect("JSON values serialize"));
+}
+
+fn print_text(s: &Space, (count, classes): (Count, Option<u64>), count_ms: f64, base: Option<(u64, u64)>) {
     outln!("maps: {}", s.labels().join(" "));
     if !s.layout_maps().is_empty() {
         outln!("layout maps (views, not mapped): {}", s.layout_maps().join(" "));
@@ -72,23 +117,21 @@ pub fn space(
         outln!("target: {} ({})", p.name, p.description);
     }
     outln!("constraint instances ({} in all):", s.constraints().len());
-    for (f, n) in &counts {
+    for (f, n) in &s.counts() {
         outln!("  {:>3}  {f}", n);
     }
     outln!("valid mappings: {count} ({count_ms:.1} ms)");
+    if let Some(c) = classes {
+        outln!("up to renaming of dimensions (G0 <-> G1 ...): {c}");
+    }
     if let Some((v, n)) = base {
         outln!("random baseline: {v} of {n} uniformly random assignments are valid ({:.3e})", v as f64 / n as f64);
     }
-    outln!("samples:");
-    for m in &samples {
-        outln!("  {}", s.show(m));
-    }
-    Ok(())
 }
 
 /// `mapsat explain FILE --mapping "A=W0,..."`: exit 0 and "valid", or 1 and the violations.
-pub fn explain(file: &Path, mapping: &str, target: Option<&str>, no_fusion: bool) -> CliResult<()> {
-    let s = load(file, target, no_fusion)?;
+pub fn explain(file: &Path, mapping: &str, how: &How) -> CliResult<()> {
+    let s = load(file, how)?;
     let m = s.parse_mapping(mapping).map_err(|e| Failure::Usage(e.to_string()))?;
     let e = s.explain(&m).map_err(solver)?;
     if e.valid {

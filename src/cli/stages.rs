@@ -5,7 +5,7 @@
 use super::kernels::{parse_local, Mapped};
 use super::{CliResult, Failure, Source};
 use mapsat::ir::{self, stages, stages::Stage, Node, Prim, Program, Sizes};
-use mapsat_codegen::{Dialect, Options};
+use mapsat_codegen::Dialect;
 use mapsat_tuner::measure::{self, DeviceSpec, MappedStage, RunConfig};
 use std::collections::BTreeSet;
 use std::path::Path;
@@ -96,7 +96,7 @@ pub(super) fn emit(
     let stages = mapped(src, split, sizes, how, local, || None)?;
     let mut emitted = Vec::new();
     for s in &stages {
-        let opts = Options { sizes: sizes.clone(), local: s.local.clone(), ..Options::default() };
+        let opts = how.codegen_options(sizes.clone(), s.local.clone())?;
         let (code, manifest) =
             mapsat_codegen::emit(&s.program, &opts, dialect).map_err(|e| in_stage(&s.program.name, src.reject(&e)))?;
         emitted.push((code, manifest));

@@ -86,6 +86,7 @@ fn valid_mappings_of_generated_pipelines_lower_and_run_correctly() {
                 sizes: sizes.clone(),
                 local: local.clone(),
                 max_work_group_size: Some(profile.max_work_group_size as i64),
+                ..Default::default()
             };
             if let Err(e) = mapsat_codegen::lower(&q, &opts) {
                 failures.push(format!("{shown}: the space accepts it, code generation refuses it: {e}\n{text}"));

@@ -68,7 +68,8 @@ pub(super) fn launch_shape(maps: &[MapInfo], local: Option<&[i64]>, max_group: O
                 None,
             ));
         }
-        if let Some(max) = max_group.filter(|&m| l.iter().product::<i64>() > m) {
+        let total = l.iter().try_fold(1i64, |a, &x| a.checked_mul(x));
+        if let Some(max) = max_group.filter(|&m| total.is_none_or(|t| t > m)) {
             return Err(CodegenError::new(
                 K::Launch {
                     map: "kernel".into(),
@@ -113,7 +114,12 @@ pub(super) fn launch_shape(maps: &[MapInfo], local: Option<&[i64]>, max_group: O
             }
         }
         for d in 0..3 {
-            global[d] = groups[d] * loc[d];
+            global[d] = groups[d].checked_mul(loc[d]).ok_or_else(|| {
+                CodegenError::new(
+                    K::LaunchLimit(format!("{} groups of {} work items overflow", groups[d], loc[d])),
+                    None,
+                )
+            })?;
         }
     } else if !glb.is_empty() {
         let ext = max_ext(&|k| matches!(k, MapKind::Glb(_)));
@@ -124,7 +130,12 @@ pub(super) fn launch_shape(maps: &[MapInfo], local: Option<&[i64]>, max_group: O
                 None => 1,
             };
             // Round up: the extra threads skip the stride loop.
-            global[d] = (ext[d] + loc[d] - 1) / loc[d] * loc[d];
+            global[d] = (ext[d] / loc[d] + i64::from(ext[d] % loc[d] != 0)).checked_mul(loc[d]).ok_or_else(|| {
+                CodegenError::new(
+                    K::LaunchLimit(format!("{} work items rounded up to {} overflow", ext[d], loc[d])),
+                    None,
+                )
+            })?;
         }
     }
     Ok(Launch { dims: used.max(local.map_or(1, |l| l.len() as u32)), global, local: loc })

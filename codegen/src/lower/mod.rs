@@ -96,6 +96,12 @@ impl<'a> Lower<'a> {
         let info = mapsat_ir::check::check_with_sizes(p, &sizes).map_err(|e| CodegenError::from(K::Type(e)))?;
         let maps = launch::collect_maps(p, &info)?;
         let launch = launch::launch_shape(&maps, opts.local.as_deref(), opts.max_work_group_size)?;
+        if let Some(max) = opts.max_work_group_size {
+            crate::limits::check_group_size(&launch.local, max)?;
+        }
+        if let Some(max) = &opts.max_work_item_sizes {
+            crate::limits::check_work_items(&launch.local, max)?;
+        }
         let subst: HashMap<String, mapsat_ir::Size> = p
             .sizes
             .iter()

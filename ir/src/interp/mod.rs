@@ -21,6 +21,7 @@
 mod eval;
 mod kernel;
 mod lift;
+mod memory;
 mod npy;
 mod scalar;
 mod value;
@@ -106,6 +107,17 @@ pub enum EvalError {
         path: String,
         /// What went wrong.
         message: String,
+    },
+    /// The inputs and the result need more memory than the interpreter may use.
+    #[error(
+        "the inputs and the result need {need} bytes, more than the {budget} bytes the interpreter may use \
+         (half the available memory, or MAPSAT_INTERP_MEMORY)"
+    )]
+    OutOfMemory {
+        /// Bytes of the inputs and the result.
+        need: u64,
+        /// Bytes the interpreter may use.
+        budget: u64,
     },
     /// A bug of the interpreter.
     #[error("internal error: {0}")]
@@ -403,7 +415,7 @@ fn output_tensor(v: &Value) -> Result<Tensor, EvalError> {
                 if n > MAX_ELEMS {
                     return Err(EvalError::Shape(value::too_large(n)));
                 }
-                let mut b = Buffer::with_capacity(view.kind(), n);
+                let mut b = Buffer::try_with_capacity(view.kind(), n).map_err(EvalError::Shape)?;
                 view.append_to(&mut b).map_err(EvalError::Internal)?;
                 Ok(Tensor { shape: view.lens(), data: buffer_data(b) })
             }
@@ -441,6 +453,9 @@ fn thread_count() -> usize {
 pub fn eval(p: &Program, sizes: &Sizes, inputs: &[Tensor]) -> Result<Tensor, EvalError> {
     check_sizes(p, sizes)?;
     check_arena(p)?;
+    // The inputs exist already; the result's buffers are allocated fallibly (an error, not an
+    // abort, when the memory cannot be had).
+    memory::check(p, sizes, false)?;
     if inputs.len() != p.params.len() {
         return Err(EvalError::InputCount { expected: p.params.len(), got: inputs.len() });
     }
@@ -468,6 +483,7 @@ pub fn eval(p: &Program, sizes: &Sizes, inputs: &[Tensor]) -> Result<Tensor, Eva
 /// `[-1, 1)`, `i32` uniform in `[-10, 10]`, `bool` fair coin flips.
 pub fn random_inputs(p: &Program, sizes: &Sizes, seed: u64) -> Result<Vec<Tensor>, EvalError> {
     check_sizes(p, sizes)?;
+    memory::check(p, sizes, true)?;
     let mut rng = rand::rngs::SmallRng::seed_from_u64(seed);
     let mut out = Vec::with_capacity(p.params.len());
     for par in &p.params {

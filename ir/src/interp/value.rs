@@ -56,6 +56,21 @@ impl Buffer {
         }
     }
 
+    /// An empty buffer with room for `n` scalars, or an error (not an abort) when the memory
+    /// cannot be had.
+    pub(crate) fn try_with_capacity(kind: ScalarKind, n: usize) -> Result<Buffer, String> {
+        fn reserve<T>(n: usize) -> Result<Vec<T>, String> {
+            let mut v = Vec::new();
+            v.try_reserve_exact(n).map_err(|_| format!("cannot allocate memory for an array of {n} scalars"))?;
+            Ok(v)
+        }
+        Ok(match kind {
+            ScalarKind::F32 => Buffer::F32(reserve(n)?),
+            ScalarKind::I32 => Buffer::I32(reserve(n)?),
+            ScalarKind::Bool => Buffer::Bool(reserve(n)?),
+        })
+    }
+
     pub(crate) fn kind(&self) -> ScalarKind {
         match self {
             Buffer::F32(_) => ScalarKind::F32,
@@ -253,7 +268,7 @@ impl View {
         if n > MAX_ELEMS {
             return Err(too_large(n));
         }
-        let mut b = Buffer::with_capacity(self.kind(), n);
+        let mut b = Buffer::try_with_capacity(self.kind(), n)?;
         self.append_to(&mut b)?;
         Ok(View::contiguous(b, &self.lens(), self.vec))
     }
@@ -497,7 +512,7 @@ impl Array {
             let size = checked_numel(shape.iter().copied())
                 .filter(|&s| s <= MAX_ELEMS)
                 .ok_or_else(|| too_large(usize::MAX))?;
-            let mut b = Buffer::with_capacity(v.kind(), size);
+            let mut b = Buffer::try_with_capacity(v.kind(), size)?;
             pad_leaf(v, d, l, r, fill, &mut b)?;
             Ok(View::contiguous(b, &shape, v.vec))
         })
@@ -703,7 +718,7 @@ impl Out {
         if size > MAX_ELEMS {
             return Err(too_large(size));
         }
-        Ok(Out::Leaf { buf: Buffer::with_capacity(kind, size), dims, vec })
+        Ok(Out::Leaf { buf: Buffer::try_with_capacity(kind, size)?, dims, vec })
     }
 
     fn of_value(v: &Value, n: usize) -> Result<Out, String> {

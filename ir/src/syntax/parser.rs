@@ -11,16 +11,26 @@ pub(crate) struct Parser<'a> {
     toks: &'a [Token],
     pos: usize,
     depth: usize,
+    chain: usize,
 }
 
-/// Nesting deeper than this is refused rather than overflowing the stack.
+/// Nesting deeper than this (parentheses, arguments, lambdas, operands of an operator) is
+/// refused rather than overflowing the stack.
 const MAX_DEPTH: usize = 200;
+
+/// Longest chain of terms that nest only in the tree, not in the text: the terms of a flat
+/// sum `a + b + ...`, the steps of a `let ... in let ... in` chain, compositions, calls and
+/// fields. They count once toward [`MAX_DEPTH`], and their number is limited apart, well
+/// above what programs write (an unrolled 15x15 filter has 225 terms) and within what the
+/// recursive passes over the tree (elaboration, checking, printing, lowering) handle on a
+/// thread's default stack (tested with generated programs at this limit).
+const MAX_CHAIN: usize = 2000;
 
 type PResult<T> = Result<T, ParseError>;
 
 impl<'a> Parser<'a> {
     pub(crate) fn new(toks: &'a [Token]) -> Self {
-        Parser { toks, pos: 0, depth: 0 }
+        Parser { toks, pos: 0, depth: 0, chain: 0 }
     }
 
     fn peek(&self) -> &Tok {
@@ -110,6 +120,28 @@ impl<'a> Parser<'a> {
 
     fn leave(&mut self) {
         self.depth -= 1;
+    }
+
+    /// One more term of a chain ([`MAX_CHAIN`]).
+    fn link(&mut self) -> PResult<()> {
+        self.chain += 1;
+        if self.chain > MAX_CHAIN {
+            return Err(ParseError::new(
+                self.span(),
+                format!("a chain of more than {MAX_CHAIN} terms (operators, `let`s, calls or compositions in a row)"),
+            ));
+        }
+        Ok(())
+    }
+
+    /// An expression that continues a chain: at the nesting depth of the chain's start.
+    fn chained_expr(&mut self) -> PResult<SExpr> {
+        self.link()?;
+        self.depth -= 1;
+        let r = self.expr();
+        self.depth += 1;
+        self.chain -= 1;
+        r
     }
 
     /// file := sizedecl* 'def' IDENT '(' params ')' [':' type] '=' expr EOF
@@ -296,13 +328,13 @@ impl<'a> Parser<'a> {
             self.expect_sym("=")?;
             let value = self.expr()?;
             self.expect_kw("in")?;
-            let body = self.expr()?;
+            let body = self.chained_expr()?;
             let span = start.to(body.span());
             return Ok(SExpr::Let { name, name_span: nspan, value: Box::new(value), body: Box::new(body), span });
         }
         let f = self.comp()?;
         if self.eat_sym("$") {
-            let x = self.expr()?;
+            let x = self.chained_expr()?;
             let span = f.span().to(x.span());
             return Ok(SExpr::Apply(Box::new(f), Box::new(x), span));
         }
@@ -318,10 +350,10 @@ impl<'a> Parser<'a> {
         let mut fs = vec![first];
         while self.is_kw("o") {
             self.bump();
-            self.enter()?;
+            self.link()?;
             fs.push(self.binary(1)?);
         }
-        self.depth -= fs.len() - 1;
+        self.chain -= fs.len() - 1;
         let span = fs[0].span().to(fs[fs.len() - 1].span());
         Ok(SExpr::Comp(fs, span))
     }
@@ -332,11 +364,11 @@ impl<'a> Parser<'a> {
         let mut chain = 0;
         loop {
             let Some((op, prec)) = self.peek_binop().filter(|(_, p)| *p >= min_prec) else {
-                self.depth -= chain;
+                self.chain -= chain;
                 return Ok(lhs);
             };
-            // A long chain `a + b + c ...` nests as deeply as parentheses would.
-            self.enter()?;
+            // A long chain `a + b + c ...` nests deeply in the tree, not in the text.
+            self.link()?;
             chain += 1;
             self.bump();
             self.enter()?;
@@ -389,7 +421,7 @@ impl<'a> Parser<'a> {
         let mut chain = 0;
         loop {
             if self.is_sym("(") || self.is_sym(".") {
-                self.enter()?;
+                self.link()?;
                 chain += 1;
             }
             if self.is_sym("(") {
@@ -403,7 +435,7 @@ impl<'a> Parser<'a> {
                 let span = e.span().to(isp);
                 e = SExpr::Field(Box::new(e), i, isp, span);
             } else {
-                self.depth -= chain;
+                self.chain -= chain;
                 return Ok(e);
             }
         }

@@ -1,0 +1,63 @@
+//! The targets' limits on a launch shape: CUDA's fixed grid and block limits, and a device
+//! profile's work-group limits (OpenCL's `CL_DEVICE_MAX_WORK_ITEM_SIZES` and
+//! `CL_DEVICE_MAX_WORK_GROUP_SIZE`). A launch beyond them is refused at code generation with
+//! the dimension and the limit, instead of failing at launch time.
+
+use crate::error::{CodegenError, CodegenErrorKind as K};
+use crate::kir::Launch;
+
+/// CUDA's limits on the grid (blocks per dimension x, y, z), compute capability 3.0 and later.
+pub const CUDA_MAX_GRID: [i64; 3] = [(1 << 31) - 1, 65_535, 65_535];
+/// CUDA's limits on a block (threads per dimension x, y, z).
+pub const CUDA_MAX_BLOCK: [i64; 3] = [1024, 1024, 64];
+/// CUDA's limit on the threads of a block.
+pub const CUDA_MAX_BLOCK_THREADS: i64 = 1024;
+
+const AXES: [&str; 3] = ["x", "y", "z"];
+
+fn limit(reason: String) -> CodegenError {
+    K::LaunchLimit(reason).into()
+}
+
+/// Refuses a launch that CUDA cannot run: more blocks or threads per block than it allows.
+pub fn check_cuda(l: &Launch) -> Result<(), CodegenError> {
+    for d in 0..3 {
+        let block = l.local[d].max(1);
+        let blocks = l.global[d] / block + i64::from(l.global[d] % block != 0);
+        if blocks > CUDA_MAX_GRID[d] {
+            return Err(limit(format!(
+                "{blocks} blocks in grid dimension {} (global {} / block {}), CUDA allows at most {}",
+                AXES[d], l.global[d], l.local[d], CUDA_MAX_GRID[d]
+            )));
+        }
+        if l.local[d] > CUDA_MAX_BLOCK[d] {
+            return Err(limit(format!(
+                "{} threads in block dimension {}, CUDA allows at most {}",
+                l.local[d], AXES[d], CUDA_MAX_BLOCK[d]
+            )));
+        }
+    }
+    check_group_size(&l.local, CUDA_MAX_BLOCK_THREADS)
+}
+
+/// Refuses a work-group size with more work items than `max` in all.
+pub fn check_group_size(local: &[i64; 3], max: i64) -> Result<(), CodegenError> {
+    let total = local.iter().try_fold(1i64, |a, &x| a.checked_mul(x));
+    match total {
+        Some(t) if t <= max => Ok(()),
+        _ => Err(limit(format!("local size {local:?} has more than {max} work items (the target's limit)"))),
+    }
+}
+
+/// Refuses a work-group size beyond a device's per-dimension limits.
+pub fn check_work_items(local: &[i64; 3], max: &[i64; 3]) -> Result<(), CodegenError> {
+    for d in 0..3 {
+        if local[d] > max[d] {
+            return Err(limit(format!(
+                "local size {} in dimension {d}, the target allows at most {} (max_work_item_sizes)",
+                local[d], max[d]
+            )));
+        }
+    }
+    Ok(())
+}

@@ -1,0 +1,94 @@
+//! Sizes up to 2^62 through checking and code generation: every outcome is an error or a kernel
+//! whose counts are exact (never wrapped) and whose indices are 64-bit where they can exceed
+//! 2^31 - 1, 32-bit elsewhere.
+
+use mapsat_codegen::{emit, Dialect, Options};
+use mapsat_ir::Sizes;
+use proptest::prelude::*;
+
+/// 2-D element-wise: one thread per element.
+const GRID: &str = "size H = 16, W = 16
+def f(x: [[f32]W]H) = mapGlb@A(1, mapGlb@B(0, fun(v => v + 1.0)), x)";
+
+/// A padded 1-D array, flattened from 2-D first: a product of sizes, a pad bound and a join.
+const PADDED: &str = "size H = 16, W = 16
+def f(x: [[f32]W]H) = mapGlb@A(0, fun(v => v * 2.0), pad(3, 5, 0.0, join(x)))";
+
+/// A size from 1 to 2^62, spread over the orders of magnitude.
+fn size() -> impl Strategy<Value = i64> {
+    (0u32..=62, any::<u64>()).prop_map(|(bits, r)| {
+        let lo = 1i64 << bits.saturating_sub(1);
+        let span = (1i64 << bits) - lo;
+        lo + if span > 0 { (r % span as u64) as i64 } else { 0 }
+    })
+}
+
+/// Emits `src` at `h`, `w`; checks what came out against exact 128-bit arithmetic.
+fn check(src: &str, h: i64, w: i64, elems: i128, d: Dialect) -> Result<(), TestCaseError> {
+    let p = mapsat_ir::parse(src).expect("parses");
+    let sizes = Sizes::new().with("H", h).with("W", w);
+    let opts = Options { sizes, ..Options::default() };
+    let bytes_in = 4 * i128::from(h) * i128::from(w);
+    match emit(&p, &opts, d) {
+        Err(e) => {
+            let msg = e.to_string();
+            let too_large = bytes_in > 1 << 62 || 4 * elems > 1 << 62;
+            prop_assert!(
+                (too_large && msg.contains("more than 2^62 bytes")) || msg.contains("does not fit the target"),
+                "H={h} W={w}: unexpected error {msg}"
+            );
+        }
+        Ok((code, m)) => {
+            prop_assert!(bytes_in <= 1 << 62 && 4 * elems <= 1 << 62, "H={h} W={w}: accepted beyond 2^62 bytes");
+            let out = m.buffers.iter().find(|b| b.name == "out").expect("an output");
+            prop_assert_eq!(i128::from(out.len), elems, "H={} W={}: output length", h, w);
+            prop_assert_eq!(i128::from(m.memory.global_bytes), bytes_in + 4 * elems);
+            let wide = elems + 64 > i128::from(i32::MAX) || bytes_in / 4 > i128::from(i32::MAX);
+            let int_decl = code.lines().any(|l| l.trim_start().starts_with("int "));
+            let long_decl = code.lines().any(|l| l.trim_start().starts_with("long "));
+            if wide {
+                prop_assert!(long_decl && !int_decl, "H={h} W={w}: 32-bit indices for {elems} elements\n{code}");
+            } else if elems < 1 << 30 {
+                prop_assert!(int_decl && !long_decl, "H={h} W={w}: 64-bit indices for {elems} elements\n{code}");
+            }
+        }
+    }
+    Ok(())
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(200))]
+
+    #[test]
+    fn grids_never_wrap(h in size(), w in size()) {
+        let elems = i128::from(h) * i128::from(w);
+        check(GRID, h, w, elems, Dialect::OpenCl)?;
+        check(GRID, h, w, elems, Dialect::Cuda)?;
+    }
+
+    #[test]
+    fn padded_joins_never_wrap(h in size(), w in size()) {
+        let elems = i128::from(h) * i128::from(w) + 8;
+        check(PADDED, h, w, elems, Dialect::OpenCl)?;
+        check(PADDED, h, w, elems, Dialect::Cuda)?;
+    }
+}
+
+#[test]
+fn small_kernels_stay_32_bit() {
+    let p = mapsat_ir::parse(GRID).expect("parses");
+    let opts = Options { sizes: Sizes::new().with("H", 1000).with("W", 1000), ..Options::default() };
+    let (code, _) = emit(&p, &opts, Dialect::Cuda).expect("emits");
+    assert!(code.contains("int g1 = blockIdx.y * blockDim.y + threadIdx.y;"), "{code}");
+}
+
+#[test]
+fn large_kernels_are_64_bit() {
+    let p = mapsat_ir::parse(GRID).expect("parses");
+    let opts = Options { sizes: Sizes::new().with("H", 50_000).with("W", 50_000), ..Options::default() };
+    let (code, m) = emit(&p, &opts, Dialect::Cuda).expect("emits");
+    assert!(code.contains("long long g1 = (long long)blockIdx.y * blockDim.y + threadIdx.y;"), "{code}");
+    assert_eq!(m.buffers[0].len, 2_500_000_000);
+    let (code, _) = emit(&p, &opts, Dialect::OpenCl).expect("emits");
+    assert!(code.contains("long i_v = get_global_id(0);"), "{code}");
+}

@@ -1,0 +1,50 @@
+//! The interpreter's memory budget: a program whose inputs and result do not fit in the memory
+//! the interpreter may use is refused before anything is allocated, with a message, instead of
+//! aborting the process when an allocation fails.
+//!
+//! The budget is half of the memory the system says is available (`MemAvailable` in
+//! `/proc/meminfo`; the other half is left for intermediates), or `MAPSAT_INTERP_MEMORY` bytes
+//! when that variable is set. Where neither is known there is no budget, and large allocations
+//! still fail with an error rather than an abort (`Buffer::try_with_capacity`).
+
+use super::EvalError;
+use crate::ast::Program;
+use crate::Sizes;
+
+/// The number of bytes the interpreter may use for inputs and result, when known.
+pub(crate) fn budget() -> Option<u64> {
+    if let Ok(v) = std::env::var("MAPSAT_INTERP_MEMORY") {
+        return v.trim().parse().ok();
+    }
+    let info = std::fs::read_to_string("/proc/meminfo").ok()?;
+    let line = info.lines().find(|l| l.starts_with("MemAvailable:"))?;
+    let kib: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
+    Some(kib.saturating_mul(1024) / 2)
+}
+
+/// The bytes of `p`'s inputs at `sizes`, and of its result when `with_result` (found by the
+/// checker, which recurses over the program: the caller runs it where the stack allows);
+/// `None` when the program does not check at these sizes (the evaluation reports that itself).
+fn need(p: &Program, sizes: &Sizes, with_result: bool) -> Option<u64> {
+    let subst = sizes.iter().map(|(k, v)| (k.to_string(), crate::Size::constant(v))).collect();
+    let mut types: Vec<crate::Type> = p.params.iter().map(|q| q.ty.substitute(&subst)).collect();
+    if with_result {
+        types.push(crate::check::check_with_sizes(p, sizes).ok()?.result);
+    }
+    let mut total: u64 = 0;
+    for t in &types {
+        let (_, bytes) = crate::bounds::footprint(t).ok()??;
+        total = total.saturating_add(bytes as u64);
+    }
+    Some(total)
+}
+
+/// Refuses `p` at `sizes` when its inputs (and its result, when `with_result`) need more than
+/// the budget.
+pub(crate) fn check(p: &Program, sizes: &Sizes, with_result: bool) -> Result<(), EvalError> {
+    let (Some(need), Some(budget)) = (need(p, sizes, with_result), budget()) else { return Ok(()) };
+    if need > budget {
+        return Err(EvalError::OutOfMemory { need, budget });
+    }
+    Ok(())
+}
