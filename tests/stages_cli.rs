@@ -106,3 +106,29 @@ fn opencl_present() -> bool {
     assert!(listed || std::env::var_os("MAPSAT_REQUIRE_OPENCL").is_none(), "no OpenCL device");
     listed
 }
+
+#[test]
+fn space_and_explain_work_kernel_by_kernel() {
+    // As one kernel, the vertical pass would read rows other work groups wrote: only the
+    // sequential mapping would be valid. Cut at the boundary, each kernel has parallel ones.
+    let out = mapsat(&["space", SEPBLUR, "--json"]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let kernels = v["kernels"].as_array().unwrap();
+    assert_eq!(kernels.len(), 2);
+    assert_eq!(kernels[0]["kernel"], "sepblur_0_h");
+    assert_eq!(kernels[1]["maps"], serde_json::json!(["C", "D"]));
+    for k in kernels {
+        assert!(k["count"].as_u64().unwrap() > 1, "{k}");
+        assert!(k["samples"].as_array().unwrap().iter().any(|m| m.as_str().unwrap().contains('G')), "{k}");
+    }
+    let out = mapsat(&["explain", SEPBLUR, "--mapping", "A=G1,B=G0,C=G1,D=G0"]);
+    let stdout = text(&out.stdout);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    assert!(stdout.starts_with("valid (2 kernels, launched in order)\nkernel sepblur_0_h:\n"), "{stdout}");
+    let out = mapsat(&["explain", SEPBLUR, "--mapping", "A=G1,B=G0,C=S,D=W0"]);
+    let stderr = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert!(stderr.starts_with("in the kernel of stage `sepblur`: invalid"), "{stderr}");
+    assert!(!stderr.contains("sepblur_0_h"), "{stderr}");
+}

@@ -21,15 +21,14 @@ fn labels(p: &Program) -> BTreeSet<String> {
         .collect()
 }
 
-/// The parts of `mapping` (`A=G0,B=S,...`) that name maps of each stage; a part naming a map
-/// of no stage is an error.
-fn split_mapping(mapping: &str, stages: &[Stage]) -> CliResult<Vec<String>> {
-    let per_stage: Vec<BTreeSet<String>> = stages.iter().map(|s| labels(&s.program)).collect();
-    let mut out = vec![Vec::new(); stages.len()];
+/// The parts of `mapping` (`A=G0,B=S,...`) that name maps of each kernel, given each kernel's
+/// map labels; a part naming a map of no kernel is an error.
+pub(super) fn split_mapping(mapping: &str, labels: &[Vec<String>]) -> CliResult<Vec<String>> {
+    let mut out = vec![Vec::new(); labels.len()];
     for part in mapping.split(',').map(str::trim).filter(|p| !p.is_empty()) {
         let label = part.split_once('=').map_or(part, |(l, _)| l).trim();
-        let Some(k) = per_stage.iter().position(|ls| ls.contains(label)) else {
-            let known: Vec<&str> = per_stage.iter().flatten().map(String::as_str).collect();
+        let Some(k) = labels.iter().position(|ls| ls.iter().any(|l| l == label)) else {
+            let known: Vec<&str> = labels.iter().flatten().map(String::as_str).collect();
             return Err(Failure::Usage(format!(
                 "unknown map `{label}` in the mapping (the maps are: {})",
                 known.join(", ")
@@ -50,7 +49,10 @@ fn mapped(
     default_profile: impl Fn() -> Option<ir::profile::Profile>,
 ) -> CliResult<Vec<MappedStage>> {
     let parts = match how.mapping {
-        Some(m) => split_mapping(m, &stages)?.into_iter().map(Some).collect(),
+        Some(m) => {
+            let labels: Vec<Vec<String>> = stages.iter().map(|s| labels(&s.program).into_iter().collect()).collect();
+            split_mapping(m, &labels)?.into_iter().map(Some).collect()
+        }
         None => vec![None; stages.len()],
     };
     let mut out = Vec::with_capacity(stages.len());
