@@ -25,6 +25,7 @@
 
 use libtest_mimic::{Arguments, Failed, Trial};
 use mapsat_codegen::Dialect;
+use mapsat_constraints::{readback, Options, Space};
 use mapsat_ir::Sizes;
 use mapsat_tuner::measure::{self, DeviceSpec, RunConfig};
 use std::fmt::Write as _;
@@ -348,6 +349,26 @@ fn bless() -> bool {
     std::env::var("MAPSAT_BLESS").is_ok_and(|v| v == "1")
 }
 
+/// One truth for validity: a hand-mapped program that code generation lowers has a mapping
+/// (read back from its map kinds) that the space of the program it maps accepts, but for the
+/// space's preferences (`Family::is_preference`: rules against idle or repeated threads).
+fn space_accepts(p: &mapsat_ir::Program, sizes: &mapsat_ir::Sizes) -> Result<(), String> {
+    let options = Options { sizes: sizes.clone(), ..Options::default() };
+    let space = Space::generate(&readback::unmapped(p), options).map_err(|e| format!("space: {e}"))?;
+    let m = space.written_mapping(p).map_err(|e| format!("read back: {e}"))?;
+    let e = space.explain(&m).map_err(|e| format!("explain: {e}"))?;
+    let refused: Vec<String> =
+        e.violated.iter().filter(|c| !c.family.is_preference()).map(|c| format!("[{}] {}", c.family, c.text)).collect();
+    match refused.is_empty() {
+        true => Ok(()),
+        false => Err(format!(
+            "code generation lowers {}, which the space refuses:\n  {}",
+            space.show(&m),
+            refused.join("\n  ")
+        )),
+    }
+}
+
 /// The blessed kernel of a file for a backend.
 fn blessed_path(stem: &str, d: Dialect) -> PathBuf {
     root().join(OUT).join(d.name()).join(format!("{stem}.{}", d.extension()))
@@ -403,6 +424,9 @@ fn run_emit(file: &File, t: &Test) -> Result<(), String> {
                 format!("{rel} is stale, first at line {}:\n  blessed: {was}\n  now:     {now}", n + 1)
             }
         });
+    }
+    if t.errors.is_empty() {
+        space_accepts(&p, &opts.sizes)?;
     }
     if stale.is_empty() {
         Ok(())

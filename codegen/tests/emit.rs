@@ -143,3 +143,23 @@ fn small_private_arrays_become_registers() {
         assert_eq!(m.memory.private_bytes, 2 * 4 * o_b as u64);
     }
 }
+
+#[test]
+fn reading_another_threads_global_write_is_refused() {
+    // B reads y[i-1], written by another thread of A (maybe of another work group): no barrier
+    // reaches across work groups. Reading y[i], the element the same thread wrote, is lowered
+    // (tests/filetests/kernels/twostage.lift runs it).
+    let neighbour = "size N = 64
+def f(xs: [f32]N) =
+  let y = mapGlb@A(0, fun(x => x * 2.0), xs) in
+  mapGlb@B(0, fun(p => p.0 + at(0, p.1)), zip(xs, slide(2, 1, padClamp(1, 0, y))))";
+    let e = error(neighbour, None);
+    assert!(e.contains("`mapGlb(0)@A` writes a global buffer that is read again by other work groups"), "{e}");
+    // Each thread writes a row and reads a column: other threads' elements.
+    let transposed = "size N = 8
+def f(xs: [[f32]N]N) =
+  let y = mapGlb@A(0, mapSeq@C(fun(x => x * 2.0)), xs) in
+  mapGlb@B(0, mapSeq@D(fun(v => v + 1.0)), transpose(y))";
+    let e = error(transposed, None);
+    assert!(e.contains("`mapGlb(0)@A` writes a global buffer that is read again by other work groups"), "{e}");
+}

@@ -35,6 +35,7 @@ mod code;
 mod expr;
 mod families;
 mod local;
+pub mod readback;
 mod solve;
 mod space;
 mod symmetry;

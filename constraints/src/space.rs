@@ -76,6 +76,17 @@ impl Family {
         Family::Launch,
     ];
 
+    /// True for the rules that keep wasteful mappings out of the search space without being
+    /// needed for a correct result: the paper's rules 4, 5 and 7 (idle or repeated threads: a
+    /// dimension with only one of `mapWrg`/`mapLcl` launches one work group, or one thread per
+    /// group; a chain using fewer dimensions runs in every thread of the others) and rule 8
+    /// (unfused sequential nests). `tuner/tests/completeness.rs` runs mappings that violate
+    /// only these correctly. A mapping written by hand that violates only these is accepted
+    /// (with a warning); every other family is needed for a correct kernel.
+    pub fn is_preference(self) -> bool {
+        matches!(self, Family::LocalDims | Family::WrgDims | Family::Exhaustive | Family::SeqFusion)
+    }
+
     /// The family's number (0 for the domain).
     pub fn number(self) -> u32 {
         Family::ALL.iter().position(|f| *f == self).unwrap_or(0) as u32

@@ -22,3 +22,4 @@ pub mod check;
 pub mod diag;
 pub mod interp;
 pub mod profile;
+pub mod stages;

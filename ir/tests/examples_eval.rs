@@ -7,7 +7,7 @@
 //! name without its last `_suffix` (`conv_b` -> `examples/conv.lift`).
 
 use mapsat_ir::interp::{eval, read_npy, Tensor};
-use mapsat_ir::{check, parse, Program};
+use mapsat_ir::{check, parse, stages, Program};
 use std::path::{Path, PathBuf};
 
 const RTOL: f64 = 1e-4;
@@ -95,6 +95,12 @@ fn run_fixture(dir: &Path) -> Result<(), String> {
             "{fixture}: result differs from numpy (max abs diff {:?}, rtol {RTOL}, atol {ATOL})",
             got.max_abs_diff(&expected)
         ));
+    }
+    // Cut at its kernel boundaries, the program's stages, run in order, compute the same.
+    let split = stages::split(&p).map_err(|e| format!("{fixture}: stages: {}", e.message))?;
+    let staged = stages::eval(&split, &sizes, &inputs).map_err(|e| format!("{fixture}: stages: {e}"))?;
+    if !staged.allclose(&expected, RTOL, ATOL) {
+        return Err(format!("{fixture}: its {} stages, run in order, differ from numpy", split.len()));
     }
     Ok(())
 }

@@ -53,6 +53,9 @@ const EXPECTED_LABELS: &[(&str, &[&str])] = &[
     ("matmul_tiled", &["A", "B", "C", "D", "E", "F"]),
     ("stencil1d", &["A"]),
     ("conv_blocked", &["TY", "TX", "Y", "X", "O", "A", "Z"]),
+    ("sepblur", &["A", "B", "C", "D"]),
+    ("sharpen", &["A", "B", "C", "D", "E", "F"]),
+    ("jacobi2d", &["A_0", "A_1", "B_0", "B_1"]),
     ("sum", &[]),
     ("sum_partial", &["A"]),
 ];

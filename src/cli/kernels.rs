@@ -5,6 +5,7 @@ use super::{all_sizes, load_inputs, CliResult, Failure, SizeArgs, Source};
 use mapsat::ir;
 use mapsat::ir::profile::Profile;
 use mapsat_codegen::{Dialect, Options};
+use mapsat_constraints::readback;
 use mapsat_tuner::measure::{self, DeviceSpec, RunConfig};
 use std::path::Path;
 
@@ -25,21 +26,42 @@ pub(super) struct Mapped<'a> {
 }
 
 impl Mapped<'_> {
+    /// Code generation's options: the sizes, the work-group size, and the limits of the
+    /// `--profile` when one is given.
+    pub(super) fn codegen_options(&self, sizes: ir::Sizes, local: Option<Vec<i64>>) -> CliResult<Options> {
+        let profile = match self.profile {
+            Some(name) => Some(Profile::load(name).map_err(|e| Failure::Usage(e.to_string()))?),
+            None => None,
+        };
+        Ok(Options {
+            sizes,
+            local,
+            max_work_group_size: profile.as_ref().map(|q| q.max_work_group_size as i64),
+            max_work_item_sizes: profile.as_ref().map(|q| q.max_work_item_sizes.map(|x| x as i64)),
+        })
+    }
+
     /// The program to lower and its work-group size; `default_profile` gives the device limits
     /// of the mapping's space when no `--profile` is given.
-    fn program(
+    pub(super) fn program(
         &self,
         p: ir::Program,
         sizes: &ir::Sizes,
         local: Option<Vec<i64>>,
         default_profile: impl FnOnce() -> Option<Profile>,
     ) -> CliResult<(ir::Program, Option<Vec<i64>>)> {
-        let Some(mapping) = self.mapping else { return Ok((p, local)) };
         let profile = match self.profile {
             Some(name) => Some(Profile::load(name).map_err(|e| Failure::Usage(e.to_string()))?),
             None => default_profile(),
         };
-        super::mapping::apply(&p, sizes, mapping, profile, local)
+        match self.mapping {
+            Some(mapping) => super::mapping::apply(&p, sizes, mapping, profile, local),
+            None if readback::is_hand_mapped(&p) => {
+                super::mapping::check_written(&p, sizes, profile, local.as_deref())?;
+                Ok((p, local))
+            }
+            None => Ok((p, local)),
+        }
     }
 }
 
@@ -57,27 +79,17 @@ pub(super) fn emit(
     let sizes = all_sizes(&p, sizes)?;
     let dialect = Dialect::parse(target)
         .ok_or_else(|| Failure::Usage(format!("--target must be opencl or cuda, not `{target}`")))?;
-    let profile = match how.profile {
-        Some(name) => Some(Profile::load(name).map_err(|e| Failure::Usage(e.to_string()))?),
-        None => None,
-    };
+    if ir::stages::count(&p) > 1 {
+        return super::stages::emit(&src, &p, &sizes, &how, dialect, local, out);
+    }
     let (p, local) = how.program(p, &sizes, parse_local(local)?, || None)?;
-    let opts = Options {
-        sizes,
-        local,
-        max_work_group_size: profile.as_ref().map(|q| q.max_work_group_size as i64),
-        max_work_item_sizes: profile.as_ref().map(|q| q.max_work_item_sizes.map(|x| x as i64)),
-    };
+    let opts = how.codegen_options(sizes, local)?;
     let (code, manifest) = mapsat_codegen::emit(&p, &opts, dialect).map_err(|e| src.reject(&e))?;
-    std::fs::create_dir_all(out)
-        .map_err(|e| Failure::Rejected(format!("error: cannot create {}: {e}", out.display())))?;
+    super::create_dir(out)?;
     let kpath = out.join(&manifest.source);
     let mpath = out.join(format!("{}.json", manifest.entry));
-    let json = manifest.to_json();
-    for (path, text) in [(&kpath, code), (&mpath, json + "\n")] {
-        std::fs::write(path, text)
-            .map_err(|e| Failure::Rejected(format!("error: cannot write {}: {e}", path.display())))?;
-    }
+    super::write(&kpath, &code)?;
+    super::write(&mpath, &(manifest.to_json() + "\n"))?;
     let l = &manifest.launch;
     outln!("wrote {} and {}", kpath.display(), mpath.display());
     outln!(
@@ -111,6 +123,9 @@ pub(super) fn run(
         return Err(Failure::Usage("--runs must be at least 1".into()));
     }
     let tensors = load_inputs(&src, &p, &sizes, inputs, Some(seed))?;
+    if ir::stages::count(&p) > 1 {
+        return super::stages::run(&src, &p, &sizes, &how, device, local, &tensors, cfg);
+    }
     let (p, local) = how.program(p, &sizes, parse_local(local)?, || measure::opencl_profile(device).ok())?;
     let r = measure::run(&p, &sizes, local, &tensors, device, cfg).map_err(|e| match e {
         measure::MeasureError::Codegen(c) => src.reject(&c),

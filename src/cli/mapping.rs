@@ -3,7 +3,7 @@
 
 use super::{CliResult, Failure};
 use mapsat::ir::{profile::Profile, Program, Sizes};
-use mapsat_constraints::{Code, Explanation, Options, Space};
+use mapsat_constraints::{readback, Code, Constraint, Explanation, Mapping, Options, Space};
 
 /// The violated constraints of an explanation, one per line.
 pub(super) fn violations(space: &Space, e: &Explanation) -> String {
@@ -24,22 +24,71 @@ pub(super) fn apply(
     profile: Option<Profile>,
     local: Option<Vec<i64>>,
 ) -> CliResult<(Program, Option<Vec<i64>>)> {
-    let rejected = |e: mapsat_constraints::Error| Failure::Rejected(format!("error: {e}"));
-    let space =
-        Space::generate(p, Options { profile, sizes: sizes.clone(), ..Options::default() }).map_err(rejected)?;
+    let space = space_of(p, sizes, profile)?;
     let m = space.parse_mapping(mapping).map_err(|e| Failure::Usage(e.to_string()))?;
-    let e = space.explain(&m).map_err(rejected)?;
-    if !e.valid {
+    let suggested = check(&space, &m, sizes, local.as_deref(), false)?;
+    let q = space.apply(p, &m).map_err(rejected)?;
+    Ok((q, local.or(suggested)))
+}
+
+/// A hand-mapped program (`mapGlb`, `mapLcl`, ... written in it) checked by the space of the
+/// program it maps, as `--mapping` is: its mapping is read back into codes, and one the space
+/// rejects is refused with its explanation. The work-group size stays the user's (`local`) or
+/// code generation's default.
+pub(super) fn check_written(
+    p: &Program,
+    sizes: &Sizes,
+    profile: Option<Profile>,
+    local: Option<&[i64]>,
+) -> CliResult<()> {
+    let space = space_of(&readback::unmapped(p), sizes, profile)?;
+    let m = space.written_mapping(p).map_err(rejected)?;
+    check(&space, &m, sizes, local, true).map(|_| ()).map_err(|e| match e {
+        Failure::Rejected(msg) => {
+            Failure::Rejected(format!("{msg}(the mapping written in the program, read back: {})\n", space.show(&m)))
+        }
+        usage => usage,
+    })
+}
+
+fn rejected(e: mapsat_constraints::Error) -> Failure {
+    Failure::Rejected(format!("error: {e}"))
+}
+
+fn space_of(p: &Program, sizes: &Sizes, profile: Option<Profile>) -> CliResult<Space> {
+    Space::generate(p, Options { profile, sizes: sizes.clone(), ..Options::default() }).map_err(rejected)
+}
+
+/// Checks `m` in `space`: the mapping is valid at `sizes` (by hand, `written`, it may violate
+/// the space's preferences, [`Family::is_preference`], with a warning), and `local`, when given
+/// with `mapLcl` maps, is one of the space's local sizes for it. Returns the space's choice of
+/// a work-group size when the mapping has `mapLcl` maps.
+fn check(
+    space: &Space,
+    m: &Mapping,
+    sizes: &Sizes,
+    local: Option<&[i64]>,
+    written: bool,
+) -> CliResult<Option<Vec<i64>>> {
+    let e = space.explain(m).map_err(rejected)?;
+    let refused = |c: &&Constraint| !(written && c.family.is_preference());
+    if e.violated.iter().any(|c| refused(&c)) {
         return Err(Failure::Rejected(format!(
             "error: the mapping is not valid at {sizes}\n{}",
-            violations(&space, &e)
+            violations(space, &e)
         )));
     }
+    if !e.violated.is_empty() {
+        eprint!(
+            "warning: lowered as written, although the space leaves this mapping out of its search (its rules against idle or repeated threads and unfused sequential nests; they are not needed for a correct result)\n{}",
+            violations(space, &e).trim_start_matches("invalid: ")
+        );
+    }
     let has_lcl = m.codes.iter().any(|c| matches!(c, Code::Lcl(_)));
-    if let (Some(l), true) = (&local, has_lcl && space.local_size_count() > 0) {
-        let mut padded = l.clone();
+    if let (Some(l), true) = (local, has_lcl && space.local_size_count() > 0) {
+        let mut padded = l.to_vec();
         padded.resize(space.local_size_count(), 1);
-        let valid = space.local_sizes(&m).map_err(rejected)?;
+        let valid = space.local_sizes(m).map_err(rejected)?;
         if !valid.contains(&padded) {
             let some: Vec<String> = valid.iter().take(8).map(|v| format!("{v:?}")).collect();
             return Err(Failure::Rejected(format!(
@@ -48,7 +97,5 @@ pub(super) fn apply(
             )));
         }
     }
-    let q = space.apply(p, &m).map_err(rejected)?;
-    let local = local.or(if has_lcl { e.local_sizes } else { None });
-    Ok((q, local))
+    Ok(if has_lcl { e.local_sizes } else { None })
 }

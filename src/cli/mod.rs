@@ -15,6 +15,7 @@ macro_rules! outln {
 mod kernels;
 mod mapping;
 mod space;
+mod stages;
 mod tune;
 
 use clap::{Parser, Subcommand};
@@ -277,6 +278,17 @@ impl Source {
     fn parse(&self) -> CliResult<Program> {
         ir::parse(&self.text).map_err(|e| self.reject(&e))
     }
+}
+
+/// Creates an output folder.
+fn create_dir(path: &Path) -> CliResult<()> {
+    std::fs::create_dir_all(path)
+        .map_err(|e| Failure::Rejected(format!("error: cannot create {}: {e}", path.display())))
+}
+
+/// Writes an output file.
+fn write(path: &Path, text: &str) -> CliResult<()> {
+    std::fs::write(path, text).map_err(|e| Failure::Rejected(format!("error: cannot write {}: {e}", path.display())))
 }
 
 /// Size values from the flags, checked against the program's size variables.

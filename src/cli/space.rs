@@ -17,7 +17,9 @@ pub struct How<'a> {
     pub no_fusion: bool,
 }
 
-fn load(file: &Path, how: &How) -> CliResult<Space> {
+/// The space of each kernel of the program: one, unnamed, for a program without kernel
+/// boundaries; else one per stage (`ir::stages`), with the stage's name.
+fn load(file: &Path, how: &How) -> CliResult<Vec<(Option<String>, Space)>> {
     let src = Source::read(file)?;
     let p = src.parse()?;
     ir::check::check(&p).map_err(|e| src.reject(&e))?;
@@ -27,8 +29,19 @@ fn load(file: &Path, how: &How) -> CliResult<Space> {
         Some(t) => Some(ir::profile::Profile::load(t).map_err(|e| Failure::Usage(e.to_string()))?),
         None => None,
     };
-    Space::generate(&p, Options { fusion: !how.no_fusion, profile, sizes, ..Options::default() })
-        .map_err(|e| Failure::Rejected(format!("error: {e}")))
+    let staged = ir::stages::count(&p) > 1;
+    let mut out = Vec::new();
+    for stage in ir::stages::split(&p).map_err(|e| src.reject(&e))? {
+        let options =
+            Options { fusion: !how.no_fusion, profile: profile.clone(), sizes: sizes.clone(), ..Options::default() };
+        let name = staged.then(|| stage.program.name.clone());
+        let space = Space::generate(&stage.program, options).map_err(|e| match &name {
+            Some(n) => Failure::Rejected(format!("error: in the kernel of stage `{n}`: {e}")),
+            None => Failure::Rejected(format!("error: {e}")),
+        })?;
+        out.push((name, space));
+    }
+    Ok(out)
 }
 
 fn solver(e: mc::Error) -> Failure {
@@ -44,7 +57,38 @@ pub fn space(
     seed: u64,
     baseline: Option<u64>,
 ) -> CliResult<()> {
-    let s = load(file, how)?;
+    let spaces = load(file, how)?;
+    let mut values = Vec::new();
+    for (k, (name, s)) in spaces.iter().enumerate() {
+        if let (Some(name), false) = (name, json) {
+            outln!("kernel {} of {}: {name}", k + 1, spaces.len());
+        }
+        if let Some(mut v) = one_space(s, json, sample, seed, baseline)? {
+            if let Some(name) = name {
+                v["kernel"] = serde_json::json!(name);
+            }
+            values.push(v);
+        }
+    }
+    match (json, values.len()) {
+        (false, _) => {}
+        (true, 1) => outln!("{}", serde_json::to_string_pretty(&values[0]).expect("JSON values serialize")),
+        (true, _) => {
+            let all = serde_json::json!({ "kernels": values });
+            outln!("{}", serde_json::to_string_pretty(&all).expect("JSON values serialize"))
+        }
+    }
+    Ok(())
+}
+
+/// One kernel's space: printed as text, or returned as JSON.
+fn one_space(
+    s: &Space,
+    json: bool,
+    sample: Option<usize>,
+    seed: u64,
+    baseline: Option<u64>,
+) -> CliResult<Option<serde_json::Value>> {
     let t = std::time::Instant::now();
     let (count, classes) = s.count_both(seed).map_err(solver)?;
     let count_ms = t.elapsed().as_secs_f64() * 1e3;
@@ -53,6 +97,7 @@ pub fn space(
         _ => None,
     };
     let asked = sample.unwrap_or(5);
+    let mut value = None;
     let sampled = if json {
         let mut samples = Vec::new();
         let sampled = s
@@ -61,10 +106,10 @@ pub fn space(
                 ControlFlow::Continue(())
             })
             .map_err(solver)?;
-        print_json(&s, (count, classes), &samples, base);
+        value = Some(to_json(s, (count, classes), &samples, base));
         sampled
     } else {
-        print_text(&s, (count, classes), count_ms, base);
+        print_text(s, (count, classes), count_ms, base);
         outln!("samples:");
         // Streamed: each sample is printed as soon as it is found.
         s.sample_each(asked, seed, |m| {
@@ -81,10 +126,15 @@ pub fn space(
         };
         eprintln!("note: {} distinct mappings sampled of the {asked} asked: {why}", sampled.produced);
     }
-    Ok(())
+    Ok(value)
 }
 
-fn print_json(s: &Space, (count, classes): (Count, Option<u64>), samples: &[String], base: Option<(u64, u64)>) {
+fn to_json(
+    s: &Space,
+    (count, classes): (Count, Option<u64>),
+    samples: &[String],
+    base: Option<(u64, u64)>,
+) -> serde_json::Value {
     let counts = s.counts();
     let (count, exact, std_error) = match count {
         Count::Exact(n) => (serde_json::json!(n), true, 0.0),
@@ -105,7 +155,7 @@ fn print_json(s: &Space, (count, classes): (Count, Option<u64>), samples: &[Stri
     if let Some((v, n)) = base {
         out["random_baseline"] = serde_json::json!({ "draws": n, "valid": v });
     }
-    outln!("{}", serde_json::to_string_pretty(&out).expect("JSON values serialize"));
+    out
 }
 
 fn print_text(s: &Space, (count, classes): (Count, Option<u64>), count_ms: f64, base: Option<(u64, u64)>) {
@@ -130,26 +180,58 @@ fn print_text(s: &Space, (count, classes): (Count, Option<u64>), count_ms: f64, 
 }
 
 /// `mapsat explain FILE --mapping "A=W0,..."`: exit 0 and "valid", or 1 and the violations.
+/// For a program of several kernels, the mapping's parts are explained in each kernel's space.
 pub fn explain(file: &Path, mapping: &str, how: &How) -> CliResult<()> {
-    let s = load(file, how)?;
-    let m = s.parse_mapping(mapping).map_err(|e| Failure::Usage(e.to_string()))?;
-    let e = s.explain(&m).map_err(solver)?;
-    if e.valid {
-        outln!("valid");
+    let spaces = load(file, how)?;
+    let labels: Vec<Vec<String>> =
+        spaces.iter().map(|(_, s)| s.labels().iter().chain(s.layout_maps()).cloned().collect()).collect();
+    let parts = match spaces.len() {
+        1 => vec![mapping.to_string()],
+        _ => super::stages::split_mapping(mapping, &labels)?,
+    };
+    let mut report = Vec::new();
+    let mut invalid = Vec::new();
+    for ((name, s), part) in spaces.iter().zip(&parts) {
+        let m = s.parse_mapping(part).map_err(|e| Failure::Usage(in_kernel(name, e.to_string())))?;
+        let e = s.explain(&m).map_err(solver)?;
+        if !e.valid {
+            invalid.push(in_kernel(name, super::mapping::violations(s, &e)));
+            continue;
+        }
+        if let Some(name) = name {
+            report.push(format!("kernel {name}:"));
+        }
         for b in &e.barriers {
-            outln!(
+            report.push(format!(
                 "  needs a barrier between map {} and its readers {}",
                 s.label(b.writer),
                 s.labels_of(&b.readers).join(", ")
-            );
+            ));
         }
         if e.barriers.is_empty() {
-            outln!("  no barrier needed");
+            report.push("  no barrier needed".into());
         }
         if let Some(ls) = &e.local_sizes {
-            outln!("  local sizes (a valid choice): {ls:?}");
+            report.push(format!("  local sizes (a valid choice): {ls:?}"));
         }
-        return Ok(());
     }
-    Err(Failure::Rejected(super::mapping::violations(&s, &e)))
+    if !invalid.is_empty() {
+        return Err(Failure::Rejected(invalid.concat()));
+    }
+    match spaces.len() {
+        1 => outln!("valid"),
+        n => outln!("valid ({n} kernels, launched in order)"),
+    }
+    for line in report {
+        outln!("{line}");
+    }
+    Ok(())
+}
+
+/// `text`, said to be about the kernel `name` when the program has several.
+fn in_kernel(name: &Option<String>, text: String) -> String {
+    match name {
+        Some(n) => format!("in the kernel of stage `{n}`: {text}"),
+        None => text,
+    }
 }

@@ -4,6 +4,7 @@
 use super::{given_sizes, CliResult, Failure, SizeArgs, Source};
 use indicatif::{ProgressBar, ProgressStyle};
 use mapsat::ir::profile::Profile;
+use mapsat::ir::stages;
 use mapsat_tuner::measure::{self, DeviceSpec};
 use mapsat_tuner::tune::log::{Phase, Trial};
 use mapsat_tuner::tune::model::Learned;
@@ -185,7 +186,9 @@ impl Drop for Bar {
     }
 }
 
-/// `mapsat tune`.
+/// `mapsat tune`. A program with kernel boundaries (`mapsat::ir::stages`) is tuned one
+/// kernel at a time: each stage's time does not depend on the others' choices, so the fastest
+/// sequence is the fastest kernel of each stage.
 pub fn tune(a: &TuneArgs) -> CliResult<()> {
     let src = Source::read(&a.file)?;
     let p = src.parse()?;
@@ -199,9 +202,46 @@ pub fn tune(a: &TuneArgs) -> CliResult<()> {
         return Err(Failure::Usage("--model starts a tune from a prior model; --resume continues one".into()));
     }
     let profile = profile_for(a.target.as_deref(), device)?;
+    if stages::count(&p) == 1 {
+        let log = a.log.clone().unwrap_or_else(|| a.output.join("tune.jsonl"));
+        let (task, result, written, model) = tune_one(a, p, &given, device, profile, &a.output, &log)?;
+        summarize(&task, &result, &written, model.as_deref());
+        return Ok(());
+    }
+    if a.log.is_some() {
+        return Err(Failure::Usage(
+            "--log: a program of several kernels keeps one log per kernel, DIR/KERNEL/tune.jsonl".into(),
+        ));
+    }
+    let split = stages::split(&p).map_err(|e| src.reject(&e))?;
+    let mut summaries = Vec::with_capacity(split.len());
+    for (k, s) in split.into_iter().enumerate() {
+        let name = s.program.name.clone();
+        outln!("kernel {} of {}: {name}", k + 1, stages::count(&p));
+        let dir = a.output.join(&name);
+        let log = dir.join("tune.jsonl");
+        let (task, result, written, model) = tune_one(a, s.program, &given, device, profile.clone(), &dir, &log)?;
+        summarize(&task, &result, &written, model.as_deref());
+        summaries.push(tune::report::Summary::of(&task, &result));
+    }
+    summarize_stages(&p, &summaries);
+    Ok(())
+}
+
+/// Tunes one kernel's program into `out`, logging to `log`: the task, the result, the files
+/// written and the learned model's file.
+fn tune_one(
+    a: &TuneArgs,
+    p: mapsat::ir::Program,
+    given: &mapsat::ir::Sizes,
+    device: DeviceSpec,
+    profile: Profile,
+    out: &Path,
+    log: &Path,
+) -> CliResult<(Task, tune::TuneResult, Vec<PathBuf>, Option<PathBuf>)> {
     let prior = a.model.as_deref().map(Learned::load).transpose().map_err(rejected)?;
     let fault = a.inject_fault.as_deref().map(parse_fault).transpose()?;
-    let task = Task::new(p, &given, profile, device.dialect(), !a.no_fusion, a.seed).map_err(tune_error)?;
+    let task = Task::new(p, given, profile, device.dialect(), !a.no_fusion, a.seed).map_err(tune_error)?;
     let task = if a.strict_math { task } else { task.reassociating() };
     let opts = TuneOptions {
         trials: a.trials,
@@ -214,28 +254,48 @@ pub fn tune(a: &TuneArgs) -> CliResult<()> {
         fault,
         ..TuneOptions::default()
     };
-    let log = a.log.clone().unwrap_or_else(|| a.output.join("tune.jsonl"));
     if let Some(dir) = log.parent().filter(|d| !d.as_os_str().is_empty()) {
         std::fs::create_dir_all(dir).map_err(|e| rejected(format!("cannot create {}: {e}", dir.display())))?;
     }
     let exe = std::env::current_exe().map_err(|e| rejected(format!("cannot find the mapsat program: {e}")))?;
     let files = Files {
-        log: log.clone(),
+        log: log.to_path_buf(),
         resume: a.resume,
-        work: a.output.join("data"),
+        work: out.join("data"),
         worker: vec![exe.into(), "worker".into()],
     };
     let result = {
         let mut bar = Bar { bar: None };
         tune::tune(&task, device, &opts, &files, &mut bar).map_err(tune_error)?
     };
-    let written = tune::report::write(&task, &result, &a.output).map_err(tune_error)?;
+    let written = tune::report::write(&task, &result, out).map_err(tune_error)?;
     let model_path = PathBuf::from(format!("{}.model.json", log.display()));
-    if let Some(m) = &result.model {
-        m.save(&model_path).map_err(rejected)?;
+    let model = match &result.model {
+        Some(m) => {
+            m.save(&model_path).map_err(rejected)?;
+            Some(model_path)
+        }
+        None => None,
+    };
+    Ok((task, result, written, model))
+}
+
+/// The whole program's figures from its kernels' tunes: the sequence's time is the sum of its
+/// kernels' times.
+fn summarize_stages(p: &mapsat::ir::Program, kernels: &[tune::report::Summary]) {
+    let sum = |f: &dyn Fn(&tune::report::Summary) -> f64| kernels.iter().map(f).sum::<f64>();
+    let best_ms = sum(&|s| s.best_ms);
+    let median_ms = sum(&|s| if s.median_valid_gflops > 0.0 { s.best_ms * s.speedup_over_median } else { 0.0 });
+    let mappings: Vec<String> = kernels.iter().filter_map(|s| s.best.as_ref().map(|b| b.mapping.clone())).collect();
+    outln!("program {}: {} kernels, launched in order", p.name, kernels.len());
+    outln!(
+        "  best sequence: {} (the median valid candidates of each kernel: {})",
+        tune::report::fmt_ms(best_ms),
+        tune::report::fmt_ms(median_ms)
+    );
+    if mappings.len() == kernels.len() {
+        outln!("  mapping {}", mappings.join(","));
     }
-    summarize(&task, &result, &written, result.model.is_some().then_some(model_path.as_path()));
-    Ok(())
 }
 
 fn summarize(task: &Task, r: &tune::TuneResult, written: &[PathBuf], model: Option<&Path>) {

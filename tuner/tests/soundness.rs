@@ -1,4 +1,5 @@
-//! Soundness of the mapping space, end to end: for every example of `examples/`, valid mappings
+//! Soundness of the mapping space, end to end: for every example of `examples/` (every stage of
+//! one with kernel boundaries, `mapsat_ir::stages`, as a program of its own), valid mappings
 //! sampled by the constraint solver are applied to the program (`Space::apply`: kinds set, `F`
 //! fused into its outer map), lowered to OpenCL, run on the first OpenCL device (pocl in CI) at
 //! two size sets and compared with the interpreter on the original program. Every mapping the
@@ -35,6 +36,9 @@ fn second_sizes(name: &str) -> Option<&'static [(&'static str, i64)]> {
         "matmul" => &[("M", 4), ("K", 8), ("N", 12)],
         "matmul_lowlevel" => &[("M", 16), ("K", 8), ("N", 8)],
         "matmul_tiled" => &[("M", 16), ("K", 8), ("N", 12)],
+        "sepblur" => &[("H", 7), ("W", 5)],
+        "sharpen" => &[("H", 9), ("W", 6)],
+        "jacobi2d" => &[("H", 5), ("W", 11)],
         "stencil1d" => &[("N", 32)],
         "sum_partial" => &[("N", 128)],
         _ => return None,
@@ -56,93 +60,99 @@ fn sampled_mappings_run_correctly() {
     let mut checked = 0;
     let mut not_valid_at = 0;
     for f in files.iter().filter(|f| f.extension().is_some_and(|e| e == "lift")) {
-        let name = f.file_stem().and_then(|s| s.to_str()).unwrap_or_default().to_string();
-        let p = mapsat_ir::parse(&std::fs::read_to_string(f).expect("read")).expect("parse");
-        // The pocl CPU device's limits (family 11): work-group size, local memory.
-        let profile = mapsat_ir::profile::Profile::builtin("pocl-cpu").expect("pocl-cpu profile");
-        let max_group = profile.max_work_group_size as i64;
-        let space = match Space::generate(&p, Options { profile: Some(profile), ..Options::default() }) {
-            Ok(s) => s,
-            // sum.lift has no map: nothing to map, nothing to check.
-            Err(SpaceError::NoMaps) => {
-                eprintln!("{name}: no map, skipped");
-                continue;
-            }
-            Err(e) => panic!("{name}: {e}"),
-        };
-        let extra = second_sizes(&name).unwrap_or_else(|| panic!("{name}: add its second size set to this test"));
-        let mut size_sets = vec![Sizes::new()];
-        if !extra.is_empty() {
-            size_sets.push(extra.iter().map(|(k, v)| (k.to_string(), *v)).collect());
-        }
-        // Inputs and the interpreter's result on the original program, once per size set, and
-        // the space at those sizes (the constraints are evaluated at a program's default sizes:
-        // a mapping, and the local sizes chosen with it, are valid for the sizes they were
-        // checked at).
-        let mut cases = Vec::new();
-        for (k, given) in size_sets.iter().enumerate() {
-            let sizes = p.resolve_sizes(given).expect("sizes");
-            let inputs = mapsat_ir::interp::random_inputs(&p, &sizes, 11 + k as u64).expect("inputs");
-            let want = mapsat_ir::interp::eval(&p, &sizes, &inputs).expect("interpreter");
-            let options =
-                Options { profile: space.options().profile.clone(), sizes: sizes.clone(), ..Options::default() };
-            let space_at = Space::generate(&p, options).expect("space at these sizes");
-            cases.push((sizes, inputs, want, space_at));
-        }
-        let mappings = space.sample(n, 2024).expect("sample");
-        assert!(!mappings.is_empty(), "{name}: no valid mapping");
-        eprintln!("{name}: {} sampled mappings", mappings.len());
-        for m in &mappings {
-            let shown = space.show(m).to_string();
-            let q = match space.apply(&p, m) {
-                Ok(q) => q,
-                Err(e) => {
-                    failures.push(format!("{name} {shown}: apply: {e}"));
+        let example = f.file_stem().and_then(|s| s.to_str()).unwrap_or_default().to_string();
+        let whole = mapsat_ir::parse(&std::fs::read_to_string(f).expect("read")).expect("parse");
+        // A program with kernel boundaries is mapped one kernel (stage) at a time.
+        for stage in mapsat_ir::stages::split(&whole).expect("stages") {
+            let p = stage.program;
+            let name = if p.name == whole.name { example.clone() } else { format!("{example}/{}", p.name) };
+            // The pocl CPU device's limits (family 11): work-group size, local memory.
+            let profile = mapsat_ir::profile::Profile::builtin("pocl-cpu").expect("pocl-cpu profile");
+            let max_group = profile.max_work_group_size as i64;
+            let space = match Space::generate(&p, Options { profile: Some(profile), ..Options::default() }) {
+                Ok(s) => s,
+                // sum.lift has no map: nothing to map, nothing to check.
+                Err(SpaceError::NoMaps) => {
+                    eprintln!("{name}: no map, skipped");
                     continue;
                 }
+                Err(e) => panic!("{name}: {e}"),
             };
-            // At concrete sizes: after a fusion the symbolic checker cannot always simplify
-            // `(a*b)/b` back to `a` when `b` is a polynomial (conv's `inW - kerW + 3`).
-            if let Err(e) = mapsat_ir::check::check_with_sizes(&q, &cases[0].0) {
-                failures.push(format!("{name} {shown}: the mapped program does not type-check: {}", e.message));
-                continue;
+            let extra =
+                second_sizes(&example).unwrap_or_else(|| panic!("{example}: add its second size set to this test"));
+            let mut size_sets = vec![Sizes::new()];
+            if !extra.is_empty() {
+                size_sets.push(extra.iter().map(|(k, v)| (k.to_string(), *v)).collect());
             }
-            for (sizes, inputs, want, space_at) in &cases {
-                // The work-group size: the tuning parameters the solver chose at these sizes (they
-                // divide the lengths of the mapLcl loops a barrier lies in), else codegen's
-                // default. A mapping valid at the default sizes may not be at others.
-                let e = space_at.explain(m).expect("explain");
-                if !e.valid {
-                    not_valid_at += 1;
-                    continue;
-                }
-                let local = if space_at.local_size_count() > 0 { e.local_sizes } else { None };
-                checked += 1;
-                let opts = mapsat_codegen::Options {
-                    sizes: sizes.clone(),
-                    local: local.clone(),
-                    max_work_group_size: Some(max_group),
-                    max_work_item_sizes: None,
-                };
-                if let Err(e) = mapsat_codegen::lower(&q, &opts) {
-                    failures.push(format!("{name} {shown} {sizes:?}: codegen: {e}"));
-                    continue;
-                }
-                if !device {
-                    continue;
-                }
-                let cfg = RunConfig { warmup: 0, runs: 1, check: false, ..RunConfig::default() };
-                match measure::run(&q, sizes, local.clone(), inputs, DeviceSpec::OpenCl(0, 0), &cfg) {
-                    Ok(r) => {
-                        let c = r.output.compare(want, 1e-3, 1e-4);
-                        if !c.ok {
-                            failures.push(format!(
-                                "{name} {shown} {sizes:?}: {} mismatches, first {:?}",
-                                c.mismatches, c.first_mismatch
-                            ));
-                        }
+            // Inputs and the interpreter's result on the original program, once per size set, and
+            // the space at those sizes (the constraints are evaluated at a program's default sizes:
+            // a mapping, and the local sizes chosen with it, are valid for the sizes they were
+            // checked at).
+            let mut cases = Vec::new();
+            for (k, given) in size_sets.iter().enumerate() {
+                let sizes = p.resolve_sizes(given).expect("sizes");
+                let inputs = mapsat_ir::interp::random_inputs(&p, &sizes, 11 + k as u64).expect("inputs");
+                let want = mapsat_ir::interp::eval(&p, &sizes, &inputs).expect("interpreter");
+                let options =
+                    Options { profile: space.options().profile.clone(), sizes: sizes.clone(), ..Options::default() };
+                let space_at = Space::generate(&p, options).expect("space at these sizes");
+                cases.push((sizes, inputs, want, space_at));
+            }
+            let mappings = space.sample(n, 2024).expect("sample");
+            assert!(!mappings.is_empty(), "{name}: no valid mapping");
+            eprintln!("{name}: {} sampled mappings", mappings.len());
+            for m in &mappings {
+                let shown = space.show(m).to_string();
+                let q = match space.apply(&p, m) {
+                    Ok(q) => q,
+                    Err(e) => {
+                        failures.push(format!("{name} {shown}: apply: {e}"));
+                        continue;
                     }
-                    Err(e) => failures.push(format!("{name} {shown} {sizes:?}: {e}")),
+                };
+                // At concrete sizes: after a fusion the symbolic checker cannot always simplify
+                // `(a*b)/b` back to `a` when `b` is a polynomial (conv's `inW - kerW + 3`).
+                if let Err(e) = mapsat_ir::check::check_with_sizes(&q, &cases[0].0) {
+                    failures.push(format!("{name} {shown}: the mapped program does not type-check: {}", e.message));
+                    continue;
+                }
+                for (sizes, inputs, want, space_at) in &cases {
+                    // The work-group size: the tuning parameters the solver chose at these sizes (they
+                    // divide the lengths of the mapLcl loops a barrier lies in), else codegen's
+                    // default. A mapping valid at the default sizes may not be at others.
+                    let e = space_at.explain(m).expect("explain");
+                    if !e.valid {
+                        not_valid_at += 1;
+                        continue;
+                    }
+                    let local = if space_at.local_size_count() > 0 { e.local_sizes } else { None };
+                    checked += 1;
+                    let opts = mapsat_codegen::Options {
+                        sizes: sizes.clone(),
+                        local: local.clone(),
+                        max_work_group_size: Some(max_group),
+                        max_work_item_sizes: None,
+                    };
+                    if let Err(e) = mapsat_codegen::lower(&q, &opts) {
+                        failures.push(format!("{name} {shown} {sizes:?}: codegen: {e}"));
+                        continue;
+                    }
+                    if !device {
+                        continue;
+                    }
+                    let cfg = RunConfig { warmup: 0, runs: 1, check: false, ..RunConfig::default() };
+                    match measure::run(&q, sizes, local.clone(), inputs, DeviceSpec::OpenCl(0, 0), &cfg) {
+                        Ok(r) => {
+                            let c = r.output.compare(want, 1e-3, 1e-4);
+                            if !c.ok {
+                                failures.push(format!(
+                                    "{name} {shown} {sizes:?}: {} mismatches, first {:?}",
+                                    c.mismatches, c.first_mismatch
+                                ));
+                            }
+                        }
+                        Err(e) => failures.push(format!("{name} {shown} {sizes:?}: {e}")),
+                    }
                 }
             }
         }

@@ -4,10 +4,12 @@
 //! through local memory end with a barrier too (the next iteration overwrites what slower
 //! threads may still read). A barrier inside a loop whose trip count differs between the
 //! threads of a work group is refused, and so is communication between work groups (a buffer
-//! written by a `mapGlb` or `mapWrg` and read again in the same kernel).
+//! written by a `mapGlb` or `mapWrg` and read again in the same kernel), unless every thread
+//! reads back only what it wrote itself ([`GridWrite`]).
 
 use super::{Lower, R};
 use crate::error::{CodegenError, CodegenErrorKind as K};
+use crate::index::Index;
 use crate::kir::*;
 use mapsat_ir::ast::Span;
 use std::collections::BTreeSet;
@@ -28,8 +30,34 @@ pub(super) struct Slot {
 pub(super) enum Dirty {
     /// The barrier of this slot.
     Slot(SlotId),
-    /// All threads of the grid (refused): the named map wrote it.
-    Grid(String),
+    /// All threads of the grid (refused), unless each thread reads only what it wrote.
+    Grid(GridWrite),
+}
+
+/// What the threads of a `mapGlb` or `mapWrg` loop wrote into a global temporary. No barrier
+/// reaches across work groups, so another thread's element cannot be read later in the same
+/// kernel; the elements a thread wrote itself can, when the reading loop hands out its indices
+/// to the threads as the writing loop did (same kind, extent and stride) and reads at the
+/// indices written (the same index expressions in the reading loop's variable).
+pub(super) struct GridWrite {
+    /// The map that wrote.
+    writer: String,
+    /// The writing loop's distribution of indices over threads, and its variable.
+    kind: LoopKind,
+    extent: i64,
+    stride: i64,
+    var: VarId,
+    /// Every (flat index, vector width) it wrote the buffer at.
+    writes: Vec<(Index, u32)>,
+}
+
+/// A parallel loop just lowered: how it distributed its indices, and its variable.
+pub(super) struct ParallelLoop<'a> {
+    pub(super) kind: LoopKind,
+    pub(super) origin: &'a str,
+    pub(super) var: VarId,
+    pub(super) extent: i64,
+    pub(super) stride: i64,
 }
 
 impl Lower<'_> {
@@ -38,8 +66,15 @@ impl Lower<'_> {
         self.loops.iter().find_map(|l| l.divergent.as_ref().map(|r| (l.origin.clone(), r.clone())))
     }
 
-    /// A read of buffer `b`: the barrier its last writer left a slot for becomes needed.
-    pub(super) fn on_read(&mut self, b: BufId) -> R<()> {
+    /// A read of buffer `b` at `(flat index, vector width)`: the barrier its last writer left a
+    /// slot for becomes needed; a read of what other threads of the grid wrote is refused.
+    pub(super) fn on_read(&mut self, b: BufId, at: (&Index, u32)) -> R<()> {
+        if let Some(Dirty::Grid(g)) = self.dirty.get(&b) {
+            return match self.reads_own_write(g, at) {
+                true => Ok(()),
+                false => Err(K::GridSync { writer: g.writer.clone() }.into()),
+            };
+        }
         match self.dirty.remove(&b) {
             Some(Dirty::Slot(s)) => {
                 let slot = &mut self.slots[s.0];
@@ -56,8 +91,25 @@ impl Lower<'_> {
                 self.dirty.retain(|_, d| !matches!(d, Dirty::Slot(x) if *x == s));
                 Ok(())
             }
-            Some(Dirty::Grid(writer)) => Err(K::GridSync { writer }.into()),
-            None => Ok(()),
+            _ => Ok(()),
+        }
+    }
+
+    /// The read at `at` is, in every thread, of an element that thread wrote in `g`'s loop.
+    fn reads_own_write(&self, g: &GridWrite, (flat, vec): (&Index, u32)) -> bool {
+        let same = |l: &&super::LoopCtx| l.kind == g.kind && l.extent == g.extent && l.stride == g.stride;
+        let Some(reader) = self.loops.iter().find(same) else { return false };
+        let mine = Index::var(reader.var);
+        let own = |(w, v): &(Index, u32)| *v == vec && w.subst(g.var, &mine, &self.ranges) == *flat;
+        !g.writes.is_empty() && g.writes.iter().all(own)
+    }
+
+    /// A write of buffer `b` at `(flat index, vector width)`, remembered for global temporaries
+    /// (see [`GridWrite`]).
+    pub(super) fn on_write(&mut self, b: BufId, (flat, vec): (&Index, u32)) {
+        let buf = &self.bufs[b.0];
+        if buf.role == Role::Temp && buf.space == Space::Global {
+            self.temp_writes.entry(b).or_default().push((flat.clone(), vec));
         }
     }
 
@@ -96,7 +148,8 @@ impl Lower<'_> {
     /// a barrier (needed if a read follows); after a `mapGlb` or `mapWrg` nothing can
     /// synchronize, so a later read of a temporary is refused. `outer` is what the enclosing
     /// parallel loop had written before this one.
-    pub(super) fn after_parallel_loop(&mut self, kind: LoopKind, origin: &str, outer: BTreeSet<BufId>) {
+    pub(super) fn after_parallel_loop(&mut self, l: ParallelLoop, outer: BTreeSet<BufId>) {
+        let ParallelLoop { kind, origin, .. } = l;
         let inner = std::mem::replace(&mut self.written, outer);
         let depth = self.loops.len();
         for b in inner {
@@ -118,7 +171,9 @@ impl Lower<'_> {
                     self.dirty.insert(b, Dirty::Slot(slot));
                 }
                 LoopKind::Global(_) | LoopKind::Group(_) if self.bufs[b.0].role == Role::Temp => {
-                    self.dirty.insert(b, Dirty::Grid(origin.to_string()));
+                    let writes = self.temp_writes.remove(&b).unwrap_or_default();
+                    let (writer, extent, stride, var) = (origin.to_string(), l.extent, l.stride, l.var);
+                    self.dirty.insert(b, Dirty::Grid(GridWrite { writer, kind, extent, stride, var, writes }));
                 }
                 _ => {}
             }

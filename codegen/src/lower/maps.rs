@@ -4,6 +4,7 @@
 //! folding into a private accumulator. An unlabelled `map` of a layout function is a view
 //! instead ([`super::layout`]).
 
+use super::barrier::ParallelLoop;
 use super::expr::{Arg, Out};
 use super::names::map_name;
 use super::types::{array_len, dims_of, elem_of};
@@ -110,11 +111,11 @@ impl Lower<'_> {
             Ok(())
         })?;
         self.iteration_barrier(&ctx, &mut body, slots_before, span)?;
-        let (lkind, origin) = (ctx.kind, ctx.origin.clone());
+        let (lkind, origin, extent, stride) = (ctx.kind, ctx.origin.clone(), ctx.extent, ctx.stride);
         self.emit(ctx.into_stmt(body));
         self.lowered(label, MapLowering::Loop(lkind));
         if let Some(saved) = saved_written {
-            self.after_parallel_loop(lkind, &origin, saved);
+            self.after_parallel_loop(ParallelLoop { kind: lkind, origin: &origin, var, extent, stride }, saved);
         }
         Ok(Out { view: out, written })
     }

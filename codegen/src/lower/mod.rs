@@ -29,7 +29,7 @@ mod types;
 mod view;
 
 use crate::error::{CodegenError, CodegenErrorKind as K};
-use crate::index::Ranges;
+use crate::index::{Index, Ranges};
 use crate::kir::*;
 use crate::Options;
 use barrier::{Dirty, Slot};
@@ -67,6 +67,8 @@ pub(crate) struct Lower<'a> {
     mult: u64,
     slots: Vec<Slot>,
     dirty: BTreeMap<BufId, Dirty>,
+    /// Where global temporaries were written since the last parallel loop ended.
+    temp_writes: BTreeMap<BufId, Vec<(Index, u32)>>,
     /// Shared buffers written inside the current outermost parallel loop.
     written: BTreeSet<BufId>,
     /// Every size variable's value.
@@ -125,6 +127,7 @@ impl<'a> Lower<'a> {
             mult: 1,
             slots: Vec::new(),
             dirty: BTreeMap::new(),
+            temp_writes: BTreeMap::new(),
             written: BTreeSet::new(),
             sizes,
             subst,

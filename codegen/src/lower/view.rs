@@ -299,8 +299,9 @@ impl Lower<'_> {
             let i = self.pop(st)?;
             flat = flat.add(&i.scale(s));
         }
-        if !write {
-            self.on_read(b)?;
+        match write {
+            false => self.on_read(b, (&flat, st.vec))?,
+            true => self.on_write(b, (&flat, st.vec)),
         }
         let w = buf.width;
         let place = |index: Index, width: u32, lane: Option<u32>| Place { buf: b, index, width, lane };

@@ -180,3 +180,37 @@ fn timed_runs(cfg: &RunConfig, mut launch: impl FnMut() -> R<f64>) -> R<Vec<f64>
     }
     (0..cfg.runs.max(1)).map(|_| launch()).collect()
 }
+
+/// One stage of a program cut at its kernel boundaries ([`mapsat_ir::stages`]), mapped: the
+/// program to lower, where its parameters come from, and its work-group size.
+pub struct MappedStage {
+    /// The stage, mapped (or hand-mapped).
+    pub program: Program,
+    /// The source of each parameter.
+    pub inputs: Vec<mapsat_ir::stages::Input>,
+    /// Its work-group size (`None`: code generation's default).
+    pub local: Option<Vec<i64>>,
+}
+
+/// Runs the stages of a program in order on one device, each kernel on the program's `inputs`
+/// and the results of the stages before it (as the device computed them), each timed and,
+/// with `cfg.check`, checked against the interpreter on the same inputs. The last report's
+/// output is the program's result.
+pub fn run_stages(
+    stages: &[MappedStage],
+    sizes: &Sizes,
+    inputs: &[Tensor],
+    device: DeviceSpec,
+    cfg: &RunConfig,
+) -> R<Vec<RunReport>> {
+    let mut reports: Vec<RunReport> = Vec::with_capacity(stages.len());
+    for s in stages {
+        let args: Vec<Tensor> = {
+            let results: Vec<&Tensor> = reports.iter().map(|r| &r.output).collect();
+            let params: Vec<&Tensor> = inputs.iter().collect();
+            s.inputs.iter().map(|&i| (*mapsat_ir::stages::input(i, &params, &results)).clone()).collect()
+        };
+        reports.push(run(&s.program, sizes, s.local.clone(), &args, device, cfg)?);
+    }
+    Ok(reports)
+}

@@ -1,0 +1,261 @@
+//! Kernel boundaries: a program cut into stages, each an ordinary program of its own.
+//!
+//! A `let` at the top of a program's body whose value is wrapped in `toGlobal` materializes its
+//! value in global memory for the rest of the program: Halide's `compute_root`. Such a value
+//! may be read by any thread later, which one kernel launch cannot order (there is no barrier
+//! across work groups), so it is a *kernel boundary*: the program runs as a sequence of kernels,
+//! one per stage, launched in order, each stage's result a global buffer that later stages read.
+//!
+//! ```text
+//! def blur(x: [f32]N) =
+//!   let h = toGlobal(map@A(..., x)) in     stage 0: blur_0_h(x) = map@A(..., x)
+//!   map@B(..., h)                          stage 1: blur(x, h)  = map@B(..., h)
+//! ```
+//!
+//! [`split`] makes the stages: the value of each boundary `let` (without its `toGlobal`) and
+//! the final body, each with the parameters it uses (the program's, then earlier stages'
+//! results) as its own parameters. Everything else is kept: sizes, labels (unique across the
+//! stages, as in the program), names and spans. A stage is mapped, checked, lowered and tuned
+//! like any program; running the stages in order, each on the results of the ones it reads,
+//! computes what the program computes ([`eval`], tested against the interpreter on the whole
+//! program). A program without boundaries is one stage, itself.
+
+use crate::ast::{AddressSpace, Meta, Node, NodeId, Param, Prim, Program};
+use crate::check::{self, TypeError};
+use crate::interp::{self, EvalError, Tensor};
+use crate::sizes::Sizes;
+use std::collections::HashMap;
+
+/// Where a stage's parameter comes from.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Input {
+    /// The program's parameter at this position.
+    Param(u32),
+    /// The result of an earlier stage.
+    Stage(usize),
+}
+
+/// One kernel of a program: an ordinary program, and where its parameters come from.
+#[derive(Clone, Debug)]
+pub struct Stage {
+    /// The stage as a program of its own (named `NAME_K_BINDER` for the boundaries, `NAME` for
+    /// the last stage).
+    pub program: Program,
+    /// The source of each of its parameters, in order.
+    pub inputs: Vec<Input>,
+    /// The name of the `let` whose value it computes; `None` for the last stage.
+    pub binder: Option<String>,
+}
+
+/// The value nodes of the boundary `let`s at the top of `p`'s body, with their binders' names,
+/// and the final body.
+fn boundaries(p: &Program) -> (Vec<(NodeId, String)>, NodeId) {
+    let mut out = Vec::new();
+    let mut at = p.root;
+    while let Node::Let(value, body) = p.nodes[at.index()] {
+        let Some(inner) = to_global(p, value) else { break };
+        let name = p.meta[at.index()].binder.clone().unwrap_or_else(|| format!("t{}", out.len()));
+        out.push((inner, name));
+        at = body;
+    }
+    (out, at)
+}
+
+/// `e` when `id` is `toGlobal(e)`.
+fn to_global(p: &Program, id: NodeId) -> Option<NodeId> {
+    match p.nodes[id.index()] {
+        Node::App(f, e) if p.nodes[f.index()] == Node::Prim(Prim::To(AddressSpace::Global)) => Some(e),
+        _ => None,
+    }
+}
+
+/// The number of stages of `p` (1 for a program without kernel boundaries).
+pub fn count(p: &Program) -> usize {
+    boundaries(p).0.len() + 1
+}
+
+/// The stages of `p`, which must type-check (the results of the boundaries become parameters,
+/// with their types). A program without boundaries is one stage: itself, with its parameters.
+pub fn split(p: &Program) -> Result<Vec<Stage>, TypeError> {
+    let (cuts, last) = boundaries(p);
+    if cuts.is_empty() {
+        let inputs = (0..p.params.len() as u32).map(Input::Param).collect();
+        return Ok(vec![Stage { program: p.clone(), inputs, binder: None }]);
+    }
+    let info = check::check(p)?;
+    let mut stages = Vec::with_capacity(cuts.len() + 1);
+    let mut results: Vec<Param> = Vec::new();
+    for (k, (value, binder)) in cuts.iter().enumerate() {
+        let name = format!("{}_{k}_{binder}", p.name);
+        stages.push(Copy::stage(p, *value, k, name, &results, Some(binder.clone())));
+        let ty = info.of(*value).cloned().unwrap_or_else(|| info.result.clone());
+        results.push(Param { name: binder.clone(), ty });
+    }
+    stages.push(Copy::stage(p, last, cuts.len(), p.name.clone(), &results, None));
+    Ok(stages)
+}
+
+/// Runs the stages with the reference interpreter, in order, each on the program's `inputs`
+/// and the results of the stages before it: the program's result.
+pub fn eval(stages: &[Stage], sizes: &Sizes, inputs: &[Tensor]) -> Result<Tensor, EvalError> {
+    let mut results: Vec<Tensor> = Vec::with_capacity(stages.len());
+    for s in stages {
+        let args: Vec<Tensor> = s.inputs.iter().map(|i| input(*i, inputs, &results).clone()).collect();
+        results.push(interp::eval(&s.program, sizes, &args)?);
+    }
+    Ok(results.pop().expect("split makes at least one stage"))
+}
+
+/// The value of a stage's input.
+pub fn input<'a, T>(i: Input, params: &'a [T], results: &'a [T]) -> &'a T {
+    match i {
+        Input::Param(j) => &params[j as usize],
+        Input::Stage(k) => &results[k],
+    }
+}
+
+/// Copies the subterm of one stage into a program of its own. The subterm sits under `depth`
+/// boundary `let`s: a variable reaching past its own binders names one of those (an earlier
+/// stage's result), and becomes a parameter, as do the program's parameters it uses.
+struct Copy<'a> {
+    p: &'a Program,
+    depth: usize,
+    nodes: Vec<Node>,
+    meta: Vec<Meta>,
+    memo: HashMap<(NodeId, u32), NodeId>,
+    /// The new parameters, in order of first use.
+    inputs: Vec<Input>,
+}
+
+impl Copy<'_> {
+    fn stage(
+        p: &Program,
+        root: NodeId,
+        depth: usize,
+        name: String,
+        results: &[Param],
+        binder: Option<String>,
+    ) -> Stage {
+        let mut c = Copy { p, depth, nodes: Vec::new(), meta: Vec::new(), memo: HashMap::new(), inputs: Vec::new() };
+        let root = c.copy(root, 0);
+        // Parameters in a stable order: the program's, then earlier stages' results.
+        let mut order: Vec<Input> = c.inputs.clone();
+        order.sort_by_key(|i| match i {
+            Input::Param(j) => (0, *j as usize),
+            Input::Stage(k) => (1, *k),
+        });
+        let renumber: Vec<u32> =
+            c.inputs.iter().map(|i| order.iter().position(|o| o == i).expect("an input") as u32).collect();
+        for n in &mut c.nodes {
+            if let Node::Param(j) = n {
+                *j = renumber[*j as usize];
+            }
+        }
+        let params = order
+            .iter()
+            .map(|i| match i {
+                Input::Param(j) => p.params[*j as usize].clone(),
+                Input::Stage(k) => results[*k].clone(),
+            })
+            .collect();
+        let program = Program { name, sizes: p.sizes.clone(), params, ret: None, nodes: c.nodes, meta: c.meta, root };
+        Stage { program, inputs: order, binder }
+    }
+
+    /// The copy of `id`, under `inner` binders of its own stage.
+    fn copy(&mut self, id: NodeId, inner: u32) -> NodeId {
+        if let Some(&done) = self.memo.get(&(id, inner)) {
+            return done;
+        }
+        let node = match &self.p.nodes[id.index()] {
+            Node::Param(j) => Node::Param(self.param(Input::Param(*j))),
+            Node::Var(v) if *v >= inner => {
+                // The (v - inner)-th boundary `let` out from here: stage depth - 1 - (v - inner).
+                let stage = self.depth - 1 - (*v - inner) as usize;
+                Node::Param(self.param(Input::Stage(stage)))
+            }
+            Node::App(f, x) => Node::App(self.copy(*f, inner), self.copy(*x, inner)),
+            Node::Lam(b, ty) => Node::Lam(self.copy(*b, inner + 1), ty.clone()),
+            Node::Let(v, b) => Node::Let(self.copy(*v, inner), self.copy(*b, inner + 1)),
+            n => n.clone(),
+        };
+        self.nodes.push(node);
+        self.meta.push(self.p.meta[id.index()].clone());
+        let new = NodeId(self.nodes.len() as u32 - 1);
+        self.memo.insert((id, inner), new);
+        new
+    }
+
+    /// The position (in order of first use) of a new parameter.
+    fn param(&mut self, i: Input) -> u32 {
+        match self.inputs.iter().position(|x| *x == i) {
+            Some(k) => k as u32,
+            None => {
+                self.inputs.push(i);
+                self.inputs.len() as u32 - 1
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const BLUR: &str = "size H = 6, W = 8
+def blur(img: [[f32]W]H, k: f32) =
+  let h = toGlobal(map@A(fun(row => map@B(fun(w => reduce(add, 0.0, w) * k), slide(3, 1, padClamp(1, 1, row)))), img)) in
+  let v = toGlobal(map@C(fun(col => map@D(fun(w => reduce(add, 0.0, w)), slide(3, 1, padClamp(1, 1, col)))), transpose(h))) in
+  map@E(fun(p => map@F(fun(q => q.0 - q.1), zip(p.0, p.1))), zip(img, transpose(v)))";
+
+    #[test]
+    fn a_separable_blur_is_three_stages_that_compute_the_program() {
+        let p = crate::parse(BLUR).unwrap();
+        assert_eq!(count(&p), 3);
+        let stages = split(&p).unwrap();
+        let names: Vec<&str> = stages.iter().map(|s| s.program.name.as_str()).collect();
+        assert_eq!(names, ["blur_0_h", "blur_1_v", "blur"]);
+        assert_eq!(stages[0].inputs, [Input::Param(0), Input::Param(1)]);
+        assert_eq!(stages[1].inputs, [Input::Stage(0)]);
+        assert_eq!(stages[2].inputs, [Input::Param(0), Input::Stage(1)]);
+        assert_eq!(stages[1].program.params[0].ty.to_string(), "[[f32]W]H");
+        assert_eq!(stages[2].program.params[1].ty.to_string(), "[[f32]H]W");
+        for s in &stages {
+            check::check(&s.program).unwrap();
+            // Each stage is an ordinary program: printed and parsed back, the same.
+            assert_eq!(crate::parse(&crate::print(&s.program)).unwrap(), s.program);
+        }
+        let sizes = p.resolve_sizes(&Sizes::new()).unwrap();
+        let inputs = interp::random_inputs(&p, &sizes, 3).unwrap();
+        let want = interp::eval(&p, &sizes, &inputs).unwrap();
+        let got = eval(&stages, &sizes, &inputs).unwrap();
+        assert!(got.compare(&want, 1e-6, 1e-6).ok);
+    }
+
+    #[test]
+    fn a_program_without_boundaries_is_one_stage() {
+        let src = "size N = 8\ndef f(x: [f32]N) = let y = map@A(fun(v => v * 2.0), x) in map@B(fun(v => v + 1.0), y)";
+        let p = crate::parse(src).unwrap();
+        assert_eq!(count(&p), 1);
+        let stages = split(&p).unwrap();
+        assert_eq!(stages.len(), 1);
+        assert_eq!(stages[0].program, p);
+    }
+
+    #[test]
+    fn variables_under_the_stages_own_binders_stay_variables() {
+        // Inside stage 1, `y` is under one lambda and one `let` of its own.
+        let src = "size N = 8
+def f(x: [f32]N) =
+  let y = toGlobal(map@A(fun(v => v * 2.0), x)) in
+  map@B(fun(v => let w = v + 1.0 in w * at(0, y)), x)";
+        let p = crate::parse(src).unwrap();
+        let stages = split(&p).unwrap();
+        let last = &stages[1].program;
+        assert_eq!(stages[1].inputs, [Input::Param(0), Input::Stage(0)]);
+        let sizes = p.resolve_sizes(&Sizes::new()).unwrap();
+        let inputs = interp::random_inputs(&p, &sizes, 5).unwrap();
+        let want = interp::eval(&p, &sizes, &inputs).unwrap();
+        assert!(eval(&stages, &sizes, &inputs).unwrap().compare(&want, 0.0, 0.0).ok, "{}", crate::print(last));
+    }
+}

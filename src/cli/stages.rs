@@ -1,0 +1,174 @@
+//! `emit` and `run` of a program with kernel boundaries (`let x = toGlobal(...) in` at the top
+//! of its body, [`ir::stages`]): one kernel per stage, launched in order. Each stage is mapped
+//! (its part of `--mapping`, or the kinds written in it) and checked like a program of its own.
+
+use super::kernels::{parse_local, Mapped};
+use super::{CliResult, Failure, Source};
+use mapsat::ir::{self, stages, stages::Stage, Node, Prim, Program, Sizes};
+use mapsat_codegen::Dialect;
+use mapsat_tuner::measure::{self, DeviceSpec, MappedStage, RunConfig};
+use std::collections::BTreeSet;
+use std::path::Path;
+
+/// The labels of a program's maps.
+fn labels(p: &Program) -> BTreeSet<String> {
+    p.nodes
+        .iter()
+        .filter_map(|n| match n {
+            Node::Prim(Prim::Map { label, .. }) => Some(label.clone()),
+            _ => None,
+        })
+        .collect()
+}
+
+/// The parts of `mapping` (`A=G0,B=S,...`) that name maps of each kernel, given each kernel's
+/// map labels; a part naming a map of no kernel is an error.
+pub(super) fn split_mapping(mapping: &str, labels: &[Vec<String>]) -> CliResult<Vec<String>> {
+    let mut out = vec![Vec::new(); labels.len()];
+    for part in mapping.split(',').map(str::trim).filter(|p| !p.is_empty()) {
+        let label = part.split_once('=').map_or(part, |(l, _)| l).trim();
+        let Some(k) = labels.iter().position(|ls| ls.iter().any(|l| l == label)) else {
+            let known: Vec<&str> = labels.iter().flatten().map(String::as_str).collect();
+            return Err(Failure::Usage(format!(
+                "unknown map `{label}` in the mapping (the maps are: {})",
+                known.join(", ")
+            )));
+        };
+        out[k].push(part);
+    }
+    Ok(out.into_iter().map(|parts| parts.join(",")).collect())
+}
+
+/// Each stage mapped as `how` says, with its work-group size.
+fn mapped(
+    src: &Source,
+    stages: Vec<Stage>,
+    sizes: &Sizes,
+    how: &Mapped,
+    local: Option<&str>,
+    default_profile: impl Fn() -> Option<ir::profile::Profile>,
+) -> CliResult<Vec<MappedStage>> {
+    let parts = match how.mapping {
+        Some(m) => {
+            let labels: Vec<Vec<String>> = stages.iter().map(|s| labels(&s.program).into_iter().collect()).collect();
+            split_mapping(m, &labels)?.into_iter().map(Some).collect()
+        }
+        None => vec![None; stages.len()],
+    };
+    let mut out = Vec::with_capacity(stages.len());
+    for (s, part) in stages.into_iter().zip(parts) {
+        let name = s.program.name.clone();
+        let how = Mapped { mapping: part.as_deref(), profile: how.profile };
+        let (program, local) =
+            how.program(s.program, sizes, parse_local(local)?, &default_profile).map_err(|e| in_stage(&name, e))?;
+        ir::check::check(&program).map_err(|e| src.reject(&e))?;
+        out.push(MappedStage { program, inputs: s.inputs, local });
+    }
+    Ok(out)
+}
+
+/// A failure, said to be in stage `name`.
+fn in_stage(name: &str, e: Failure) -> Failure {
+    match e {
+        Failure::Rejected(m) => Failure::Rejected(format!("in the kernel of stage `{name}`:\n{m}")),
+        Failure::Usage(m) => Failure::Usage(format!("in the kernel of stage `{name}`: {m}")),
+    }
+}
+
+/// How a stage's parameter is fed, for the pipeline file: `param:NAME` or `stage:ENTRY`.
+fn source_name(i: stages::Input, p: &Program, stages: &[MappedStage]) -> String {
+    match i {
+        stages::Input::Param(j) => format!("param:{}", p.params[j as usize].name),
+        stages::Input::Stage(k) => format!("stage:{}", stages[k].program.name),
+    }
+}
+
+/// `mapsat emit` of a program with kernel boundaries: a kernel and manifest per stage, and
+/// `NAME.pipeline.json` with the order of the kernels and where each one's inputs come from.
+pub(super) fn emit(
+    src: &Source,
+    p: &Program,
+    sizes: &Sizes,
+    how: &Mapped,
+    dialect: Dialect,
+    local: Option<&str>,
+    out: &Path,
+) -> CliResult<()> {
+    let split = stages::split(p).map_err(|e| src.reject(&e))?;
+    let stages = mapped(src, split, sizes, how, local, || None)?;
+    let mut emitted = Vec::new();
+    for s in &stages {
+        let opts = how.codegen_options(sizes.clone(), s.local.clone())?;
+        let (code, manifest) =
+            mapsat_codegen::emit(&s.program, &opts, dialect).map_err(|e| in_stage(&s.program.name, src.reject(&e)))?;
+        emitted.push((code, manifest));
+    }
+    let pipeline = serde_json::json!({
+        "program": p.name,
+        "kernels": stages.iter().zip(&emitted).map(|(s, (_, m))| serde_json::json!({
+            "entry": m.entry,
+            "manifest": format!("{}.json", m.entry),
+            "inputs": s.inputs.iter().map(|&i| source_name(i, p, &stages)).collect::<Vec<_>>(),
+        })).collect::<Vec<_>>(),
+    });
+    super::create_dir(out)?;
+    let ppath = out.join(format!("{}.pipeline.json", p.name));
+    super::write(&ppath, &(serde_json::to_string_pretty(&pipeline).unwrap_or_default() + "\n"))?;
+    for (code, m) in &emitted {
+        super::write(&out.join(&m.source), code)?;
+        super::write(&out.join(format!("{}.json", m.entry)), &(m.to_json() + "\n"))?;
+        let l = &m.launch;
+        outln!("wrote {} and {}.json: launch global {:?}, local {:?}", m.source, m.entry, l.global, l.local);
+    }
+    outln!("wrote {}: {} kernels, launched in this order", ppath.display(), emitted.len());
+    Ok(())
+}
+
+/// `mapsat run` of a program with kernel boundaries: the kernels run in order, each checked
+/// (with `--check`) against the interpreter on its inputs, and the last one's result against
+/// the interpreter on the whole program.
+#[allow(clippy::too_many_arguments)]
+pub(super) fn run(
+    src: &Source,
+    p: &Program,
+    sizes: &Sizes,
+    how: &Mapped,
+    device: DeviceSpec,
+    local: Option<&str>,
+    inputs: &[ir::interp::Tensor],
+    cfg: &RunConfig,
+) -> CliResult<()> {
+    let split = stages::split(p).map_err(|e| src.reject(&e))?;
+    let stages = mapped(src, split, sizes, how, local, || measure::opencl_profile(device).ok())?;
+    let reports = measure::run_stages(&stages, sizes, inputs, device, cfg).map_err(|e| match e {
+        measure::MeasureError::Codegen(c) => src.reject(&c),
+        e => Failure::Rejected(format!("error: {e}")),
+    })?;
+    let Some(last) = reports.last() else { return Ok(()) };
+    outln!("device: {}", last.device);
+    let (mut total, mut flops) = (0.0, 0);
+    for (s, r) in stages.iter().zip(&reports) {
+        outln!("kernel {}: {:.4} ms (median of {}), {:.2} GFLOP/s", s.program.name, r.median_ms, cfg.runs, r.gflops());
+        total += r.median_ms;
+        flops += r.flops;
+        if let Some(c) = r.check.as_ref().filter(|c| !c.ok) {
+            return Err(Failure::Rejected(format!(
+                "error: the kernel of stage `{}` computes something else than the interpreter in {} elements",
+                s.program.name, c.mismatches
+            )));
+        }
+    }
+    outln!("time: {total:.4} ms ({} kernels); {:.2} GFLOP/s", reports.len(), measure::gflops(flops, total));
+    if cfg.check {
+        let want = ir::interp::eval(p, sizes, inputs).map_err(|e| Failure::Rejected(format!("error: {e}")))?;
+        let c = last.output.compare(&want, cfg.rtol, cfg.atol);
+        if !c.ok {
+            return Err(Failure::Rejected(format!(
+                "error: the kernels' result differs from the interpreter's in {} elements",
+                c.mismatches
+            )));
+        }
+        outln!("check: ok (max abs diff {:.3e})", c.max_abs_diff);
+    }
+    Ok(())
+}

@@ -1,0 +1,134 @@
+//! Programs with kernel boundaries through the command line (`mapsat_ir::stages`): the
+//! separable blur of `examples/sepblur.lift` runs as two kernels, each mapped, emitted, run,
+//! checked and tuned on its own.
+
+use std::path::PathBuf;
+use std::process::{Command, Output};
+
+const SEPBLUR: &str = "examples/sepblur.lift";
+
+fn mapsat(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_mapsat"))
+        .args(args)
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .output()
+        .expect("run mapsat")
+}
+
+fn temp(name: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("mapsat-stages-{name}-{}", std::process::id()));
+    std::fs::remove_dir_all(&dir).ok();
+    dir
+}
+
+fn text(o: &[u8]) -> String {
+    String::from_utf8_lossy(o).into_owned()
+}
+
+#[test]
+fn emit_writes_a_kernel_per_stage_and_the_order() {
+    let dir = temp("emit");
+    let out = mapsat(&["emit", SEPBLUR, "--mapping", "A=G1,B=G0,C=G1,D=G0", "-o", dir.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let pipeline: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.join("sepblur.pipeline.json")).unwrap()).unwrap();
+    let kernels = pipeline["kernels"].as_array().unwrap();
+    let entries: Vec<&str> = kernels.iter().map(|k| k["entry"].as_str().unwrap()).collect();
+    assert_eq!(entries, ["sepblur_0_h", "sepblur"]);
+    assert_eq!(kernels[0]["inputs"], serde_json::json!(["param:img"]));
+    assert_eq!(kernels[1]["inputs"], serde_json::json!(["stage:sepblur_0_h"]));
+    for e in entries {
+        let cl = std::fs::read_to_string(dir.join(format!("{e}.cl"))).unwrap();
+        assert!(cl.contains(&format!("void {e}(")) && cl.contains("get_global_id(1)"), "{cl}");
+        assert!(dir.join(format!("{e}.json")).exists());
+    }
+    std::fs::remove_dir_all(dir).ok();
+}
+
+#[test]
+fn a_mapping_is_checked_in_the_space_of_each_kernel() {
+    // Within the vertical pass's own kernel, a work group cannot stand inside a sequential map.
+    let out = mapsat(&["emit", SEPBLUR, "--mapping", "A=G0,B=S,C=S,D=W0", "-o", temp("bad").to_str().unwrap()]);
+    let stderr = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert!(stderr.contains("in the kernel of stage `sepblur`") && stderr.contains("not valid"), "{stderr}");
+    let out = mapsat(&["emit", SEPBLUR, "--mapping", "A=G0,B=S,C=G0,D=S,Z=S", "-o", temp("z").to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(text(&out.stderr).contains("unknown map `Z`"), "{}", text(&out.stderr));
+    let out = mapsat(&["emit", SEPBLUR, "--mapping", "A=G0,B=S,C=G0", "-o", temp("missing").to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(text(&out.stderr).contains("does not give a code for: D"), "{}", text(&out.stderr));
+}
+
+#[test]
+fn run_checks_every_kernel_and_the_whole_program() {
+    if !opencl_present() {
+        return;
+    }
+    for mapping in ["A=S,B=S,C=S,D=S", "A=G1,B=G0,C=G1,D=G0", "A=W0,B=L0,C=G0,D=S"] {
+        let out = mapsat(&["run", SEPBLUR, "--size", "H=24,W=40", "--mapping", mapping, "--check"]);
+        let stdout = text(&out.stdout);
+        assert_eq!(out.status.code(), Some(0), "{mapping}: {stdout}{}", text(&out.stderr));
+        assert!(stdout.contains("kernel sepblur_0_h:") && stdout.contains("kernel sepblur:"), "{stdout}");
+        assert!(stdout.contains("(2 kernels)") && stdout.contains("check: ok"), "{stdout}");
+    }
+}
+
+#[test]
+fn tune_tunes_each_kernel() {
+    if !opencl_present() {
+        return;
+    }
+    let dir = temp("tune");
+    let d = dir.to_str().unwrap();
+    let args = ["tune", SEPBLUR, "--size", "H=32,W=32", "--trials", "6", "--random-trials", "3", "--batch", "3"];
+    let out = mapsat(&[&args[..], &["--runs", "2", "-o", d]].concat());
+    let stdout = text(&out.stdout);
+    assert_eq!(out.status.code(), Some(0), "{stdout}{}", text(&out.stderr));
+    assert!(stdout.contains("kernel 1 of 2: sepblur_0_h") && stdout.contains("kernel 2 of 2: sepblur"), "{stdout}");
+    assert!(stdout.contains("program sepblur: 2 kernels"), "{stdout}");
+    for k in ["sepblur_0_h", "sepblur"] {
+        assert!(dir.join(k).join("tune.jsonl").exists() && dir.join(k).join(format!("{k}.lift")).exists());
+    }
+    // The combined mapping of the best kernels runs and computes the program.
+    let mapping = stdout.lines().filter_map(|l| l.trim().strip_prefix("mapping ")).next_back().map(str::to_string);
+    let mapping = mapping.filter(|m| m.contains("A=") && m.contains("C=")).expect("a combined mapping line");
+    let out = mapsat(&["run", SEPBLUR, "--size", "H=32,W=32", "--mapping", &mapping, "--check", "--reassociate"]);
+    assert_eq!(out.status.code(), Some(0), "{mapping}: {}{}", text(&out.stdout), text(&out.stderr));
+    let out = mapsat(&["tune", SEPBLUR, "--log", "x.jsonl", "-o", d]);
+    assert_eq!(out.status.code(), Some(2));
+    std::fs::remove_dir_all(dir).ok();
+}
+
+/// An OpenCL device is there (`mapsat devices` lists one), or CI requires one.
+fn opencl_present() -> bool {
+    let listed = text(&mapsat(&["devices"]).stdout).contains("opencl:0:0");
+    assert!(listed || std::env::var_os("MAPSAT_REQUIRE_OPENCL").is_none(), "no OpenCL device");
+    listed
+}
+
+#[test]
+fn space_and_explain_work_kernel_by_kernel() {
+    // As one kernel, the vertical pass would read rows other work groups wrote: only the
+    // sequential mapping would be valid. Cut at the boundary, each kernel has parallel ones.
+    let out = mapsat(&["space", SEPBLUR, "--json"]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let kernels = v["kernels"].as_array().unwrap();
+    assert_eq!(kernels.len(), 2);
+    assert_eq!(kernels[0]["kernel"], "sepblur_0_h");
+    assert_eq!(kernels[1]["maps"], serde_json::json!(["C", "D"]));
+    for k in kernels {
+        assert!(k["count"].as_u64().unwrap() > 1, "{k}");
+        assert!(k["samples"].as_array().unwrap().iter().any(|m| m.as_str().unwrap().contains('G')), "{k}");
+    }
+    let out = mapsat(&["explain", SEPBLUR, "--mapping", "A=G1,B=G0,C=G1,D=G0"]);
+    let stdout = text(&out.stdout);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    assert!(stdout.starts_with("valid (2 kernels, launched in order)\nkernel sepblur_0_h:\n"), "{stdout}");
+    let out = mapsat(&["explain", SEPBLUR, "--mapping", "A=G1,B=G0,C=S,D=W0"]);
+    let stderr = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert!(stderr.starts_with("in the kernel of stage `sepblur`: invalid"), "{stderr}");
+    assert!(!stderr.contains("sepblur_0_h"), "{stderr}");
+}
