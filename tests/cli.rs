@@ -189,3 +189,22 @@ fn zero_runs_are_refused() {
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("--runs must be at least 1"));
 }
+
+/// An intermediate beyond the interpreter's budget is refused before it is allocated, at the
+/// map that builds it: small inputs and a scalar result, a 256 MiB outer product between them.
+#[test]
+fn intermediates_beyond_the_memory_budget_are_refused() {
+    let src = "size N = 8192\ndef f(a: [f32]N, b: [f32]N) =\n  reduce(add, 0.0, join(map(fun(x => map(fun(y => x * y), b)), a)))\n";
+    let file = temp_program("outer.lift", src);
+    let args = ["eval", file.to_str().expect("utf-8 path"), "--random", "1"];
+    let out = mapsat_env(&args, "MAPSAT_INTERP_MEMORY", "100000000");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert!(
+        stderr.contains("an intermediate array of 268435456 bytes exceeds the 100000000 bytes the interpreter may use"),
+        "{stderr}"
+    );
+    assert!(stderr.contains("outer.lift:3:25"), "points at the map: {stderr}");
+    let out = mapsat_env(&args, "MAPSAT_INTERP_MEMORY", "1000000000");
+    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+}

@@ -1,6 +1,7 @@
 //! The interpreter's memory budget: a program whose inputs and result do not fit in the memory
 //! the interpreter may use is refused before anything is allocated, with a message, instead of
-//! aborting the process when an allocation fails.
+//! aborting the process when an allocation fails; so is an intermediate array beyond it (64 MiB
+//! and more are checked), before it is allocated.
 //!
 //! The budget is half of the memory the system says is available (`MemAvailable` in
 //! `/proc/meminfo`; the other half is left for intermediates), or `MAPSAT_INTERP_MEMORY` bytes
@@ -20,6 +21,25 @@ pub(crate) fn budget() -> Option<u64> {
     let line = info.lines().find(|l| l.starts_with("MemAvailable:"))?;
     let kib: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
     Some(kib.saturating_mul(1024) / 2)
+}
+
+/// Intermediate arrays smaller than this are not checked against the budget (reading it costs
+/// a file read).
+const CHECKED_FROM: usize = 64 << 20;
+
+/// Refuses an intermediate array of `bytes` bytes larger than the budget, before it is
+/// allocated.
+pub(crate) fn check_intermediate(bytes: usize) -> Result<(), String> {
+    if bytes < CHECKED_FROM {
+        return Ok(());
+    }
+    match budget() {
+        Some(b) if bytes as u64 > b => Err(format!(
+            "an intermediate array of {bytes} bytes exceeds the {b} bytes the interpreter may use \
+             (half the available memory, or MAPSAT_INTERP_MEMORY)"
+        )),
+        _ => Ok(()),
+    }
 }
 
 /// The bytes of `p`'s inputs at `sizes`, and of its result when `with_result` (found by the

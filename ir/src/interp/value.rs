@@ -59,6 +59,7 @@ impl Buffer {
     /// An empty buffer with room for `n` scalars, or an error (not an abort) when the memory
     /// cannot be had.
     pub(crate) fn try_with_capacity(kind: ScalarKind, n: usize) -> Result<Buffer, String> {
+        super::memory::check_intermediate(n.saturating_mul(kind.bytes() as usize))?;
         fn reserve<T>(n: usize) -> Result<Vec<T>, String> {
             let mut v = Vec::new();
             v.try_reserve_exact(n).map_err(|_| format!("cannot allocate memory for an array of {n} scalars"))?;
