@@ -159,7 +159,7 @@ impl Printer<'_> {
             params.push(p);
         }
         let l = &k.launch.local;
-        let threads = l[0] * l[1] * l[2];
+        let threads = l[0].saturating_mul(l[1]).saturating_mul(l[2]);
         let mut s = match self.d {
             Dialect::OpenCl => format!(
                 "__kernel __attribute__((reqd_work_group_size({}, {}, {})))\nvoid {}({}) {{\n",

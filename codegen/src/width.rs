@@ -46,11 +46,13 @@ impl Walk {
                 self.expr(e);
             }
             Stmt::Loop { var, extent, stride, body, .. } => {
-                let last = extent.saturating_add(*stride).saturating_sub(1);
-                if last > MAX {
+                // The variable itself reaches extent - 1 + stride (its last increment, or a
+                // thread id beyond the extent that skips the body); in the body it is below
+                // the extent.
+                if extent.saturating_add(*stride).saturating_sub(1) > MAX {
                     self.wide = true;
                 }
-                self.ranges.set(*var, 0, last.max(0));
+                self.ranges.set(*var, 0, extent.saturating_sub(1).max(0));
                 self.stmts(body);
             }
             Stmt::Block(b) => self.stmts(b),

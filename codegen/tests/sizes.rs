@@ -80,6 +80,11 @@ fn small_kernels_stay_32_bit() {
     let opts = Options { sizes: Sizes::new().with("H", 1000).with("W", 1000), ..Options::default() };
     let (code, _) = emit(&p, &opts, Dialect::Cuda).expect("emits");
     assert!(code.contains("int g1 = blockIdx.y * blockDim.y + threadIdx.y;"), "{code}");
+    // Near the limit: 715,827,883 elements, indices below 2^31 - 1 inside the loops (a bound
+    // that counted a loop's last increment into its body once made this 64-bit).
+    let opts = Options { sizes: Sizes::new().with("H", 1).with("W", 715_827_883), ..Options::default() };
+    let (code, _) = emit(&p, &opts, Dialect::OpenCl).expect("emits");
+    assert!(code.contains("int i_v = get_global_id(0);"), "{code}");
 }
 
 #[test]
@@ -91,4 +96,23 @@ fn large_kernels_are_64_bit() {
     assert_eq!(m.buffers[0].len, 2_500_000_000);
     let (code, _) = emit(&p, &opts, Dialect::OpenCl).expect("emits");
     assert!(code.contains("long i_v = get_global_id(0);"), "{code}");
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(200))]
+
+    /// Any local size with any sizes: a kernel or an error, never a panic or a wrap.
+    #[test]
+    fn any_local_size_is_a_kernel_or_an_error(h in size(), w in size(), l0 in size(), l1 in size(), l2 in size()) {
+        let p = mapsat_ir::parse(GRID).expect("parses");
+        let sizes = Sizes::new().with("H", h).with("W", w);
+        let opts = Options { sizes, local: Some(vec![l0, l1, l2]), ..Options::default() };
+        for d in [Dialect::OpenCl, Dialect::Cuda] {
+            if let Ok((_, m)) = emit(&p, &opts, d) {
+                let items = i128::from(m.launch.local[0]) * i128::from(m.launch.local[1]) * i128::from(m.launch.local[2]);
+                prop_assert!(items <= i128::from(i32::MAX), "{:?}", m.launch);
+                prop_assert!(m.launch.global.iter().zip(&m.launch.local).all(|(g, l)| g % l == 0));
+            }
+        }
+    }
 }

@@ -70,7 +70,9 @@ pub(super) fn launch_shape(maps: &[MapInfo], local: Option<&[i64]>, max_group: O
             ));
         }
         let total = l.iter().try_fold(1i64, |a, &x| a.checked_mul(x));
-        if let Some(max) = max_group.filter(|&m| total.is_none_or(|t| t > m)) {
+        // Without a target's limit, no device runs more than 2^31 - 1 work items in a group.
+        let max = max_group.unwrap_or(i32::MAX as i64);
+        if total.is_none_or(|t| t > max) {
             return Err(CodegenError::new(
                 K::Launch {
                     map: "kernel".into(),
