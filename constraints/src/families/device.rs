@@ -1,6 +1,6 @@
 //! Family 11: device limits, and the local sizes `ls0..ls2` (tuning parameters) they bound.
 
-use super::{divisors, Gen, Out};
+use super::{Gen, Out};
 use crate::expr::{Expr, Term};
 use crate::space::Family;
 use crate::Code;
@@ -34,7 +34,8 @@ fn local_sizes(g: &Gen, out: &mut Out) -> Vec<Vec<i64>> {
     let mut ls_domains = Vec::new();
     for (d, &max_d) in max_item.iter().enumerate() {
         let max_d = max_d as i64;
-        let mut cand: Vec<i64> = (0..g.len()).filter_map(|i| g.info(i).extent).flat_map(divisors).collect();
+        let mut cand: Vec<i64> =
+            (0..g.len()).filter_map(|i| g.info(i).extent).flat_map(|n| g.local_divisors(n)).collect();
         let mut p2 = 1;
         while p2 <= max_d {
             cand.push(p2);
@@ -81,7 +82,7 @@ fn local_sizes_divide(g: &Gen, out: &mut Out) {
     for i in 0..g.len() {
         let Some(n) = g.info(i).extent else { continue };
         let parts = (0..3u8)
-            .map(|d| Expr::implies(Expr::code_is(i, Code::Lcl(d)), Expr::In(Term::Ls(d as usize), divisors(n))))
+            .map(|d| Expr::implies(Expr::code_is(i, Code::Lcl(d)), Expr::In(Term::Ls(d as usize), g.local_divisors(n))))
             .collect();
         out.push(
             Family::DeviceLimits,

@@ -93,6 +93,18 @@ impl<'a> Gen<'a> {
         g
     }
 
+    /// The largest local size any dimension can take: the profile's largest work-item size,
+    /// or 1,024 without a profile (`device.rs`'s local-size candidates).
+    fn max_local(&self) -> i64 {
+        let max_item = self.options.profile.as_ref().map_or([1024; 3], |p| p.max_work_item_sizes);
+        max_item.iter().copied().max().unwrap_or(1024) as i64
+    }
+
+    /// The divisors of `n` a local size can take (at most [`Gen::max_local`]), increasing.
+    fn local_divisors(&self, n: i64) -> Vec<i64> {
+        divisors_up_to(n, self.max_local())
+    }
+
     /// The variable of an analysed map, if it has one (it writes memory).
     fn var_of(&self, m: MapIdx) -> Option<usize> {
         self.vars.iter().position(|&v| v == m)
@@ -166,7 +178,8 @@ impl Out {
     }
 }
 
-/// The divisors of `n`, increasing.
-fn divisors(n: i64) -> Vec<i64> {
-    (1..=n).filter(|d| n % d == 0).collect()
+/// The divisors of `n` up to `cap`, increasing: local sizes never exceed a device's work-item
+/// limit, and trying every number up to a length of 2^40 would not end.
+fn divisors_up_to(n: i64, cap: i64) -> Vec<i64> {
+    (1..=n.min(cap)).filter(|d| n % d == 0).collect()
 }

@@ -2,7 +2,7 @@
 //! barrier between the writes and the reads; OpenCL has only work-group barriers, and a
 //! barrier must be reached by every thread of its work group.
 
-use super::{divisors, Gen, Out};
+use super::{Gen, Out};
 use crate::analysis::{Buffer, Reader, Writer};
 use crate::expr::{Expr, Term};
 use crate::space::{BarrierSite, Family, MapId};
@@ -161,7 +161,7 @@ fn barrier_in_loops(g: &Gen, b: &Buffer, site: &Site) -> Option<(Vec<usize>, Str
         ])));
         for d in 0..3u8 {
             let divides = match g.info(o).extent {
-                Some(n) => Expr::In(Term::Ls(d as usize), divisors(n)),
+                Some(n) => Expr::In(Term::Ls(d as usize), g.local_divisors(n)),
                 None => Expr::Bool(false),
             };
             parts.push(Expr::implies(Expr::code_is(o, Code::Lcl(d)), divides));
