@@ -343,3 +343,12 @@ fn space_suite_programs_are_the_examples() {
         assert!(example == copy, "tests/filetests/space/{name}.lift is not examples/{name}.lift's program");
     }
 }
+
+/// The space at lengths of 2^40: local-size candidates are the divisors up to the device's
+/// limit (trying every number up to the length once never ended).
+#[test]
+fn space_at_huge_lengths_ends() {
+    let sizes = "n=1099511627776,s0=1099511627776,s1=1099511627776";
+    let run = mapsat(&["space", "examples/listing3.lift", "--size", sizes]).exits(0);
+    assert!(run.stdout.contains("valid mappings: 28 ("), "{}", run.stdout);
+}
