@@ -68,8 +68,11 @@ const BEAM: usize = 8;
 /// Largest number of distinct candidate terms checked in one round.
 const CANDIDATES: usize = 400;
 
-/// The best `k` diverse variants (fewer if the e-graph holds fewer distinct valid ones).
-pub fn variants(eg: &LiftGraph, src: &Source, k: usize) -> Vec<Variant> {
+/// The best `k` diverse variants (fewer if the e-graph holds fewer distinct valid ones), and how
+/// many candidate terms did not type-check (0 unless a rule is unsound: every term of an
+/// e-graph built by sound rules is well typed).
+pub fn variants(eg: &LiftGraph, src: &Source, k: usize) -> (Vec<Variant>, usize) {
+    let mut rejected = 0;
     let ext = Extractor::new(eg, StaticCost);
     let names: BTreeMap<Id, &String> = src.names.iter().map(|(c, n)| (eg.find(*c), n)).collect();
     let builder = Builder { eg, ext: &ext, names: &names };
@@ -98,10 +101,13 @@ pub fn variants(eg: &LiftGraph, src: &Source, k: usize) -> Vec<Variant> {
                     continue;
                 }
                 tried += 1;
-                if let Some(v) = finish(src, &term) {
-                    let text = mapsat_ir::print(&v.program);
-                    next.push((v.cost, v.signature.clone(), f));
-                    found.entry(text).or_insert(v);
+                match finish(src, &term) {
+                    Some(v) => {
+                        let text = mapsat_ir::print(&v.program);
+                        next.push((v.cost, v.signature.clone(), f));
+                        found.entry(text).or_insert(v);
+                    }
+                    None => rejected += 1,
                 }
             }
         }
@@ -113,7 +119,7 @@ pub fn variants(eg: &LiftGraph, src: &Source, k: usize) -> Vec<Variant> {
     if let Some(v) = finish(src, &term) {
         found.entry(mapsat_ir::print(&v.program)).or_insert(v);
     }
-    choose(found, k)
+    (choose(found, k), rejected)
 }
 
 /// The cheapest of each distinct signature first, then the cheapest others.

@@ -55,6 +55,8 @@ pub struct Options {
     /// Largest array rank a rule may create (default: one more than the largest rank of an
     /// array in the input).
     pub max_rank: Option<usize>,
+    /// Only the rules with these names (all rules when `None`).
+    pub rules: Option<Vec<String>>,
 }
 
 impl Default for Options {
@@ -65,6 +67,7 @@ impl Default for Options {
             variants: VARIANTS,
             split_factors: SPLIT_FACTORS.to_vec(),
             max_rank: None,
+            rules: None,
         }
     }
 }
@@ -76,6 +79,8 @@ pub struct Outcome {
     pub report: Report,
     /// The variants, the best by static cost first.
     pub variants: Vec<Variant>,
+    /// Candidate terms that did not type-check (0 unless a rule is unsound).
+    pub rejected: usize,
     /// Time spent extracting the variants.
     pub extract_time: std::time::Duration,
 }
@@ -89,11 +94,19 @@ pub fn rewrite(p: &Program, opts: &Options) -> Result<Outcome, RewriteError> {
     let (root, names) = convert::add_program(&mut eg, p, &info);
     let max_rank = opts.max_rank.unwrap_or_else(|| default_rank(&info));
     let params = rules::Params { sizes: sizes.clone(), split_factors: opts.split_factors.clone(), max_rank };
-    let report = saturate::saturate(&mut eg, &rules::all(), &params, &opts.budget);
+    let mut chosen = rules::all();
+    if let Some(names) = &opts.rules {
+        if let Some(bad) = names.iter().find(|n| !chosen.iter().any(|r| r.name() == n.as_str())) {
+            let known: Vec<&str> = chosen.iter().map(|r| r.name()).collect();
+            return Err(RewriteError::Options(format!("no rule `{bad}` (rules: {})", known.join(", "))));
+        }
+        chosen.retain(|r| names.iter().any(|n| n == r.name()));
+    }
+    let report = saturate::saturate(&mut eg, &chosen, &params, &opts.budget);
     let src = extract::Source { template: p, root, names: &names, sizes: &sizes };
     let start = std::time::Instant::now();
-    let variants = extract::variants(&eg, &src, opts.variants);
-    Ok(Outcome { report, variants, extract_time: start.elapsed() })
+    let (variants, rejected) = extract::variants(&eg, &src, opts.variants);
+    Ok(Outcome { report, variants, rejected, extract_time: start.elapsed() })
 }
 
 /// One more than the largest rank of an array in the program.

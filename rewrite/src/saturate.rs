@@ -6,7 +6,7 @@
 
 use crate::analysis::LiftGraph;
 use crate::rules::{Build, Ctx, Params, Rule};
-use egg::{AstSize, Extractor, Id};
+use egg::Id;
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
@@ -128,7 +128,7 @@ pub fn saturate(eg: &mut LiftGraph, rules: &[Box<dyn Rule>], params: &Params, bu
 
 /// Every match of every rule on a snapshot of the e-graph, in a fixed order.
 fn search(eg: &LiftGraph, rules: &[Box<dyn Rule>], params: &Params, budget: &Budget) -> Vec<(usize, Id, Build)> {
-    let cx = Ctx { eg, repr: Extractor::new(eg, AstSize), params };
+    let cx = Ctx::new(eg, params);
     let mut classes: Vec<Id> = eg.classes().map(|c| c.id).collect();
     classes.sort();
     let mut out = Vec::new();

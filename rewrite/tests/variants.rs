@@ -19,6 +19,7 @@ fn every_variant_of_every_example_computes_the_same() {
             out.variants.len()
         );
         assert!(!out.variants.is_empty(), "{name}: no variant");
+        assert_eq!(out.rejected, 0, "{name}: ill-typed terms in the e-graph");
         for v in &out.variants {
             eprintln!("  {} {}", v.cost, v.signature);
             common::same_function(&p, &v.program, &Default::default()).unwrap_or_else(|e| panic!("{name}: {e}"));

@@ -42,7 +42,8 @@ impl Rule for MapFusion {
 ///
 /// where `F'` is `F` moved out of the binder. Sound when `x` is not free in `F` (read from the
 /// may-free analysis; `F` is then the same function for every element), and only applied when
-/// `G` is not `x` itself (that would only add an identity map).
+/// `G` is not `x` itself (that would only add an identity map) and `F` is not a `toX`
+/// (which must wrap the map or reduce application it writes).
 pub struct MapFission;
 
 impl Rule for MapFission {
@@ -56,7 +57,7 @@ impl Rule for MapFission {
             for body in cx.lambdas(f) {
                 for n in &cx.eg[body].nodes {
                     let Lift::App([ff, g]) = n else { continue };
-                    if cx.data(*ff).free.contains(&0) || is_var0(cx, *g) {
+                    if cx.data(*ff).free.contains(&0) || is_var0(cx, *g) || cx.is_to(*ff) {
                         continue;
                     }
                     let Some(ff1) = cx.shifted(*ff, -1) else { continue };

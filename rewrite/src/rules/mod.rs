@@ -18,6 +18,7 @@ use egg::Language as _;
 use egg::{AstSize, Extractor, Id, RecExpr};
 use mapsat_ir::ast::{MapKind, Prim};
 use mapsat_ir::{Sizes, Type};
+use std::collections::BTreeSet;
 
 /// A term to add to the e-graph: existing classes, closed computed terms and new nodes.
 #[derive(Clone, Debug)]
@@ -107,9 +108,32 @@ pub struct Ctx<'a> {
     pub repr: Extractor<'a, AstSize, Lift, crate::analysis::Meta>,
     /// Limits and split factors.
     pub params: &'a Params,
+    /// Classes written by a `toGlobal`/`toLocal`/`toPrivate` (`toX(c)`): the IR requires such a
+    /// class to stay a map or reduce application.
+    pub placed: BTreeSet<Id>,
 }
 
-impl Ctx<'_> {
+impl<'a> Ctx<'a> {
+    /// The context of one search over `eg`.
+    pub fn new(eg: &'a LiftGraph, params: &'a Params) -> Ctx<'a> {
+        let mut placed = BTreeSet::new();
+        for class in eg.classes() {
+            for n in &class.nodes {
+                if let Lift::App([f, a]) = n {
+                    if eg[*f].nodes.iter().any(|m| matches!(m, Lift::Prim(Prim::To(_)))) {
+                        placed.insert(eg.find(*a));
+                    }
+                }
+            }
+        }
+        Ctx { eg, repr: Extractor::new(eg, AstSize), params, placed }
+    }
+
+    /// True when class `c` is a `toX` primitive (which must stay applied to a map or reduce).
+    pub fn is_to(&self, c: Id) -> bool {
+        self.eg[c].nodes.iter().any(|n| matches!(n, Lift::Prim(Prim::To(_))))
+    }
+
     /// A class's analysis data.
     pub fn data(&self, c: Id) -> &Data {
         &self.eg[c].data

@@ -16,6 +16,7 @@ use mapsat_ir::Size;
 /// whole chunks, the inner map applies `f` to every element of each chunk in order, and `join`
 /// concatenates the chunks back. Only `1 < n < length`, and only while the new array's rank stays
 /// within the limit (this stops towers of splits). `f` stays in the same binder context: no shift.
+/// Not on a map written by `toX(...)`: `toX` must wrap a map, not a `join`.
 pub struct SplitJoin;
 
 impl Rule for SplitJoin {
@@ -25,6 +26,9 @@ impl Rule for SplitJoin {
 
     fn search(&self, cx: &Ctx, c: Id) -> Vec<Build> {
         let mut out = Vec::new();
+        if cx.placed.contains(&c) {
+            return out;
+        }
         for (label, f, xs) in cx.maps(c) {
             let (Some(len), Some(elem)) = (cx.length(xs), cx.elem(xs)) else { continue };
             if Ty::rank_of(&elem) + 2 > cx.params.max_rank {
