@@ -9,8 +9,9 @@
 //!    reduction).
 //! 3. Every candidate is turned into a program (labels made unique), checked at the sizes, and
 //!    given a structural signature ([`signature`]: the sequence of maps, reductions, split
-//!    factors and joins in pre-order). The K chosen are the cheapest of each distinct signature
-//!    first, then the cheapest remaining; ties by printed text, so the result is deterministic.
+//!    factors and joins in pre-order). The K chosen are the cheapest of each distinct shape (the
+//!    signature without split factors) first, then of each distinct signature, then the cheapest
+//!    remaining; ties by printed text, so the result is deterministic.
 
 use crate::analysis::LiftGraph;
 use crate::convert::{self, Term};
@@ -122,23 +123,39 @@ pub fn variants(eg: &LiftGraph, src: &Source, k: usize) -> (Vec<Variant>, usize)
     (choose(found, k), rejected)
 }
 
-/// The cheapest of each distinct signature first, then the cheapest others.
+/// The cheapest of each distinct shape (signature without split factors) first, then of each
+/// distinct signature, then the cheapest others; the best by cost always first.
 fn choose(found: BTreeMap<String, Variant>, k: usize) -> Vec<Variant> {
     let mut all: Vec<(String, Variant)> = found.into_iter().collect();
     all.sort_by(|a, b| (a.1.cost, &a.0).cmp(&(b.1.cost, &b.0)));
-    let mut sigs = BTreeSet::new();
-    let (mut first, mut rest) = (Vec::new(), Vec::new());
+    let (mut shapes, mut sigs) = (BTreeSet::new(), BTreeSet::new());
+    let mut tiers: [Vec<Variant>; 3] = Default::default();
     for (_, v) in all {
-        if sigs.insert(v.signature.clone()) {
-            first.push(v);
+        let tier = if shapes.insert(shape(&v.signature)) {
+            0
+        } else if sigs.insert(v.signature.clone()) {
+            1
         } else {
-            rest.push(v);
+            2
+        };
+        sigs.insert(v.signature.clone());
+        tiers[tier].push(v);
+    }
+    tiers.into_iter().flatten().take(k).collect()
+}
+
+/// A signature without its split factors.
+fn shape(signature: &str) -> String {
+    let mut out = String::new();
+    let mut depth = 0;
+    for ch in signature.chars() {
+        match ch {
+            '[' => depth += 1,
+            ']' => depth -= 1,
+            _ if depth == 0 => out.push(ch),
+            _ => {}
         }
     }
-    let best = first.first().map(|v| v.cost);
-    let mut out: Vec<Variant> = first.into_iter().chain(rest).take(k).collect();
-    // The best variant by cost always comes first.
-    out.sort_by_key(|v| (Some(v.cost) != best, v.cost));
     out
 }
 
@@ -152,7 +169,7 @@ fn finish(src: &Source, term: &Term) -> Option<Variant> {
 }
 
 /// The structure of a program: its maps (`M`), reductions (`R`), splits with their factor
-/// (`S4`), joins (`J`) and transposes (`T`), in pre-order. Lambdas are left out: an
+/// (`S[4]`), joins (`J`) and transposes (`T`), in pre-order. Lambdas are left out: an
 /// eta-expanded or β-reduced form of the same structure has the same signature.
 pub fn signature(p: &Program) -> String {
     let mut out = String::new();
@@ -164,7 +181,7 @@ fn sig(p: &Program, id: mapsat_ir::NodeId, out: &mut String) {
     match p.node(id) {
         Node::Prim(Prim::Map { .. }) => out.push('M'),
         Node::Prim(Prim::Reduce { .. }) => out.push('R'),
-        Node::Prim(Prim::Split(n)) => out.push_str(&format!("S{n}")),
+        Node::Prim(Prim::Split(n)) => out.push_str(&format!("S[{n}]")),
         Node::Prim(Prim::Join) => out.push('J'),
         Node::Prim(Prim::Transpose) => out.push('T'),
         n => {
