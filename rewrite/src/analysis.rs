@@ -18,11 +18,14 @@ use std::collections::BTreeSet;
 /// The e-graph of a program.
 pub type LiftGraph = EGraph<Lift, Meta>;
 
-/// What the analysis knows of the whole program: its parameters' types.
+/// What the analysis knows of the whole program: its parameters' types and the sizes.
 #[derive(Clone, Debug, Default)]
 pub struct Meta {
     /// Types of the program's parameters.
     pub params: Vec<Type>,
+    /// Every size variable's value: in debug builds, merged classes must have the same type at
+    /// these sizes (a merge of different types is an unsound rule).
+    pub sizes: mapsat_ir::Sizes,
 }
 
 /// Per e-class facts.
@@ -63,6 +66,9 @@ impl Analysis<Lift> for Meta {
     }
 
     fn merge(&mut self, a: &mut Data, b: Data) -> DidMerge {
+        if let (Some(x), Some(y)) = (a.ty.known(), b.ty.known()) {
+            debug_assert!(infer::same_at(x, y, &self.sizes), "merge of classes of types {x} and {y}");
+        }
         let mut changed = (false, false);
         let union: BTreeSet<u32> = a.free.union(&b.free).copied().collect();
         changed.0 |= union.len() != a.free.len();
@@ -81,5 +87,45 @@ impl Analysis<Lift> for Meta {
             changed.1 = true;
         }
         DidMerge(changed.0, changed.1)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use mapsat_ir::Size;
+
+    fn graph() -> (LiftGraph, Id, Id, Id) {
+        let f32s = |n: i64| Type::array(Type::F32, Size::constant(n));
+        let meta = Meta { params: vec![f32s(4), f32s(8), f32s(4)], sizes: Default::default() };
+        let mut eg = LiftGraph::new(meta);
+        let (a, b, c) = (eg.add(Lift::Param(0)), eg.add(Lift::Param(1)), eg.add(Lift::Param(2)));
+        (eg, a, b, c)
+    }
+
+    #[test]
+    fn merging_classes_of_one_type_is_fine() {
+        let (mut eg, a, _, c) = graph();
+        eg.union(a, c);
+        eg.rebuild();
+        assert_eq!(eg.find(a), eg.find(c));
+    }
+
+    #[test]
+    #[cfg(debug_assertions)]
+    #[should_panic(expected = "merge of classes of types")]
+    fn merging_classes_of_different_types_is_caught() {
+        let (mut eg, a, b, _) = graph();
+        eg.union(a, b);
+        eg.rebuild();
+    }
+
+    #[test]
+    fn free_variables_are_a_union_on_merge() {
+        let (mut eg, a, _, _) = graph();
+        let v = eg.add(Lift::Var(1, None));
+        eg.union(a, v);
+        eg.rebuild();
+        assert_eq!(eg[a].data.free, BTreeSet::from([1]));
     }
 }

@@ -150,3 +150,22 @@ fn saturated(p: &Prim, args: &[Ty]) -> Option<Type> {
         Prim::AsVector(_) | Prim::AsScalar => None,
     }
 }
+
+/// True when two types are the same at these sizes (lengths compared by value; a length that
+/// cannot be evaluated is taken as equal). What a merge of two e-classes must preserve.
+pub fn same_at(a: &Type, b: &Type, sizes: &mapsat_ir::Sizes) -> bool {
+    match (a, b) {
+        (Type::Array(x, n), Type::Array(y, m)) => {
+            let lens = match (n.eval(sizes), m.eval(sizes)) {
+                (Some(n), Some(m)) => n == m,
+                _ => true,
+            };
+            lens && same_at(x, y, sizes)
+        }
+        (Type::Fun(a1, r1), Type::Fun(a2, r2)) => same_at(a1, a2, sizes) && same_at(r1, r2, sizes),
+        (Type::Tuple(xs), Type::Tuple(ys)) => {
+            xs.len() == ys.len() && xs.iter().zip(ys).all(|(x, y)| same_at(x, y, sizes))
+        }
+        _ => a == b,
+    }
+}

@@ -90,7 +90,10 @@ pub fn rewrite(p: &Program, opts: &Options) -> Result<Outcome, RewriteError> {
     let sizes = p.resolve_sizes(&opts.sizes)?;
     let info = mapsat_ir::check::check(p)?;
     mapsat_ir::check::check_with_sizes(p, &sizes)?;
-    let mut eg = analysis::LiftGraph::new(analysis::Meta { params: p.params.iter().map(|q| q.ty.clone()).collect() });
+    let mut eg = analysis::LiftGraph::new(analysis::Meta {
+        params: p.params.iter().map(|q| q.ty.clone()).collect(),
+        sizes: sizes.clone(),
+    });
     let (root, names) = convert::add_program(&mut eg, p, &info);
     let max_rank = opts.max_rank.unwrap_or_else(|| default_rank(&info));
     let params = rules::Params { sizes: sizes.clone(), split_factors: opts.split_factors.clone(), max_rank };
