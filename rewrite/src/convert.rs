@@ -104,10 +104,13 @@ pub fn add_program(eg: &mut LiftGraph, p: &Program, info: &TypeInfo) -> (Id, BTr
         // A primitive or a partial application may be shared at several types (the checker
         // gives the type of one use): only value types and lambdas take the checker's type.
         let fixed = |t: &mapsat_ir::Type| !matches!(t, mapsat_ir::Type::Fun(..)) || matches!(lift, Lift::Lam(..));
-        if let (Some(t), true) = (types[k].filter(|t| fixed(t)), eg[id].data.ty.rank() < 3) {
-            let mut d = eg[id].data.clone();
-            d.ty = Ty::Known(t.clone());
-            eg.set_analysis_data(id, d);
+        if let Some(t) = types[k].filter(|t| fixed(t)) {
+            let t = Ty::Known(t.clone());
+            if eg[id].data.ty.rank() < t.rank() {
+                let mut d = eg[id].data.clone();
+                d.ty = t;
+                eg.set_analysis_data(id, d);
+            }
         }
         if let Some(n) = &term.names[k] {
             names.entry(id).or_insert_with(|| n.clone());

@@ -31,13 +31,17 @@ impl Ty {
         }
     }
 
-    /// How much is known (used to keep the better of two on merge).
+    /// How much is known (used to keep the better of two on merge). A partial application of a
+    /// primitive ranks above a function type: the primitive is polymorphic, and its class may be
+    /// used at several types (`join` on rows of 3 and of 9), which only the primitive's own rule
+    /// ([`apply`]) gets right; a function type from one use would be wrong at the others.
     pub fn rank(&self) -> u8 {
         match self {
             Ty::Unknown => 0,
-            Ty::Partial(..) => 1,
-            Ty::Returns(_) => 2,
-            Ty::Known(_) => 3,
+            Ty::Returns(_) => 1,
+            Ty::Known(Type::Fun(..)) => 2,
+            Ty::Partial(..) => 3,
+            Ty::Known(_) => 4,
         }
     }
 

@@ -70,3 +70,21 @@ impl Language for Lift {
         }
     }
 }
+
+impl std::fmt::Display for Lift {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Lift::Param(i) => write!(f, "p{i}"),
+            Lift::Var(i, _) => write!(f, "%{i}"),
+            Lift::Lit(l) => write!(f, "{l}"),
+            Lift::Prim(p) => match p {
+                mapsat_ir::Prim::Map { label, .. } => write!(f, "map@{label}"),
+                mapsat_ir::Prim::Split(n) => write!(f, "split{n}"),
+                p => write!(f, "{}", p.name()),
+            },
+            Lift::App(_) => write!(f, "app"),
+            Lift::Lam(..) => write!(f, "lam"),
+            Lift::Let(_) => write!(f, "let"),
+        }
+    }
+}

@@ -128,3 +128,48 @@ fn unknown_rule_is_an_error() {
     let e = rewrite(&p, &opts).unwrap_err();
     assert!(e.to_string().contains("no rule `no-such-rule`"), "{e}");
 }
+
+/// A two-dimensional map, point-free and eta-expanded.
+const MAT: &str = "size M = 4, N = 6\ndef f(m: [[f32]N]M) : [[f32]N]M = map@A(map@B(fun(x => x * 2.0 + 1.0)), m)";
+const MAT_ETA: &str =
+    "size M = 4, N = 6\ndef f(m: [[f32]N]M) : [[f32]N]M = map@A(fun(row => map@B(fun(x => exp(x)), row)), m)";
+
+#[test]
+fn map_interchange_keeps_the_function() {
+    for s in [Sizes::new(), Sizes::new().with("M", 1).with("N", 5)] {
+        assert!(run(MAT, &["map-interchange"], 2, &s, &[]) > 0);
+        assert!(run(MAT, &["map-interchange", "transpose-transpose"], 3, &s, &[]) > 0);
+        assert!(run(MAT_ETA, &["map-interchange"], 2, &s, &[]) > 0);
+    }
+}
+
+#[test]
+fn transpose_transpose_keeps_the_function() {
+    let src = "size M = 3, N = 5\ndef f(m: [[f32]N]M) : [[f32]N]M = transpose(transpose(m))";
+    assert!(run(src, &["transpose-transpose"], 2, &Sizes::new(), &[]) > 0);
+}
+
+#[test]
+fn eta_keeps_the_function() {
+    // `fun(y => g(y))` with `g` a lambda (monomorphic) is `g`.
+    let src = "size N = 4\ndef f(xs: [f32]N) : [f32]N = map@A(fun(y => (fun(x => x * 2.0))(y)), xs)";
+    assert!(run(src, &["eta"], 2, &Sizes::new(), &[]) > 0);
+    // Under the outer binder, `g` uses the outer variable `row` only: eta moves it out with that
+    // variable lowered.
+    let src = "size M = 3, N = 4\ndef f(m: [[f32]N]M) : [[f32]N]M =\n  map@A(fun(row => map@B(fun(x => (fun(y => y * at(0, row)))(x)), row)), m)";
+    assert!(run(src, &["eta"], 2, &Sizes::new(), &[]) > 0);
+}
+
+#[test]
+fn eta_leaves_polymorphic_functions_alone() {
+    // `fun(x => exp(x))` is `exp`, but `exp`'s class is used at every type.
+    let src = "size N = 4\ndef f(xs: [f32]N) : [f32]N = map@A(fun(x => exp(x)), xs)";
+    assert_eq!(run(src, &["eta"], 2, &Sizes::new(), &[]), 0);
+}
+
+#[test]
+fn eta_does_not_capture() {
+    // `mul(x)` uses x: `fun(x => x * x)` is not an eta redex.
+    let src = "size N = 4\ndef f(xs: [f32]N) : [f32]N = map@A(fun(x => x * x), xs)";
+    assert_eq!(run(src, &["eta"], 2, &Sizes::new(), &[]), 0);
+}

@@ -8,6 +8,7 @@
 //! saturation loop adds them and merges.
 
 pub mod fusion;
+pub mod interchange;
 pub mod reduce;
 pub mod split_join;
 
@@ -210,6 +211,18 @@ impl<'a> Ctx<'a> {
             .collect()
     }
 
+    /// The abstract maps applied to their function only (`map@label(f)`, a function on arrays)
+    /// in class `c`: `(label, f)`.
+    pub fn partial_maps(&self, c: Id) -> Vec<(String, Id)> {
+        self.spines(c, 1)
+            .into_iter()
+            .filter_map(|(p, a)| match p {
+                Prim::Map { kind: MapKind::Abstract, label } if a.len() == 1 => Some((label, a[0])),
+                _ => None,
+            })
+            .collect()
+    }
+
     /// The high-level reductions of class `c`: `(op, init, xs)`.
     pub fn reduces(&self, c: Id) -> Vec<(Id, Id, Id)> {
         self.calls(c)
@@ -241,5 +254,8 @@ pub fn all() -> Vec<Box<dyn Rule>> {
         Box::new(fusion::Beta),
         Box::new(reduce::ReduceMapFusion),
         Box::new(reduce::PartialReduce),
+        Box::new(interchange::MapInterchange),
+        Box::new(interchange::TransposeTranspose),
+        Box::new(interchange::Eta),
     ]
 }
