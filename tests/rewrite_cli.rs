@@ -44,6 +44,7 @@ fn writes_checked_variants_and_a_summary() {
     for v in variants {
         let text = std::fs::read_to_string(dir.join(v["file"].as_str().unwrap())).unwrap();
         let p = ir::parse(&text).unwrap_or_else(|e| panic!("{e}\n{text}"));
+        ir::check::check(&p).unwrap_or_else(|e| panic!("{e}\n{text}"));
         ir::check::check_with_sizes(&p, &sizes).unwrap();
         let got = interp::eval(&p, &sizes, &inputs).unwrap();
         assert!(got.allclose(&want, 1e-4, 1e-4), "{text}");

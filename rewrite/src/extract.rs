@@ -159,10 +159,16 @@ fn shape(signature: &str) -> String {
     out
 }
 
-/// A candidate term as a checked variant.
+/// A candidate term as a variant, checked symbolically and at the sizes.
 fn finish(src: &Source, term: &Term) -> Option<Variant> {
     let mut p = convert::to_program(src.template, term);
     convert::unique_labels(&mut p);
+    if mapsat_ir::check::check(&p).is_err() {
+        // A split of a symbolic length: the result's length is `2*(H/2)`, equal to `H` only at
+        // sizes it divides. The variant declares the type it has (as `conv_blocked.lift` does).
+        p.ret = None;
+        p.ret = Some(mapsat_ir::check::check(&p).ok()?.result);
+    }
     mapsat_ir::check::check_with_sizes(&p, src.sizes).ok()?;
     let cost = term.expr.as_ref().iter().map(weight).sum();
     Some(Variant { signature: signature(&p), cost, program: p })

@@ -22,8 +22,9 @@ pub fn examples() -> Vec<(String, Program)> {
         .collect()
 }
 
-/// Checks that `b` type-checks and computes what `a` computes at `sizes`, on a few random inputs.
+/// Checks that `b` type-checks (symbolically and at `sizes`) and computes what `a` computes at `sizes`, on a few random inputs.
 pub fn same_function(a: &Program, b: &Program, sizes: &Sizes) -> Result<(), String> {
+    mapsat_ir::check::check(b).map_err(|e| format!("does not check symbolically: {e}\n{}", mapsat_ir::print(b)))?;
     let sizes = a.resolve_sizes(sizes).map_err(|e| e.to_string())?;
     mapsat_ir::check::check_with_sizes(b, &sizes)
         .map_err(|e| format!("does not check: {e}\n{}", mapsat_ir::print(b)))?;
