@@ -9,8 +9,8 @@
 //!    reduction).
 //! 3. Every candidate is turned into a program (labels made unique), checked at the sizes, and
 //!    given a structural signature ([`signature`]: the sequence of maps, reductions, split
-//!    factors and joins in pre-order). The K chosen are the cheapest of each distinct shape (the
-//!    signature without split factors) first, then of each distinct signature, then the cheapest
+//!    factors and joins in pre-order). The K chosen are the cheapest of each distinct tiling (the
+//!    sequence of split factors) first, then of each distinct signature, then the cheapest
 //!    remaining; ties by printed text, so the result is deterministic.
 
 use crate::analysis::LiftGraph;
@@ -123,15 +123,15 @@ pub fn variants(eg: &LiftGraph, src: &Source, k: usize) -> (Vec<Variant>, usize)
     (choose(found, k), rejected)
 }
 
-/// The cheapest of each distinct shape (signature without split factors) first, then of each
-/// distinct signature, then the cheapest others; the best by cost always first.
+/// The cheapest of each distinct tiling (sequence of split factors) first, then of each distinct
+/// signature, then the cheapest others; the best by cost always first.
 fn choose(found: BTreeMap<String, Variant>, k: usize) -> Vec<Variant> {
     let mut all: Vec<(String, Variant)> = found.into_iter().collect();
     all.sort_by(|a, b| (a.1.cost, &a.0).cmp(&(b.1.cost, &b.0)));
-    let (mut shapes, mut sigs) = (BTreeSet::new(), BTreeSet::new());
+    let (mut tilings, mut sigs) = (BTreeSet::new(), BTreeSet::new());
     let mut tiers: [Vec<Variant>; 3] = Default::default();
     for (_, v) in all {
-        let tier = if shapes.insert(shape(&v.signature)) {
+        let tier = if tilings.insert(tiling(&v.signature)) {
             0
         } else if sigs.insert(v.signature.clone()) {
             1
@@ -144,16 +144,20 @@ fn choose(found: BTreeMap<String, Variant>, k: usize) -> Vec<Variant> {
     tiers.into_iter().flatten().take(k).collect()
 }
 
-/// A signature without its split factors.
-fn shape(signature: &str) -> String {
+/// A signature's tiling: its splits with their factors, in order (`S[2]S[4]`).
+fn tiling(signature: &str) -> String {
     let mut out = String::new();
-    let mut depth = 0;
-    for ch in signature.chars() {
-        match ch {
-            '[' => depth += 1,
-            ']' => depth -= 1,
-            _ if depth == 0 => out.push(ch),
-            _ => {}
+    let mut inside = false;
+    let mut chars = signature.chars().peekable();
+    while let Some(ch) = chars.next() {
+        if ch == 'S' && chars.peek() == Some(&'[') {
+            inside = true;
+        }
+        if inside {
+            out.push(ch);
+        }
+        if ch == ']' {
+            inside = false;
         }
     }
     out
