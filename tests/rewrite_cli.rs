@@ -106,3 +106,39 @@ fn bad_input_and_usage() {
     assert_eq!(mapsat(&["rewrite", "examples/dot.lift", "--size", "Q=3", "-o", d]).status.code(), Some(2));
     assert!(!dir.exists(), "nothing written on an error");
 }
+
+fn opencl() -> bool {
+    let out = mapsat(&["devices"]);
+    let present = String::from_utf8_lossy(&out.stdout).lines().any(|l| l.starts_with("opencl:0:0"));
+    if !present {
+        assert!(std::env::var("MAPSAT_REQUIRE_OPENCL").is_err(), "no OpenCL device");
+        eprintln!("skipped: no OpenCL device");
+    }
+    present
+}
+
+/// Variants are ordinary programs for the rest of the pipeline: each one's sampled valid mapping
+/// runs on pocl and matches the interpreter (`mapsat run --check`).
+#[test]
+fn variants_map_and_run_on_pocl() {
+    if !opencl() {
+        return;
+    }
+    let dir = temp("pocl");
+    let d = dir.to_str().unwrap();
+    let out = mapsat(&["rewrite", "examples/matmul.lift", "--variants", "4", "--iter-limit", "4", "-o", d]);
+    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+    for k in 0..4 {
+        let file = dir.join(format!("variant_{k:02}.lift"));
+        let f = file.to_str().unwrap();
+        let space = mapsat(&["space", f, "--json", "--sample", "1"]);
+        assert_eq!(space.status.code(), Some(0), "{}", String::from_utf8_lossy(&space.stderr));
+        let json: serde_json::Value = serde_json::from_slice(&space.stdout).unwrap();
+        let mapping = json["samples"][0].as_str().unwrap().to_string();
+        let run = mapsat(&["run", f, "--mapping", &mapping, "--check", "--runs", "1"]);
+        let text = format!("{}{}", String::from_utf8_lossy(&run.stdout), String::from_utf8_lossy(&run.stderr));
+        assert_eq!(run.status.code(), Some(0), "{f} with {mapping}: {text}");
+        assert!(text.contains("check: ok"), "{text}");
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}
