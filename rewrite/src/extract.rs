@@ -120,11 +120,15 @@ pub fn variants(eg: &LiftGraph, src: &Source, k: usize) -> (Vec<Variant>, usize)
     if let Some(v) = finish(src, &term) {
         found.entry(mapsat_ir::print(&v.program)).or_insert(v);
     }
+    let staged: Vec<Variant> = found.values().filter_map(|v| stage(v, src.sizes)).collect();
+    for v in staged {
+        found.entry(mapsat_ir::print(&v.program)).or_insert(v);
+    }
     (choose(found, k), rejected)
 }
 
-/// The cheapest of each distinct tiling (sequence of split factors) first, then of each distinct
-/// signature, then the cheapest others; the best by cost always first.
+/// The cheapest of each distinct tiling and staging (sequence of split factors and `toX`) first,
+/// then of each distinct signature, then the cheapest others; the best by cost always first.
 fn choose(found: BTreeMap<String, Variant>, k: usize) -> Vec<Variant> {
     let mut all: Vec<(String, Variant)> = found.into_iter().collect();
     all.sort_by(|a, b| (a.1.cost, &a.0).cmp(&(b.1.cost, &b.0)));
@@ -144,7 +148,18 @@ fn choose(found: BTreeMap<String, Variant>, k: usize) -> Vec<Variant> {
     tiers.into_iter().flatten().take(k).collect()
 }
 
-/// A signature's tiling: its splits with their factors, in order (`S[2]S[4]`).
+/// A variant with its partial reductions staged in private memory ([`crate::staging`]), if it
+/// has any and the result checks.
+fn stage(v: &Variant, sizes: &Sizes) -> Option<Variant> {
+    let p = crate::staging::stage_private(&v.program)?;
+    mapsat_ir::check::check(&p).ok()?;
+    mapsat_ir::check::check_with_sizes(&p, sizes).ok()?;
+    let added = p.nodes.len().saturating_sub(v.program.nodes.len());
+    Some(Variant { signature: signature(&p), cost: v.cost + added, program: p })
+}
+
+/// A signature's tiling and staging: its splits with their factors and its `toX`, in order
+/// (`S[2]S[4]P`).
 fn tiling(signature: &str) -> String {
     let mut out = String::new();
     let mut inside = false;
@@ -153,7 +168,7 @@ fn tiling(signature: &str) -> String {
         if ch == 'S' && chars.peek() == Some(&'[') {
             inside = true;
         }
-        if inside {
+        if inside || matches!(ch, 'P' | 'L' | 'G') {
             out.push(ch);
         }
         if ch == ']' {
@@ -179,7 +194,8 @@ fn finish(src: &Source, term: &Term) -> Option<Variant> {
 }
 
 /// The structure of a program: its maps (`M`), reductions (`R`), splits with their factor
-/// (`S[4]`), joins (`J`) and transposes (`T`), in pre-order. Lambdas are left out: an
+/// (`S[4]`), joins (`J`), transposes (`T`) and copies to global, local and private memory (`G`,
+/// `L`, `P`), in pre-order. Lambdas are left out: an
 /// eta-expanded or β-reduced form of the same structure has the same signature.
 pub fn signature(p: &Program) -> String {
     let mut out = String::new();
@@ -194,6 +210,11 @@ fn sig(p: &Program, id: mapsat_ir::NodeId, out: &mut String) {
         Node::Prim(Prim::Split(n)) => out.push_str(&format!("S[{n}]")),
         Node::Prim(Prim::Join) => out.push('J'),
         Node::Prim(Prim::Transpose) => out.push('T'),
+        Node::Prim(Prim::To(space)) => out.push(match space {
+            mapsat_ir::ast::AddressSpace::Global => 'G',
+            mapsat_ir::ast::AddressSpace::Local => 'L',
+            mapsat_ir::ast::AddressSpace::Private => 'P',
+        }),
         n => {
             for c in n.children() {
                 sig(p, c, out);

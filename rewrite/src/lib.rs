@@ -29,6 +29,7 @@ pub mod infer;
 pub mod lang;
 pub mod rules;
 pub mod saturate;
+pub mod staging;
 
 pub use error::RewriteError;
 pub use extract::Variant;

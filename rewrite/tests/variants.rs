@@ -26,3 +26,18 @@ fn every_variant_of_every_example_computes_the_same() {
         }
     }
 }
+
+#[test]
+fn staging_wraps_nested_reductions_only() {
+    let examples = common::examples();
+    let get = |n: &str| examples.iter().find(|(f, _)| f == n).map(|(_, p)| p.clone()).unwrap();
+    // dot's reduction is the whole program, not a partial result: nothing to stage.
+    assert!(mapsat_rewrite::staging::stage_private(&get("dot.lift")).is_none());
+    // matmul's reduction is each output element's sum: staged once, same function.
+    let p = get("matmul.lift");
+    let staged = mapsat_rewrite::staging::stage_private(&p).unwrap();
+    assert_eq!(mapsat_ir::print(&staged).matches("toPrivate(").count(), 1);
+    common::same_function(&p, &staged, &Default::default()).unwrap();
+    // Already placed reductions are left alone.
+    assert!(mapsat_rewrite::staging::stage_private(&staged).is_none());
+}
