@@ -22,11 +22,13 @@ pub const TERM_LIMIT: usize = 200;
 /// Budgets of one saturation.
 #[derive(Clone, Debug)]
 pub struct Budget {
-    /// Stop once the e-graph has more nodes.
+    /// Stop once the e-graph has more nodes (checked while adding; after the final rebuild, which
+    /// merges equal nodes, the reported count may be lower).
     pub nodes: usize,
     /// Stop after this many iterations.
     pub iterations: usize,
-    /// Stop once this much time has passed (checked between rule applications).
+    /// Stop once this much time has passed (checked between rule applications, so one
+    /// iteration's search is not cut short).
     pub time: Duration,
     /// Largest term a rule may add.
     pub term: usize,
