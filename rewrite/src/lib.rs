@@ -52,8 +52,11 @@ pub struct Options {
     pub budget: Budget,
     /// How many variants to extract.
     pub variants: usize,
-    /// Candidate split factors.
+    /// Candidate split factors (each used only where it divides the length).
     pub split_factors: Vec<i64>,
+    /// Also split by the program's tunable sizes (size variables declared with a range and in no
+    /// parameter's type), where they divide the length at the sizes.
+    pub tunable_splits: bool,
     /// Largest array rank a rule may create (default: one more than the largest rank of an
     /// array in the input).
     pub max_rank: Option<usize>,
@@ -68,6 +71,7 @@ impl Default for Options {
             budget: Budget::default(),
             variants: VARIANTS,
             split_factors: SPLIT_FACTORS.to_vec(),
+            tunable_splits: true,
             max_rank: None,
             rules: None,
         }
@@ -98,7 +102,11 @@ pub fn rewrite(p: &Program, opts: &Options) -> Result<Outcome, RewriteError> {
     });
     let (root, names) = convert::add_program(&mut eg, p, &info);
     let max_rank = opts.max_rank.unwrap_or_else(|| default_rank(&info));
-    let params = rules::Params { sizes: sizes.clone(), split_factors: opts.split_factors.clone(), max_rank };
+    let mut factors: Vec<mapsat_ir::Size> = opts.split_factors.iter().map(|n| mapsat_ir::Size::constant(*n)).collect();
+    if opts.tunable_splits {
+        factors.extend(tunable(p).iter().map(|v| mapsat_ir::Size::var(v)));
+    }
+    let params = rules::Params { sizes: sizes.clone(), factors, max_rank };
     let mut chosen = rules::all();
     if let Some(names) = &opts.rules {
         if let Some(bad) = names.iter().find(|n| !chosen.iter().any(|r| r.name() == n.as_str())) {
@@ -112,6 +120,12 @@ pub fn rewrite(p: &Program, opts: &Options) -> Result<Outcome, RewriteError> {
     let start = std::time::Instant::now();
     let (variants, rejected) = extract::variants(&eg, &src, opts.variants);
     Ok(Outcome { report, variants, rejected, extract_time: start.elapsed() })
+}
+
+/// The program's tunable sizes: declared with a range and in no parameter's type.
+pub fn tunable(p: &Program) -> Vec<String> {
+    let in_params: Vec<String> = p.params.iter().flat_map(|q| q.ty.size_vars()).collect();
+    p.sizes.iter().filter(|v| v.max.is_some() && !in_params.contains(&v.name)).map(|v| v.name.clone()).collect()
 }
 
 /// One more than the largest rank of an array in the program.

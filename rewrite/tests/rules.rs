@@ -173,3 +173,21 @@ fn eta_does_not_capture() {
     let src = "size N = 4\ndef f(xs: [f32]N) : [f32]N = map@A(fun(x => x * x), xs)";
     assert_eq!(run(src, &["eta"], 2, &Sizes::new(), &[]), 0);
 }
+
+#[test]
+fn tunable_sizes_are_split_factors() {
+    // `t` is tunable (a range, in no parameter's type): a split by `t` is tried where its value
+    // divides the length, and the variant keeps `t` symbolic for the tuner.
+    let src = "size N = 16, t in 1..16 = 4\ndef sum(xs: [f32]N) : f32 = reduce(add, 0.0, xs)";
+    let p = mapsat_ir::parse(src).unwrap();
+    assert_eq!(mapsat_rewrite::tunable(&p), ["t"]);
+    for t in [2, 4, 8] {
+        let sizes = Sizes::new().with("t", t);
+        assert!(run(src, &["partial-reduce"], 2, &sizes, &[]) > 0, "t = {t}");
+    }
+    let opts = Options { split_factors: vec![], ..Options::default() };
+    let out = rewrite(&p, &opts).unwrap();
+    assert!(out.variants.iter().any(|v| mapsat_ir::print(&v.program).contains("split(t, xs)")));
+    // At t = 3 it does not divide: not applied.
+    assert_eq!(run(src, &["partial-reduce"], 2, &Sizes::new().with("t", 3), &[]), 0);
+}

@@ -25,7 +25,8 @@ pub struct RewriteArgs {
     /// Stop saturating after this many seconds.
     #[arg(long, default_value_t = rw::saturate::TIME_LIMIT.as_secs_f64(), value_name = "S")]
     time_limit: f64,
-    /// Split factors to try (each only where it divides the length at the sizes).
+    /// Split factors to try (each only where it divides the length at the sizes); the program's
+    /// tunable sizes are tried too.
     #[arg(long = "split", value_delimiter = ',', value_name = "N,...")]
     split: Vec<i64>,
     /// Output directory (created if missing).
@@ -64,7 +65,8 @@ pub fn rewrite(a: &RewriteArgs) -> CliResult<()> {
     };
     let out = rw::rewrite(&p, &opts).map_err(|e| Failure::Rejected(format!("error: {e}")))?;
     let files = write(&a.output, &a.file, &out)?;
-    let summary = summary(&a.file, &sizes, &opts, &out, &files);
+    let mut summary = summary(&a.file, &sizes, &opts, &out, &files);
+    summary["tunable_split_sizes"] = serde_json::json!(rw::tunable(&p));
     let text = serde_json::to_string_pretty(&summary).map_err(|e| Failure::Rejected(format!("error: {e}")))?;
     let path = a.output.join("summary.json");
     std::fs::write(&path, text + "\n")

@@ -18,7 +18,7 @@ use crate::lang::Lift;
 use egg::Language as _;
 use egg::{AstSize, Extractor, Id, RecExpr};
 use mapsat_ir::ast::{MapKind, Prim};
-use mapsat_ir::{Sizes, Type};
+use mapsat_ir::{Size, Sizes, Type};
 use std::collections::BTreeSet;
 
 /// A term to add to the e-graph: existing classes, closed computed terms and new nodes.
@@ -95,8 +95,8 @@ impl Build {
 pub struct Params {
     /// Concrete sizes at which divisibility is decided (every size variable of the program).
     pub sizes: Sizes,
-    /// Candidate split factors.
-    pub split_factors: Vec<i64>,
+    /// Candidate split factors: constants, and the program's tunable size variables.
+    pub factors: Vec<Size>,
     /// Largest array rank a rule may create.
     pub max_rank: usize,
 }
@@ -164,6 +164,12 @@ impl<'a> Ctx<'a> {
     /// The concrete length of an array class at the given sizes.
     pub fn length(&self, c: Id) -> Option<i64> {
         self.data(c).ty.array().and_then(|(_, n)| n.eval(&self.params.sizes))
+    }
+
+    /// The split factors that divide `len` at the sizes, other than 1 and `len` itself.
+    pub fn factors(&self, len: i64) -> Vec<Size> {
+        let divides = |n: i64| n > 1 && n < len && len % n == 0;
+        self.params.factors.iter().filter(|f| f.eval(&self.params.sizes).is_some_and(divides)).cloned().collect()
     }
 
     /// The element type of an array class.

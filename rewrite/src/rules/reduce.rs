@@ -4,7 +4,6 @@ use super::{Build, Ctx, Rule};
 use crate::lang::Lift;
 use egg::Id;
 use mapsat_ir::ast::{BinOp, Lit, Prim};
-use mapsat_ir::Size;
 
 /// `reduce-map-fusion`:
 ///
@@ -62,16 +61,11 @@ impl Rule for PartialReduce {
                 continue;
             }
             let Some(len) = cx.length(xs) else { continue };
-            for &n in &cx.params.split_factors {
-                if n > 1 && n < len && len % n == 0 {
-                    let partial = Build::call(Prim::Reduce { seq: false }, vec![Build::Class(op), Build::Class(init)]);
-                    let split = Build::call(Prim::Split(Size::constant(n)), vec![Build::Class(xs)]);
-                    let chunks = Build::map(&format!("R{n}"), partial, split);
-                    out.push(Build::call(
-                        Prim::Reduce { seq: false },
-                        vec![Build::Class(op), Build::Class(init), chunks],
-                    ));
-                }
+            for n in cx.factors(len) {
+                let partial = Build::call(Prim::Reduce { seq: false }, vec![Build::Class(op), Build::Class(init)]);
+                let split = Build::call(Prim::Split(n.clone()), vec![Build::Class(xs)]);
+                let chunks = Build::map(&format!("R{n}"), partial, split);
+                out.push(Build::call(Prim::Reduce { seq: false }, vec![Build::Class(op), Build::Class(init), chunks]));
             }
         }
         out

@@ -4,7 +4,6 @@ use super::{Build, Ctx, Rule};
 use crate::infer::Ty;
 use egg::Id;
 use mapsat_ir::ast::Prim;
-use mapsat_ir::Size;
 
 /// `split-join`:
 ///
@@ -12,7 +11,8 @@ use mapsat_ir::Size;
 /// map@L(f, xs)  =>  join(map@L(map@L_i(f), split(n, xs)))
 /// ```
 ///
-/// Sound when `n` divides the length of `xs` (at the given sizes): `split n` then cuts `xs` into
+/// `n` is a constant or one of the program's tunable sizes. Sound when `n` divides the length of
+/// `xs` (at the given sizes): `split n` then cuts `xs` into
 /// whole chunks, the inner map applies `f` to every element of each chunk in order, and `join`
 /// concatenates the chunks back. Only `1 < n < length`, and only while the new array's rank stays
 /// within the limit (this stops towers of splits). `f` stays in the same binder context: no shift.
@@ -34,15 +34,13 @@ impl Rule for SplitJoin {
             if Ty::rank_of(&elem) + 2 > cx.params.max_rank {
                 continue;
             }
-            for &n in &cx.params.split_factors {
-                if n > 1 && n < len && len % n == 0 {
-                    let inner = Build::call(
-                        Prim::Map { kind: mapsat_ir::ast::MapKind::Abstract, label: format!("{label}_i") },
-                        vec![Build::Class(f)],
-                    );
-                    let split = Build::call(Prim::Split(Size::constant(n)), vec![Build::Class(xs)]);
-                    out.push(Build::call(Prim::Join, vec![Build::map(&label, inner, split)]));
-                }
+            for n in cx.factors(len) {
+                let inner = Build::call(
+                    Prim::Map { kind: mapsat_ir::ast::MapKind::Abstract, label: format!("{label}_i") },
+                    vec![Build::Class(f)],
+                );
+                let split = Build::call(Prim::Split(n), vec![Build::Class(xs)]);
+                out.push(Build::call(Prim::Join, vec![Build::map(&label, inner, split)]));
             }
         }
         out
