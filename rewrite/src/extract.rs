@@ -195,11 +195,15 @@ fn finish(src: &Source, term: &Term) -> Option<Variant> {
 
 /// The structure of a program: its maps (`M`), reductions (`R`), splits with their factor
 /// (`S[4]`), joins (`J`), transposes (`T`) and copies to global, local and private memory (`G`,
-/// `L`, `P`), in pre-order. Lambdas are left out: an
+/// `L`, `P`), in pre-order, with `TT` pairs removed. Lambdas are left out: an
 /// eta-expanded or β-reduced form of the same structure has the same signature.
 pub fn signature(p: &Program) -> String {
     let mut out = String::new();
     sig(p, p.root, &mut out);
+    // A transpose of a transpose is no structure of its own.
+    while out.contains("TT") {
+        out = out.replace("TT", "");
+    }
     out
 }
 
