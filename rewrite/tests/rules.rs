@@ -191,3 +191,35 @@ fn tunable_sizes_are_split_factors() {
     // At t = 3 it does not divide: not applied.
     assert_eq!(run(src, &["partial-reduce"], 2, &Sizes::new().with("t", 3), &[]), 0);
 }
+
+#[test]
+fn a_placed_map_stays_a_map() {
+    // `toLocal(...)` must wrap a map: split-join (whose result is a `join`) and interchange
+    // (a `transpose`) leave the placed map alone; every candidate still checks.
+    let src = "size M = 4, N = 8\ndef f(m: [[f32]N]M) : [[f32]N]M =\n  map@A(fun(s => toLocal(map@B(fun(x => x + 1.0), s))), m)";
+    let applied = run(src, &["split-join", "map-interchange"], 3, &Sizes::new(), &[2, 4]);
+    assert!(applied > 0, "the outer map A is still split");
+    let p = mapsat_ir::parse(src).unwrap();
+    let opts = Options {
+        rules: Some(vec!["split-join".into(), "map-interchange".into()]),
+        split_factors: vec![2, 4],
+        variants: 32,
+        ..Options::default()
+    };
+    for v in rewrite(&p, &opts).unwrap().variants {
+        assert!(mapsat_ir::print(&v.program).contains("toLocal(map@B("), "{}", mapsat_ir::print(&v.program));
+    }
+}
+
+#[test]
+fn the_term_budget_bounds_what_rules_add() {
+    let p = mapsat_ir::parse(MAP2).unwrap();
+    let opts = Options {
+        budget: Budget { term: 3, ..Budget::default() },
+        rules: Some(vec!["split-join".into()]),
+        ..Options::default()
+    };
+    let out = rewrite(&p, &opts).unwrap();
+    assert_eq!(out.report.applied["split-join"], 0);
+    assert_eq!(out.report.stop, mapsat_rewrite::StopReason::Saturated);
+}
