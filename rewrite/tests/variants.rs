@@ -66,3 +66,14 @@ fn staging_wraps_nested_reductions_only() {
     // Already placed reductions are left alone.
     assert!(mapsat_rewrite::staging::stage_private(&staged).is_none());
 }
+
+#[test]
+fn variants_are_deterministic() {
+    let examples = common::examples();
+    let p = &examples.iter().find(|(f, _)| f == "matmul.lift").unwrap().1;
+    let opts = Options { budget: Budget { nodes: 3_000, ..Budget::default() }, ..Options::default() };
+    let texts = || -> Vec<String> {
+        rewrite(p, &opts).unwrap().variants.iter().map(|v| mapsat_ir::print(&v.program)).collect()
+    };
+    assert_eq!(texts(), texts());
+}
