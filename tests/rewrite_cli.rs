@@ -45,6 +45,8 @@ fn writes_checked_variants_and_a_summary() {
         let text = std::fs::read_to_string(dir.join(v["file"].as_str().unwrap())).unwrap();
         let p = ir::parse(&text).unwrap_or_else(|e| panic!("{e}\n{text}"));
         ir::check::check(&p).unwrap_or_else(|e| panic!("{e}\n{text}"));
+        // A variant may declare new tile sizes (at their defaults here).
+        let sizes = p.resolve_sizes(&sizes).unwrap();
         ir::check::check_with_sizes(&p, &sizes).unwrap();
         let got = interp::eval(&p, &sizes, &inputs).unwrap();
         assert!(got.allclose(&want, 1e-4, 1e-4), "{text}");

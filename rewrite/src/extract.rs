@@ -60,8 +60,10 @@ pub struct Source<'a> {
     pub root: Id,
     /// Binder names by class.
     pub names: &'a BTreeMap<Id, String>,
-    /// Sizes at which variants are checked.
+    /// Sizes at which variants are checked (new tile sizes included).
     pub sizes: &'a Sizes,
+    /// New tile sizes, declared in the variants that use them.
+    pub tiles: &'a [crate::tiles::Tile],
 }
 
 /// Largest number of choice sets expanded in the second round.
@@ -182,6 +184,7 @@ fn tiling(signature: &str) -> String {
 fn finish(src: &Source, term: &Term) -> Option<Variant> {
     let mut p = convert::to_program(src.template, term);
     convert::unique_labels(&mut p);
+    crate::tiles::declare_used(&mut p, src.tiles);
     if mapsat_ir::check::check(&p).is_err() {
         // A split of a symbolic length: the result's length is `2*(H/2)`, equal to `H` only at
         // sizes it divides. The variant declares the type it has (as `conv_blocked.lift` does).

@@ -31,6 +31,7 @@ pub mod lang;
 pub mod rules;
 pub mod saturate;
 pub mod staging;
+pub mod tiles;
 
 pub use error::RewriteError;
 pub use extract::Variant;
@@ -57,6 +58,9 @@ pub struct Options {
     /// Also split by the program's tunable sizes (size variables declared with a range and in no
     /// parameter's type), where they divide the length at the sizes.
     pub tunable_splits: bool,
+    /// Also split by new tunable tile sizes, one per map of the input ([`tiles`]), declared in
+    /// the variants that use them.
+    pub new_tile_sizes: bool,
     /// Largest array rank a rule may create (default: one more than the largest rank of an
     /// array in the input).
     pub max_rank: Option<usize>,
@@ -72,6 +76,7 @@ impl Default for Options {
             variants: VARIANTS,
             split_factors: SPLIT_FACTORS.to_vec(),
             tunable_splits: true,
+            new_tile_sizes: true,
             max_rank: None,
             rules: None,
         }
@@ -93,9 +98,16 @@ pub struct Outcome {
 
 /// Saturates a program with every rule and extracts diverse variants.
 pub fn rewrite(p: &Program, opts: &Options) -> Result<Outcome, RewriteError> {
-    let sizes = p.resolve_sizes(&opts.sizes)?;
+    let mut sizes = p.resolve_sizes(&opts.sizes)?;
     let info = mapsat_ir::check::check(p)?;
     mapsat_ir::check::check_with_sizes(p, &sizes)?;
+    let tiles = match opts.new_tile_sizes {
+        true => tiles::new_tile_sizes(p, &info, &sizes, &opts.split_factors),
+        false => Vec::new(),
+    };
+    for t in &tiles {
+        sizes.insert(t.size.name.clone(), t.size.default.unwrap_or(1));
+    }
     let mut eg = analysis::LiftGraph::new(analysis::Meta {
         params: p.params.iter().map(|q| q.ty.clone()).collect(),
         sizes: sizes.clone(),
@@ -106,7 +118,8 @@ pub fn rewrite(p: &Program, opts: &Options) -> Result<Outcome, RewriteError> {
     if opts.tunable_splits {
         factors.extend(tunable(p).iter().map(|v| mapsat_ir::Size::var(v)));
     }
-    let params = rules::Params { sizes: sizes.clone(), factors, max_rank };
+    let by_label = tiles.iter().map(|t| (t.label.clone(), mapsat_ir::Size::var(&t.size.name))).collect();
+    let params = rules::Params { sizes: sizes.clone(), factors, tiles: by_label, max_rank };
     let mut chosen = rules::all();
     if let Some(names) = &opts.rules {
         if let Some(bad) = names.iter().find(|n| !chosen.iter().any(|r| r.name() == n.as_str())) {
@@ -116,7 +129,7 @@ pub fn rewrite(p: &Program, opts: &Options) -> Result<Outcome, RewriteError> {
         chosen.retain(|r| names.iter().any(|n| n == r.name()));
     }
     let report = saturate::saturate(&mut eg, &chosen, &params, &opts.budget);
-    let src = extract::Source { template: p, root, names: &names, sizes: &sizes };
+    let src = extract::Source { template: p, root, names: &names, sizes: &sizes, tiles: &tiles };
     let start = std::time::Instant::now();
     let (variants, rejected) = extract::variants(&eg, &src, opts.variants);
     Ok(Outcome { report, variants, rejected, extract_time: start.elapsed() })

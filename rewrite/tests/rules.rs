@@ -223,3 +223,31 @@ fn the_term_budget_bounds_what_rules_add() {
     assert_eq!(out.report.applied["split-join"], 0);
     assert_eq!(out.report.stop, mapsat_rewrite::StopReason::Saturated);
 }
+
+#[test]
+fn new_tile_sizes_are_declared_and_any_divisor_works() {
+    // Map A gets a new tunable size `tA` (default: the largest factor dividing its length); the
+    // variants that split by it declare it, and every value of it that divides gives the input's
+    // function, as the tuner will try.
+    let p = mapsat_ir::parse(MAP2).unwrap();
+    let opts = Options {
+        split_factors: vec![2, 4],
+        rules: Some(vec!["split-join".into()]),
+        variants: 32,
+        ..Options::default()
+    };
+    let out = rewrite(&p, &opts).unwrap();
+    let tiled: Vec<_> = out.variants.iter().filter(|v| mapsat_ir::print(&v.program).contains("split(tA,")).collect();
+    assert!(!tiled.is_empty());
+    for v in tiled {
+        let decl = v.program.sizes.iter().find(|s| s.name == "tA").expect("tA declared");
+        assert_eq!((decl.min, decl.max, decl.default), (1, Some(16), Some(4)));
+        for t in [1, 2, 4, 8, 16] {
+            common::same_function(&p, &v.program, &Sizes::new().with("tA", t)).unwrap();
+        }
+    }
+    // Without new tile sizes, only the constants.
+    let opts = Options { new_tile_sizes: false, ..opts };
+    let out = rewrite(&p, &opts).unwrap();
+    assert!(out.variants.iter().all(|v| v.program.sizes.len() == 1));
+}

@@ -29,6 +29,9 @@ pub struct RewriteArgs {
     /// tunable sizes are tried too.
     #[arg(long = "split", value_delimiter = ',', value_name = "N,...")]
     split: Vec<i64>,
+    /// Do not declare new tunable tile sizes (one per map); split by the constants only.
+    #[arg(long)]
+    no_new_tiles: bool,
     /// Output directory (created if missing).
     #[arg(long, short, value_name = "DIR")]
     output: std::path::PathBuf,
@@ -61,6 +64,7 @@ pub fn rewrite(a: &RewriteArgs) -> CliResult<()> {
         },
         variants: a.variants,
         split_factors: if a.split.is_empty() { rw::SPLIT_FACTORS.to_vec() } else { a.split.clone() },
+        new_tile_sizes: !a.no_new_tiles,
         ..Options::default()
     };
     let out = rw::rewrite(&p, &opts).map_err(|e| Failure::Rejected(format!("error: {e}")))?;
@@ -126,6 +130,7 @@ fn summary(input: &Path, sizes: &ir::Sizes, opts: &Options, out: &Outcome, files
             "term": opts.budget.term,
         },
         "split_factors": opts.split_factors,
+        "new_tile_sizes": opts.new_tile_sizes,
         "nodes": r.nodes,
         "classes": r.classes,
         "iterations": r.iterations,

@@ -97,6 +97,8 @@ pub struct Params {
     pub sizes: Sizes,
     /// Candidate split factors: constants, and the program's tunable size variables.
     pub factors: Vec<Size>,
+    /// New tile sizes by map label ([`crate::tiles`]): a map with one is split by it only.
+    pub tiles: std::collections::BTreeMap<String, Size>,
     /// Largest array rank a rule may create.
     pub max_rank: usize,
 }
@@ -168,8 +170,21 @@ impl<'a> Ctx<'a> {
 
     /// The split factors that divide `len` at the sizes, other than 1 and `len` itself.
     pub fn factors(&self, len: i64) -> Vec<Size> {
+        self.dividing(&self.params.factors, len)
+    }
+
+    /// The split factors of the map labelled `label` that divide `len`: its tile size if it has
+    /// one, else [`Ctx::factors`].
+    pub fn map_factors(&self, label: &str, len: i64) -> Vec<Size> {
+        match self.params.tiles.get(label) {
+            Some(t) => self.dividing(std::slice::from_ref(t), len),
+            None => self.factors(len),
+        }
+    }
+
+    fn dividing(&self, factors: &[Size], len: i64) -> Vec<Size> {
         let divides = |n: i64| n > 1 && n < len && len % n == 0;
-        self.params.factors.iter().filter(|f| f.eval(&self.params.sizes).is_some_and(divides)).cloned().collect()
+        factors.iter().filter(|f| f.eval(&self.params.sizes).is_some_and(divides)).cloned().collect()
     }
 
     /// The element type of an array class.

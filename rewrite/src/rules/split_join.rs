@@ -11,7 +11,8 @@ use mapsat_ir::ast::Prim;
 /// map@L(f, xs)  =>  join(map@L(map@L_i(f), split(n, xs)))
 /// ```
 ///
-/// `n` is a constant or one of the program's tunable sizes. Sound when `n` divides the length of
+/// `n` is the map's new tile size if it has one ([`crate::tiles`]), else a constant or one of
+/// the program's tunable sizes. Sound when `n` divides the length of
 /// `xs` (at the given sizes): `split n` then cuts `xs` into
 /// whole chunks, the inner map applies `f` to every element of each chunk in order, and `join`
 /// concatenates the chunks back. Only `1 < n < length`, and only while the new array's rank stays
@@ -34,7 +35,7 @@ impl Rule for SplitJoin {
             if Ty::rank_of(&elem) + 2 > cx.params.max_rank {
                 continue;
             }
-            for n in cx.factors(len) {
+            for n in cx.map_factors(&label, len) {
                 let inner = Build::call(
                     Prim::Map { kind: mapsat_ir::ast::MapKind::Abstract, label: format!("{label}_i") },
                     vec![Build::Class(f)],

@@ -26,6 +26,8 @@ pub fn examples() -> Vec<(String, Program)> {
 pub fn same_function(a: &Program, b: &Program, sizes: &Sizes) -> Result<(), String> {
     mapsat_ir::check::check(b).map_err(|e| format!("does not check symbolically: {e}\n{}", mapsat_ir::print(b)))?;
     let sizes = a.resolve_sizes(sizes).map_err(|e| e.to_string())?;
+    // The variant's own new tile sizes at their defaults.
+    let sizes = b.resolve_sizes(&sizes).map_err(|e| e.to_string())?;
     mapsat_ir::check::check_with_sizes(b, &sizes)
         .map_err(|e| format!("does not check: {e}\n{}", mapsat_ir::print(b)))?;
     for seed in 0..3 {
