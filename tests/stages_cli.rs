@@ -32,6 +32,8 @@ fn emit_writes_a_kernel_per_stage_and_the_order() {
     assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
     let pipeline: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(dir.join("sepblur.pipeline.json")).unwrap()).unwrap();
+    // The image, the horizontal pass's result and the output: 3 times 16 x 16 floats.
+    assert_eq!(pipeline["global_bytes"], 3 * 16 * 16 * 4);
     let kernels = pipeline["kernels"].as_array().unwrap();
     let entries: Vec<&str> = kernels.iter().map(|k| k["entry"].as_str().unwrap()).collect();
     assert_eq!(entries, ["sepblur_0_h", "sepblur"]);

@@ -47,15 +47,22 @@ pub struct Stage {
     pub binder: Option<String>,
 }
 
-/// The value nodes of the boundary `let`s at the top of `p`'s body, with their binders' names,
-/// and the final body.
-fn boundaries(p: &Program) -> (Vec<(NodeId, String)>, NodeId) {
+/// A kernel boundary: `let binder = toGlobal(value) in ...` at the top of a program's body.
+struct Cut {
+    /// The value, without its `toGlobal`.
+    value: NodeId,
+    /// The bound name.
+    binder: String,
+}
+
+/// The kernel boundaries at the top of `p`'s body, outermost first, and the final body.
+fn boundaries(p: &Program) -> (Vec<Cut>, NodeId) {
     let mut out = Vec::new();
     let mut at = p.root;
     while let Node::Let(value, body) = p.nodes[at.index()] {
         let Some(inner) = to_global(p, value) else { break };
-        let name = p.meta[at.index()].binder.clone().unwrap_or_else(|| format!("t{}", out.len()));
-        out.push((inner, name));
+        let binder = p.meta[at.index()].binder.clone().unwrap_or_else(|| format!("t{}", out.len()));
+        out.push(Cut { value: inner, binder });
         at = body;
     }
     (out, at)
@@ -85,7 +92,7 @@ pub fn split(p: &Program) -> Result<Vec<Stage>, TypeError> {
     let info = check::check(p)?;
     let mut stages = Vec::with_capacity(cuts.len() + 1);
     let mut results: Vec<Param> = Vec::new();
-    for (k, (value, binder)) in cuts.iter().enumerate() {
+    for (k, Cut { value, binder }) in cuts.iter().enumerate() {
         let name = format!("{}_{k}_{binder}", p.name);
         stages.push(Copy::stage(p, *value, k, name, &results, Some(binder.clone())));
         let ty = info.of(*value).cloned().unwrap_or_else(|| info.result.clone());

@@ -1,6 +1,147 @@
 //! mapsat-rewrite: equality saturation over the mapsat IR.
 //!
-//! This crate will explore algorithmic and memory variants of a program with egg (tiling, fusion,
-//! partial reductions, local/private staging, vectorization), every variant provably the same
-//! function. Nothing is implemented yet: the IR's arena (`mapsat_ir::Program`) is laid out children
-//! before parents with de Bruijn variables so that conversion to an egg `RecExpr` is one linear pass.
+//! A checked program is added to an egg e-graph ([`lang::Lift`], [`convert`]), rewritten by rules
+//! grouped by topic ([`rules`]: split-join, map fusion and fission, β- and η-reduction,
+//! reduce-map fusion, partial reduction, map interchange through transposes) under explicit
+//! budgets ([`saturate`]), and K structurally diverse variants are extracted as ordinary programs
+//! ([`extract`]; with memory variants, [`staging`]), each checked symbolically and at the sizes.
+//! Every variant computes what the input computes (the rules are property-tested against the
+//! interpreter, `tests/rules.rs`, and so are the extracted variants, `tests/variants.rs`).
+//!
+//! Binders are de Bruijn indices, as in the IR's arena. Shifting and β-reduction are computed on
+//! terms (a class's smallest representative) in one module, [`binders`], never with explicit
+//! substitution nodes; "x not free in f" conditions read the may-free analysis
+//! ([`analysis`]). Conditions on sizes (a split divides the length) are decided at concrete sizes
+//! (the program's defaults and the caller's values): variants are valid at those sizes, as the
+//! mapping constraints are.
+//!
+//! ```
+//! let p = mapsat_ir::parse("size N = 64\ndef sum(xs: [f32]N) : f32 = reduce(add, 0.0, xs)").unwrap();
+//! let out = mapsat_rewrite::rewrite(&p, &mapsat_rewrite::Options::default()).unwrap();
+//! assert!(out.variants.len() > 1);
+//! ```
+
+pub mod analysis;
+pub mod binders;
+pub mod convert;
+pub mod error;
+pub mod extract;
+pub mod infer;
+pub mod lang;
+pub mod rules;
+pub mod saturate;
+pub mod staging;
+pub mod tiles;
+
+pub use error::RewriteError;
+pub use extract::Variant;
+pub use saturate::{Budget, Report, StopReason};
+
+use mapsat_ir::{Program, Sizes};
+
+/// Default number of variants.
+pub const VARIANTS: usize = 8;
+/// Default split factors (each used only where it divides the length).
+pub const SPLIT_FACTORS: [i64; 5] = [2, 4, 8, 16, 32];
+
+/// Options of [`rewrite`].
+#[derive(Clone, Debug)]
+pub struct Options {
+    /// Size values (the program's defaults fill the others).
+    pub sizes: Sizes,
+    /// Saturation budgets.
+    pub budget: Budget,
+    /// How many variants to extract.
+    pub variants: usize,
+    /// Candidate split factors (each used only where it divides the length).
+    pub split_factors: Vec<i64>,
+    /// Also split by the program's tunable sizes (size variables declared with a range and in no
+    /// parameter's type), where they divide the length at the sizes.
+    pub tunable_splits: bool,
+    /// Also split by new tunable tile sizes, one per map of the input ([`tiles`]), declared in
+    /// the variants that use them.
+    pub new_tile_sizes: bool,
+    /// Largest array rank a rule may create (default: one more than the largest rank of an
+    /// array in the input).
+    pub max_rank: Option<usize>,
+    /// Only the rules with these names (all rules when `None`).
+    pub rules: Option<Vec<String>>,
+}
+
+impl Default for Options {
+    fn default() -> Options {
+        Options {
+            sizes: Sizes::new(),
+            budget: Budget::default(),
+            variants: VARIANTS,
+            split_factors: SPLIT_FACTORS.to_vec(),
+            tunable_splits: true,
+            new_tile_sizes: true,
+            max_rank: None,
+            rules: None,
+        }
+    }
+}
+
+/// The result of [`rewrite`].
+#[derive(Clone, Debug)]
+pub struct Outcome {
+    /// What saturation did.
+    pub report: Report,
+    /// The variants, the best by static cost first.
+    pub variants: Vec<Variant>,
+    /// Candidate terms that did not type-check (0 unless a rule is unsound).
+    pub rejected: usize,
+    /// Time spent extracting the variants.
+    pub extract_time: std::time::Duration,
+}
+
+/// Saturates a program with every rule and extracts diverse variants.
+pub fn rewrite(p: &Program, opts: &Options) -> Result<Outcome, RewriteError> {
+    let mut sizes = p.resolve_sizes(&opts.sizes)?;
+    let info = mapsat_ir::check::check(p)?;
+    mapsat_ir::check::check_with_sizes(p, &sizes)?;
+    let tiles = match opts.new_tile_sizes {
+        true => tiles::new_tile_sizes(p, &info, &sizes, &opts.split_factors),
+        false => Vec::new(),
+    };
+    for t in &tiles {
+        sizes.insert(t.size.name.clone(), t.size.default.unwrap_or(1));
+    }
+    let mut eg = analysis::LiftGraph::new(analysis::Meta {
+        params: p.params.iter().map(|q| q.ty.clone()).collect(),
+        sizes: sizes.clone(),
+    });
+    let (root, names) = convert::add_program(&mut eg, p, &info);
+    let max_rank = opts.max_rank.unwrap_or_else(|| default_rank(&info));
+    let mut factors: Vec<mapsat_ir::Size> = opts.split_factors.iter().map(|n| mapsat_ir::Size::constant(*n)).collect();
+    if opts.tunable_splits {
+        factors.extend(tunable(p).iter().map(|v| mapsat_ir::Size::var(v)));
+    }
+    let by_label = tiles.iter().map(|t| (t.label.clone(), mapsat_ir::Size::var(&t.size.name))).collect();
+    let params = rules::Params { sizes: sizes.clone(), factors, tiles: by_label, max_rank };
+    let mut chosen = rules::all();
+    if let Some(names) = &opts.rules {
+        if let Some(bad) = names.iter().find(|n| !chosen.iter().any(|r| r.name() == n.as_str())) {
+            let known: Vec<&str> = chosen.iter().map(|r| r.name()).collect();
+            return Err(RewriteError::Options(format!("no rule `{bad}` (rules: {})", known.join(", "))));
+        }
+        chosen.retain(|r| names.iter().any(|n| n == r.name()));
+    }
+    let report = saturate::saturate(&mut eg, &chosen, &params, &opts.budget);
+    let src = extract::Source { template: p, root, names: &names, sizes: &sizes, tiles: &tiles };
+    let start = std::time::Instant::now();
+    let (variants, rejected) = extract::variants(&eg, &src, opts.variants);
+    Ok(Outcome { report, variants, rejected, extract_time: start.elapsed() })
+}
+
+/// The program's tunable sizes: declared with a range and in no parameter's type.
+pub fn tunable(p: &Program) -> Vec<String> {
+    let in_params: Vec<String> = p.params.iter().flat_map(|q| q.ty.size_vars()).collect();
+    p.sizes.iter().filter(|v| v.max.is_some() && !in_params.contains(&v.name)).map(|v| v.name.clone()).collect()
+}
+
+/// One more than the largest rank of an array in the program.
+fn default_rank(info: &mapsat_ir::check::TypeInfo) -> usize {
+    info.types.iter().flatten().map(infer::Ty::rank_of).max().unwrap_or(0) + 1
+}

@@ -14,6 +14,7 @@ macro_rules! outln {
 
 mod kernels;
 mod mapping;
+mod rewrite;
 mod space;
 mod stages;
 mod tune;
@@ -125,6 +126,8 @@ enum Command {
         #[arg(long)]
         reassociate: bool,
     },
+    /// Equality saturation: write K diverse variants of a program (each the same function).
+    Rewrite(Box<rewrite::RewriteArgs>),
     /// Search mappings, tunable sizes and work-group sizes for the fastest valid kernel.
     Tune(Box<tune::TuneArgs>),
     /// Both cost models' predictions for one candidate.
@@ -224,6 +227,7 @@ pub fn main() -> ExitCode {
             let cfg = mapsat_tuner::measure::RunConfig { check, runs, reassociate, ..Default::default() };
             kernels::run(&file, &sizes, how, &device, local.as_deref(), &inputs, seed, &cfg)
         }
+        Command::Rewrite(args) => rewrite::rewrite(&args),
         Command::Tune(args) => tune::tune(&args),
         Command::Predict(args) => tune::predict(&args),
         Command::Calibrate { device, target, output } => {

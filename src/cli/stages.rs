@@ -5,7 +5,8 @@
 use super::kernels::{parse_local, Mapped};
 use super::{CliResult, Failure, Source};
 use mapsat::ir::{self, stages, stages::Stage, Node, Prim, Program, Sizes};
-use mapsat_codegen::Dialect;
+use mapsat_codegen::kir::{Role, Space};
+use mapsat_codegen::{Dialect, Manifest};
 use mapsat_tuner::measure::{self, DeviceSpec, MappedStage, RunConfig};
 use std::collections::BTreeSet;
 use std::path::Path;
@@ -83,6 +84,26 @@ fn source_name(i: stages::Input, p: &Program, stages: &[MappedStage]) -> String 
     }
 }
 
+/// The global memory the kernels use together: the program's inputs (once, however many
+/// kernels read them), and each kernel's result and temporaries (a result read by later kernels
+/// is their input, counted once).
+fn global_bytes<'a>(stages: &[MappedStage], manifests: impl Iterator<Item = &'a Manifest>) -> u64 {
+    let mut params = std::collections::BTreeMap::new();
+    let mut own = 0;
+    for (s, m) in stages.iter().zip(manifests) {
+        for b in m.buffers.iter().filter(|b| b.space == Space::Global) {
+            match (b.role, b.param.map(|i| s.inputs[i])) {
+                (Role::Input, Some(stages::Input::Param(j))) => {
+                    params.insert(j, b.bytes);
+                }
+                (Role::Input, _) => {}
+                _ => own += b.bytes,
+            }
+        }
+    }
+    own + params.values().sum::<u64>()
+}
+
 /// `mapsat emit` of a program with kernel boundaries: a kernel and manifest per stage, and
 /// `NAME.pipeline.json` with the order of the kernels and where each one's inputs come from.
 pub(super) fn emit(
@@ -103,8 +124,10 @@ pub(super) fn emit(
             mapsat_codegen::emit(&s.program, &opts, dialect).map_err(|e| in_stage(&s.program.name, src.reject(&e)))?;
         emitted.push((code, manifest));
     }
+    let global_bytes = global_bytes(&stages, emitted.iter().map(|(_, m)| m));
     let pipeline = serde_json::json!({
         "program": p.name,
+        "global_bytes": global_bytes,
         "kernels": stages.iter().zip(&emitted).map(|(s, (_, m))| serde_json::json!({
             "entry": m.entry,
             "manifest": format!("{}.json", m.entry),
@@ -120,7 +143,11 @@ pub(super) fn emit(
         let l = &m.launch;
         outln!("wrote {} and {}.json: launch global {:?}, local {:?}", m.source, m.entry, l.global, l.local);
     }
-    outln!("wrote {}: {} kernels, launched in this order", ppath.display(), emitted.len());
+    outln!(
+        "wrote {}: {} kernels, launched in this order; global memory {global_bytes} B in all (inputs, each kernel's result and temporaries)",
+        ppath.display(),
+        emitted.len()
+    );
     Ok(())
 }
 

@@ -214,10 +214,11 @@ pub fn tune(a: &TuneArgs) -> CliResult<()> {
         ));
     }
     let split = stages::split(&p).map_err(|e| src.reject(&e))?;
-    let mut summaries = Vec::with_capacity(split.len());
+    let n = split.len();
+    let mut summaries = Vec::with_capacity(n);
     for (k, s) in split.into_iter().enumerate() {
         let name = s.program.name.clone();
-        outln!("kernel {} of {}: {name}", k + 1, stages::count(&p));
+        outln!("kernel {} of {n}: {name}", k + 1);
         let dir = a.output.join(&name);
         let log = dir.join("tune.jsonl");
         let (task, result, written, model) = tune_one(a, s.program, &given, device, profile.clone(), &dir, &log)?;
@@ -283,16 +284,19 @@ fn tune_one(
 /// The whole program's figures from its kernels' tunes: the sequence's time is the sum of its
 /// kernels' times.
 fn summarize_stages(p: &mapsat::ir::Program, kernels: &[tune::report::Summary]) {
-    let sum = |f: &dyn Fn(&tune::report::Summary) -> f64| kernels.iter().map(f).sum::<f64>();
-    let best_ms = sum(&|s| s.best_ms);
-    let median_ms = sum(&|s| if s.median_valid_gflops > 0.0 { s.best_ms * s.speedup_over_median } else { 0.0 });
+    let best_ms: f64 = kernels.iter().map(|s| s.best_ms).sum();
+    // The median valid candidate's time, from the best's and the speed-up over it.
+    let median_ms: f64 = kernels.iter().map(|s| s.best_ms * s.speedup_over_median).sum();
     let mappings: Vec<String> = kernels.iter().filter_map(|s| s.best.as_ref().map(|b| b.mapping.clone())).collect();
-    outln!("program {}: {} kernels, launched in order", p.name, kernels.len());
-    outln!(
-        "  best sequence: {} (the median valid candidates of each kernel: {})",
-        tune::report::fmt_ms(best_ms),
-        tune::report::fmt_ms(median_ms)
-    );
+    outln!("program {}: {} kernels, launched in order (each tuned kernel in DIR/KERNEL/)", p.name, kernels.len());
+    match kernels.iter().all(|s| s.median_valid_gflops > 0.0) {
+        true => outln!(
+            "  best sequence: {}; the median valid candidates of the kernels, in sequence: {}",
+            tune::report::fmt_ms(best_ms),
+            tune::report::fmt_ms(median_ms)
+        ),
+        false => outln!("  best sequence: {}", tune::report::fmt_ms(best_ms)),
+    }
     if mappings.len() == kernels.len() {
         outln!("  mapping {}", mappings.join(","));
     }

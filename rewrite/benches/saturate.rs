@@ -1,0 +1,52 @@
+//! Figures of the rewrite stage on the examples: e-graph size, saturation and extraction time,
+//! with the default budgets and K = 16 variants. `cargo bench -p mapsat-rewrite --bench saturate`
+//! prints one line per example (peak memory is the process's high-water mark so far, read from
+//! `/proc/self/status`, so it only grows from line to line).
+
+use mapsat_rewrite::{rewrite, Budget, Options};
+use std::time::Instant;
+
+const EXAMPLES: [&str; 6] = ["dot", "sum", "blur2d", "matmul", "matmul_tiled", "conv"];
+
+fn peak_mib() -> Option<f64> {
+    let status = std::fs::read_to_string("/proc/self/status").ok()?;
+    let line = status.lines().find(|l| l.starts_with("VmHWM:"))?;
+    let kib: f64 = line.split_whitespace().nth(1)?.parse().ok()?;
+    Some(kib / 1024.0)
+}
+
+fn main() {
+    println!("example        nodes  classes iter stop             saturate  extract(K=16) variants peak");
+    println!("default budgets:");
+    for name in EXAMPLES {
+        run(name, Budget::default());
+    }
+    println!("larger budget (100k nodes, 12 iterations, 60 s):");
+    for name in ["matmul", "conv"] {
+        let budget =
+            Budget { nodes: 100_000, iterations: 12, time: std::time::Duration::from_secs(60), ..Budget::default() };
+        run(name, budget);
+    }
+}
+
+fn run(name: &str, budget: Budget) {
+    let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/../examples");
+    let text = std::fs::read_to_string(format!("{dir}/{name}.lift")).expect("example");
+    let p = mapsat_ir::parse(&text).expect("parses");
+    let start = Instant::now();
+    let out = rewrite(&p, &Options { variants: 16, budget, ..Options::default() }).expect("rewrites");
+    let total = start.elapsed();
+    let r = &out.report;
+    println!(
+        "{name:<14} {:>6} {:>8} {:>4} {:<16} {:>7.3}s {:>9.3}s {:>8} {:>6.0} MiB (total {:.3}s)",
+        r.nodes,
+        r.classes,
+        r.iterations,
+        r.stop.name(),
+        r.time.as_secs_f64(),
+        out.extract_time.as_secs_f64(),
+        out.variants.len(),
+        peak_mib().unwrap_or(f64::NAN),
+        total.as_secs_f64()
+    );
+}

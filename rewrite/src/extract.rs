@@ -1,0 +1,270 @@
+//! Extraction of K diverse variants.
+//!
+//! No e-graph library offers top-K extraction; this one is a small beam over *choices*:
+//!
+//! 1. The best term by a static cost ([`StaticCost`], egg's bottom-up extractor).
+//! 2. Neighbours: for each class the best term goes through, each other node of that class is
+//!    forced in turn (the rest of the term stays best); then once more from the cheapest
+//!    neighbours of distinct structure (two rounds reach, e.g., a tiled map around a partial
+//!    reduction).
+//! 3. Every candidate is turned into a program (labels made unique), checked at the sizes, and
+//!    given a structural signature ([`signature`]: the sequence of maps, reductions, split
+//!    factors and joins in pre-order). The K chosen are the cheapest of each distinct tiling (the
+//!    sequence of split factors) first, then of each distinct signature, then the cheapest
+//!    remaining; ties by printed text, so the result is deterministic.
+
+use crate::analysis::LiftGraph;
+use crate::convert::{self, Term};
+use crate::lang::Lift;
+use egg::{CostFunction, Extractor, Id, Language, RecExpr};
+use mapsat_ir::ast::{Node, Prim};
+use mapsat_ir::{Program, Sizes};
+use std::collections::{BTreeMap, BTreeSet, HashSet};
+
+/// The static cost: a node counts 1, a map or reduction 8 (a loop, and usually an array
+/// written to memory), so fused forms are cheaper and tilings cost their extra maps.
+pub struct StaticCost;
+
+/// The weight of one node.
+pub fn weight(n: &Lift) -> usize {
+    match n {
+        Lift::Prim(Prim::Map { .. } | Prim::Reduce { .. }) => 8,
+        _ => 1,
+    }
+}
+
+impl CostFunction<Lift> for StaticCost {
+    type Cost = usize;
+
+    fn cost<C: FnMut(Id) -> usize>(&mut self, enode: &Lift, mut costs: C) -> usize {
+        enode.fold(weight(enode), |s, c| s.saturating_add(costs(c)))
+    }
+}
+
+/// One extracted variant.
+#[derive(Clone, Debug)]
+pub struct Variant {
+    /// The program (checked at the sizes; labels unique).
+    pub program: Program,
+    /// Its static cost.
+    pub cost: usize,
+    /// Its structural signature.
+    pub signature: String,
+}
+
+/// What extraction needs besides the e-graph.
+pub struct Source<'a> {
+    /// The input program (name, sizes, parameters).
+    pub template: &'a Program,
+    /// The root class.
+    pub root: Id,
+    /// Binder names by class.
+    pub names: &'a BTreeMap<Id, String>,
+    /// Sizes at which variants are checked (new tile sizes included).
+    pub sizes: &'a Sizes,
+    /// New tile sizes, declared in the variants that use them.
+    pub tiles: &'a [crate::tiles::Tile],
+}
+
+/// Largest number of choice sets expanded in the second round.
+const BEAM: usize = 8;
+/// Largest number of distinct candidate terms checked in one round.
+const CANDIDATES: usize = 400;
+
+/// The best `k` diverse variants (fewer if the e-graph holds fewer distinct valid ones), and how
+/// many candidate terms did not type-check (0 unless a rule is unsound: every term of an
+/// e-graph built by sound rules is well typed).
+pub fn variants(eg: &LiftGraph, src: &Source, k: usize) -> (Vec<Variant>, usize) {
+    let mut rejected = 0;
+    let ext = Extractor::new(eg, StaticCost);
+    let names: BTreeMap<Id, &String> = src.names.iter().map(|(c, n)| (eg.find(*c), n)).collect();
+    let builder = Builder { eg, ext: &ext, names: &names };
+    let mut found: BTreeMap<String, Variant> = BTreeMap::new();
+    let mut frontier: Vec<BTreeMap<Id, Lift>> = vec![BTreeMap::new()];
+    // Only to skip terms already tried; never iterated.
+    let mut terms: HashSet<RecExpr<Lift>> = HashSet::new();
+    for _round in 0..2 {
+        let mut next: Vec<(usize, String, BTreeMap<Id, Lift>)> = Vec::new();
+        let per_base = CANDIDATES / frontier.len().max(1);
+        for forced in &frontier {
+            let (_, visited) = builder.build(src.root, forced);
+            let mut tried = 0;
+            for (c, n) in visited
+                .iter()
+                .filter(|c| !forced.contains_key(c))
+                .flat_map(|c| eg[*c].nodes.iter().map(move |n| (*c, n)))
+            {
+                if tried >= per_base {
+                    break;
+                }
+                let mut f = forced.clone();
+                f.insert(c, n.clone());
+                let (term, _) = builder.build(src.root, &f);
+                if !terms.insert(term.expr.clone()) {
+                    continue;
+                }
+                tried += 1;
+                match finish(src, &term) {
+                    Some(v) => {
+                        let text = mapsat_ir::print(&v.program);
+                        next.push((v.cost, v.signature.clone(), f));
+                        found.entry(text).or_insert(v);
+                    }
+                    None => rejected += 1,
+                }
+            }
+        }
+        next.sort_by(|a, b| (a.0, &a.1).cmp(&(b.0, &b.1)));
+        let mut seen = BTreeSet::new();
+        frontier = next.into_iter().filter(|(_, s, _)| seen.insert(s.clone())).map(|(_, _, f)| f).take(BEAM).collect();
+    }
+    let (term, _) = builder.build(src.root, &BTreeMap::new());
+    if let Some(v) = finish(src, &term) {
+        found.entry(mapsat_ir::print(&v.program)).or_insert(v);
+    }
+    let staged: Vec<Variant> = found.values().filter_map(|v| stage(v, src.sizes)).collect();
+    for v in staged {
+        found.entry(mapsat_ir::print(&v.program)).or_insert(v);
+    }
+    (choose(found, k), rejected)
+}
+
+/// The cheapest of each distinct tiling and staging (sequence of split factors and `toX`) first,
+/// then of each distinct signature, then the cheapest others; the best by cost always first.
+fn choose(found: BTreeMap<String, Variant>, k: usize) -> Vec<Variant> {
+    let mut all: Vec<(String, Variant)> = found.into_iter().collect();
+    all.sort_by(|a, b| (a.1.cost, &a.0).cmp(&(b.1.cost, &b.0)));
+    let (mut tilings, mut sigs) = (BTreeSet::new(), BTreeSet::new());
+    let mut tiers: [Vec<Variant>; 3] = Default::default();
+    for (_, v) in all {
+        let tier = if tilings.insert(tiling(&v.signature)) {
+            0
+        } else if sigs.insert(v.signature.clone()) {
+            1
+        } else {
+            2
+        };
+        sigs.insert(v.signature.clone());
+        tiers[tier].push(v);
+    }
+    tiers.into_iter().flatten().take(k).collect()
+}
+
+/// A variant with its partial reductions staged in private memory ([`crate::staging`]), if it
+/// has any and the result checks.
+fn stage(v: &Variant, sizes: &Sizes) -> Option<Variant> {
+    let p = crate::staging::stage_private(&v.program)?;
+    mapsat_ir::check::check(&p).ok()?;
+    mapsat_ir::check::check_with_sizes(&p, sizes).ok()?;
+    let added = p.nodes.len().saturating_sub(v.program.nodes.len());
+    Some(Variant { signature: signature(&p), cost: v.cost + added, program: p })
+}
+
+/// A signature's tiling and staging: its splits with their factors and its `toX`, in order
+/// (`S[2]S[4]P`).
+fn tiling(signature: &str) -> String {
+    let mut out = String::new();
+    let mut inside = false;
+    let mut chars = signature.chars().peekable();
+    while let Some(ch) = chars.next() {
+        if ch == 'S' && chars.peek() == Some(&'[') {
+            inside = true;
+        }
+        if inside || matches!(ch, 'P' | 'L' | 'G') {
+            out.push(ch);
+        }
+        if ch == ']' {
+            inside = false;
+        }
+    }
+    out
+}
+
+/// A candidate term as a variant, checked symbolically and at the sizes.
+fn finish(src: &Source, term: &Term) -> Option<Variant> {
+    let mut p = convert::to_program(src.template, term);
+    convert::unique_labels(&mut p);
+    crate::tiles::declare_used(&mut p, src.tiles);
+    if mapsat_ir::check::check(&p).is_err() {
+        // A split of a symbolic length: the result's length is `2*(H/2)`, equal to `H` only at
+        // sizes it divides. The variant declares the type it has (as `conv_blocked.lift` does).
+        p.ret = None;
+        p.ret = Some(mapsat_ir::check::check(&p).ok()?.result);
+    }
+    mapsat_ir::check::check_with_sizes(&p, src.sizes).ok()?;
+    let cost = term.expr.as_ref().iter().map(weight).sum();
+    Some(Variant { signature: signature(&p), cost, program: p })
+}
+
+/// The structure of a program: its maps (`M`), reductions (`R`), splits with their factor
+/// (`S[4]`), joins (`J`), transposes (`T`) and copies to global, local and private memory (`G`,
+/// `L`, `P`), in pre-order, with `TT` pairs removed. Lambdas are left out: an
+/// eta-expanded or β-reduced form of the same structure has the same signature.
+pub fn signature(p: &Program) -> String {
+    let mut out = String::new();
+    sig(p, p.root, &mut out);
+    // A transpose of a transpose is no structure of its own.
+    while out.contains("TT") {
+        out = out.replace("TT", "");
+    }
+    out
+}
+
+fn sig(p: &Program, id: mapsat_ir::NodeId, out: &mut String) {
+    match p.node(id) {
+        Node::Prim(Prim::Map { .. }) => out.push('M'),
+        Node::Prim(Prim::Reduce { .. }) => out.push('R'),
+        Node::Prim(Prim::Split(n)) => out.push_str(&format!("S[{n}]")),
+        Node::Prim(Prim::Join) => out.push('J'),
+        Node::Prim(Prim::Transpose) => out.push('T'),
+        Node::Prim(Prim::To(space)) => out.push(match space {
+            mapsat_ir::ast::AddressSpace::Global => 'G',
+            mapsat_ir::ast::AddressSpace::Local => 'L',
+            mapsat_ir::ast::AddressSpace::Private => 'P',
+        }),
+        n => {
+            for c in n.children() {
+                sig(p, c, out);
+            }
+        }
+    }
+}
+
+/// Builds terms top-down from the best choices, with some classes' choices forced.
+struct Builder<'a> {
+    eg: &'a LiftGraph,
+    ext: &'a Extractor<'a, StaticCost, Lift, crate::analysis::Meta>,
+    names: &'a BTreeMap<Id, &'a String>,
+}
+
+impl Builder<'_> {
+    /// The term from `root`, and the classes it goes through (in order, each once).
+    fn build(&self, root: Id, forced: &BTreeMap<Id, Lift>) -> (Term, Vec<Id>) {
+        let mut t = Term::default();
+        let mut visited = Vec::new();
+        let mut stack = Vec::new();
+        self.go(self.eg.find(root), forced, &mut t, &mut visited, &mut stack);
+        let mut seen = BTreeSet::new();
+        visited.retain(|c| seen.insert(*c));
+        (t, visited)
+    }
+
+    fn go(&self, c: Id, forced: &BTreeMap<Id, Lift>, t: &mut Term, visited: &mut Vec<Id>, stack: &mut Vec<Id>) -> Id {
+        visited.push(c);
+        // A forced node whose children lead back to its own class would not end: there, and
+        // deeper than any real term, the best (acyclic) choice is taken.
+        let node = match forced.get(&c) {
+            Some(n) if !stack.contains(&c) && stack.len() < 500 => n.clone(),
+            _ => self.ext.find_best_node(c).clone(),
+        };
+        stack.push(c);
+        let node = node.map_children(|ch| self.go(self.eg.find(ch), forced, t, visited, stack));
+        stack.pop();
+        let name = match node {
+            Lift::Lam(..) | Lift::Let(..) => self.names.get(&c).map(|s| s.to_string()),
+            _ => None,
+        };
+        t.names.push(name);
+        t.expr.add(node)
+    }
+}

@@ -1,0 +1,105 @@
+//! Map fusion and fission, and β-reduction (which cleans up after fusion).
+
+use super::{Build, Ctx, Rule};
+use crate::lang::Lift;
+use egg::Id;
+
+/// `map-fusion`:
+///
+/// ```text
+/// map@A(f, map@B(g, xs))  =>  map@A(fun(x => f(g(x))), xs)
+/// ```
+///
+/// Always sound (the IR is pure): both sides apply `g` then `f` to each element. `f` and `g` move
+/// under the new binder `x`, so their free variables are shifted by one (closed ones are reused
+/// as they are, the others through their representatives).
+pub struct MapFusion;
+
+impl Rule for MapFusion {
+    fn name(&self) -> &'static str {
+        "map-fusion"
+    }
+
+    fn search(&self, cx: &Ctx, c: Id) -> Vec<Build> {
+        let mut out = Vec::new();
+        for (label, f, ys) in cx.maps(c) {
+            for (_, g, xs) in cx.maps(ys) {
+                let (Some(f1), Some(g1)) = (cx.shifted(f, 1), cx.shifted(g, 1)) else { continue };
+                let x = Build::var(0, cx.elem(xs));
+                let body = Build::app(f1, Build::app(g1, x));
+                out.push(Build::map(&label, Build::lam(body), Build::Class(xs)));
+            }
+        }
+        out
+    }
+}
+
+/// `map-fission`:
+///
+/// ```text
+/// map@A(fun(x => F(G)), xs)  =>  map@A(F', map@A_f(fun(x => G), xs))
+/// ```
+///
+/// where `F'` is `F` moved out of the binder. Sound when `x` is not free in `F` (read from the
+/// may-free analysis; `F` is then the same function for every element), and only applied when
+/// `G` is not `x` itself (that would only add an identity map) and `F` is not a `toX`
+/// (which must wrap the map or reduce application it writes).
+pub struct MapFission;
+
+impl Rule for MapFission {
+    fn name(&self) -> &'static str {
+        "map-fission"
+    }
+
+    fn search(&self, cx: &Ctx, c: Id) -> Vec<Build> {
+        let mut out = Vec::new();
+        for (label, f, xs) in cx.maps(c) {
+            for body in cx.lambdas(f) {
+                for n in &cx.eg[body].nodes {
+                    let Lift::App([ff, g]) = n else { continue };
+                    if cx.data(*ff).free.contains(&0) || is_var0(cx, *g) || cx.is_to(*ff) {
+                        continue;
+                    }
+                    let Some(ff1) = cx.shifted(*ff, -1) else { continue };
+                    let inner = Build::map(&format!("{label}_f"), Build::lam(Build::Class(*g)), Build::Class(xs));
+                    out.push(Build::map(&label, ff1, inner));
+                }
+            }
+        }
+        out
+    }
+}
+
+/// True when class `g` is the variable 0.
+fn is_var0(cx: &Ctx, g: Id) -> bool {
+    cx.eg[g].nodes.iter().any(|n| matches!(n, Lift::Var(0, _)))
+}
+
+/// `beta`:
+///
+/// ```text
+/// (fun(x => body))(arg)  =>  body[x := arg]
+/// ```
+///
+/// Sound in a pure language; computed on representatives ([`crate::binders::beta`]): `arg` is
+/// shifted under the binders of `body` it crosses, and `body`'s other free variables are lowered.
+pub struct Beta;
+
+impl Rule for Beta {
+    fn name(&self) -> &'static str {
+        "beta"
+    }
+
+    fn search(&self, cx: &Ctx, c: Id) -> Vec<Build> {
+        let mut out = Vec::new();
+        for n in &cx.eg[c].nodes {
+            let Lift::App([f, a]) = n else { continue };
+            for body in cx.lambdas(*f) {
+                if let Some(b) = cx.beta(body, *a) {
+                    out.push(b);
+                }
+            }
+        }
+        out
+    }
+}

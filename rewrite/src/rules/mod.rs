@@ -1,0 +1,282 @@
+//! Rewrite rules, one file per topic. Each rule is named, states both sides in the IR's own
+//! notation and the condition under which it is sound.
+//!
+//! Rules are Rust searchers over the e-graph rather than egg patterns: map labels are part of
+//! the `map` primitive, conditions read the analysis (free variables, types at the given sizes),
+//! and the right-hand sides of binder-moving rules are computed on representatives by
+//! [`crate::binders`]. A rule returns, for a class, the terms ([`Build`]) equal to it; the
+//! saturation loop adds them and merges.
+
+pub mod fusion;
+pub mod interchange;
+pub mod reduce;
+pub mod split_join;
+
+use crate::analysis::{Data, LiftGraph};
+use crate::binders;
+use crate::lang::Lift;
+use egg::Language as _;
+use egg::{AstSize, Extractor, Id, RecExpr};
+use mapsat_ir::ast::{MapKind, Prim};
+use mapsat_ir::{Size, Sizes, Type};
+use std::collections::BTreeSet;
+
+/// A term to add to the e-graph: existing classes, closed computed terms and new nodes.
+#[derive(Clone, Debug)]
+pub enum Build {
+    /// An existing e-class.
+    Class(Id),
+    /// A term computed outside the e-graph (a shifted or substituted representative).
+    Expr(RecExpr<Lift>),
+    /// A new node over built children (the node's own children ids are ignored).
+    Node(Lift, Vec<Build>),
+}
+
+impl Build {
+    /// `f a`.
+    pub fn app(f: Build, a: Build) -> Build {
+        Build::Node(Lift::App([Id::from(0usize); 2]), vec![f, a])
+    }
+
+    /// A primitive.
+    pub fn prim(p: Prim) -> Build {
+        Build::Node(Lift::Prim(p), vec![])
+    }
+
+    /// A primitive applied to arguments, one at a time.
+    pub fn call(p: Prim, args: Vec<Build>) -> Build {
+        args.into_iter().fold(Build::prim(p), Build::app)
+    }
+
+    /// `map@label(f, xs)`.
+    pub fn map(label: &str, f: Build, xs: Build) -> Build {
+        Build::call(Prim::Map { kind: MapKind::Abstract, label: label.to_string() }, vec![f, xs])
+    }
+
+    /// `fun => body`.
+    pub fn lam(body: Build) -> Build {
+        Build::Node(Lift::Lam(None, [Id::from(0usize)]), vec![body])
+    }
+
+    /// A variable.
+    pub fn var(k: u32, ty: Option<Type>) -> Build {
+        Build::Node(Lift::Var(k, ty), vec![])
+    }
+
+    /// Number of nodes, counting an existing class as its smallest term.
+    pub fn size(&self, eg: &LiftGraph) -> usize {
+        match self {
+            Build::Class(c) => eg[*c].data.size,
+            Build::Expr(e) => e.len(),
+            Build::Node(_, cs) => 1 + cs.iter().map(|c| c.size(eg)).sum::<usize>(),
+        }
+    }
+
+    /// Adds the term to the e-graph.
+    pub fn add(&self, eg: &mut LiftGraph) -> Id {
+        match self {
+            Build::Class(c) => *c,
+            Build::Expr(e) => eg.add_expr(e),
+            Build::Node(n, cs) => {
+                let ids: Vec<Id> = cs.iter().map(|c| c.add(eg)).collect();
+                let mut k = 0;
+                let node = n.clone().map_children(|_| {
+                    k += 1;
+                    ids[k - 1]
+                });
+                eg.add(node)
+            }
+        }
+    }
+}
+
+/// Limits and choices every rule reads.
+#[derive(Clone, Debug)]
+pub struct Params {
+    /// Concrete sizes at which divisibility is decided (every size variable of the program).
+    pub sizes: Sizes,
+    /// Candidate split factors: constants, and the program's tunable size variables.
+    pub factors: Vec<Size>,
+    /// New tile sizes by map label ([`crate::tiles`]): a map with one is split by it only.
+    pub tiles: std::collections::BTreeMap<String, Size>,
+    /// Largest array rank a rule may create.
+    pub max_rank: usize,
+}
+
+/// What a rule sees: the e-graph, smallest representatives, the parameters.
+pub struct Ctx<'a> {
+    /// The e-graph (read only during search).
+    pub eg: &'a LiftGraph,
+    /// Smallest representatives, for the binder operations.
+    pub repr: Extractor<'a, AstSize, Lift, crate::analysis::Meta>,
+    /// Limits and split factors.
+    pub params: &'a Params,
+    /// Classes written by a `toGlobal`/`toLocal`/`toPrivate` (`toX(c)`): the IR requires such a
+    /// class to stay a map or reduce application.
+    pub placed: BTreeSet<Id>,
+}
+
+impl<'a> Ctx<'a> {
+    /// The context of one search over `eg`.
+    pub fn new(eg: &'a LiftGraph, params: &'a Params) -> Ctx<'a> {
+        let mut placed = BTreeSet::new();
+        for class in eg.classes() {
+            for n in &class.nodes {
+                if let Lift::App([f, a]) = n {
+                    if eg[*f].nodes.iter().any(|m| matches!(m, Lift::Prim(Prim::To(_)))) {
+                        placed.insert(eg.find(*a));
+                    }
+                }
+            }
+        }
+        Ctx { eg, repr: Extractor::new(eg, AstSize), params, placed }
+    }
+
+    /// True when class `c` is a `toX` primitive (which must stay applied to a map or reduce).
+    pub fn is_to(&self, c: Id) -> bool {
+        self.eg[c].nodes.iter().any(|n| matches!(n, Lift::Prim(Prim::To(_))))
+    }
+
+    /// A class's analysis data.
+    pub fn data(&self, c: Id) -> &Data {
+        &self.eg[c].data
+    }
+
+    /// A class moved under `d` more binders (or out of `-d`): the class itself when it is
+    /// closed, else its shifted representative; `None` when it uses a binder it leaves.
+    pub fn shifted(&self, c: Id, d: i64) -> Option<Build> {
+        let data = self.data(c);
+        if data.closed() {
+            return Some(Build::Class(c));
+        }
+        if d < 0 && data.free.iter().any(|&k| i64::from(k) < -d) {
+            return None;
+        }
+        let (_, e) = self.repr.find_best(c);
+        binders::shift(&e, d, 0).map(Build::Expr)
+    }
+
+    /// `(fun => body) arg` reduced, on representatives.
+    pub fn beta(&self, body: Id, arg: Id) -> Option<Build> {
+        let (_, b) = self.repr.find_best(body);
+        let (_, a) = self.repr.find_best(arg);
+        binders::beta(&b, &a).map(Build::Expr)
+    }
+
+    /// The concrete length of an array class at the given sizes.
+    pub fn length(&self, c: Id) -> Option<i64> {
+        self.data(c).ty.array().and_then(|(_, n)| n.eval(&self.params.sizes))
+    }
+
+    /// The split factors that divide `len` at the sizes, other than 1 and `len` itself.
+    pub fn factors(&self, len: i64) -> Vec<Size> {
+        self.dividing(&self.params.factors, len)
+    }
+
+    /// The split factors of the map labelled `label` that divide `len`: its tile size if it has
+    /// one, else [`Ctx::factors`].
+    pub fn map_factors(&self, label: &str, len: i64) -> Vec<Size> {
+        match self.params.tiles.get(label) {
+            Some(t) => self.dividing(std::slice::from_ref(t), len),
+            None => self.factors(len),
+        }
+    }
+
+    fn dividing(&self, factors: &[Size], len: i64) -> Vec<Size> {
+        let divides = |n: i64| n > 1 && n < len && len % n == 0;
+        factors.iter().filter(|f| f.eval(&self.params.sizes).is_some_and(divides)).cloned().collect()
+    }
+
+    /// The element type of an array class.
+    pub fn elem(&self, c: Id) -> Option<Type> {
+        self.data(c).ty.array().map(|(e, _)| e.clone())
+    }
+
+    /// The primitive applications of class `c`: each way to read it as `p a1 ... ak` with `k`
+    /// the primitive's arity.
+    pub fn calls(&self, c: Id) -> Vec<(Prim, Vec<Id>)> {
+        let mut out = Vec::new();
+        for (p, args) in self.spines(c, 3) {
+            if args.len() == p.arity() {
+                out.push((p, args));
+            }
+        }
+        out
+    }
+
+    fn spines(&self, c: Id, depth: usize) -> Vec<(Prim, Vec<Id>)> {
+        let mut out = Vec::new();
+        for n in &self.eg[c].nodes {
+            match n {
+                Lift::Prim(p) => out.push((p.clone(), vec![])),
+                Lift::App([f, a]) if depth > 0 => {
+                    for (p, mut args) in self.spines(*f, depth - 1) {
+                        args.push(*a);
+                        out.push((p, args));
+                    }
+                }
+                _ => {}
+            }
+        }
+        out
+    }
+
+    /// The abstract maps of class `c`: `(label, f, xs)`.
+    pub fn maps(&self, c: Id) -> Vec<(String, Id, Id)> {
+        self.calls(c)
+            .into_iter()
+            .filter_map(|(p, a)| match p {
+                Prim::Map { kind: MapKind::Abstract, label } => Some((label, a[0], a[1])),
+                _ => None,
+            })
+            .collect()
+    }
+
+    /// The abstract maps applied to their function only (`map@label(f)`, a function on arrays)
+    /// in class `c`: `(label, f)`.
+    pub fn partial_maps(&self, c: Id) -> Vec<(String, Id)> {
+        self.spines(c, 1)
+            .into_iter()
+            .filter_map(|(p, a)| match p {
+                Prim::Map { kind: MapKind::Abstract, label } if a.len() == 1 => Some((label, a[0])),
+                _ => None,
+            })
+            .collect()
+    }
+
+    /// The high-level reductions of class `c`: `(op, init, xs)`.
+    pub fn reduces(&self, c: Id) -> Vec<(Id, Id, Id)> {
+        self.calls(c)
+            .into_iter()
+            .filter_map(|(p, a)| matches!(p, Prim::Reduce { seq: false }).then(|| (a[0], a[1], a[2])))
+            .collect()
+    }
+
+    /// The bodies of the lambdas of class `c`.
+    pub fn lambdas(&self, c: Id) -> Vec<Id> {
+        self.eg[c].nodes.iter().filter_map(|n| if let Lift::Lam(_, [b]) = n { Some(*b) } else { None }).collect()
+    }
+}
+
+/// A rewrite rule.
+pub trait Rule {
+    /// The rule's name (reported in the summary's application counts).
+    fn name(&self) -> &'static str;
+    /// Terms equal to class `c`.
+    fn search(&self, cx: &Ctx, c: Id) -> Vec<Build>;
+}
+
+/// Every rule, in a fixed order.
+pub fn all() -> Vec<Box<dyn Rule>> {
+    vec![
+        Box::new(split_join::SplitJoin),
+        Box::new(fusion::MapFusion),
+        Box::new(fusion::MapFission),
+        Box::new(fusion::Beta),
+        Box::new(reduce::ReduceMapFusion),
+        Box::new(reduce::PartialReduce),
+        Box::new(interchange::MapInterchange),
+        Box::new(interchange::TransposeTranspose),
+        Box::new(interchange::Eta),
+    ]
+}

@@ -1,0 +1,87 @@
+//! Reductions: fusion with a map, partial reduction.
+
+use super::{Build, Ctx, Rule};
+use crate::lang::Lift;
+use egg::Id;
+use mapsat_ir::ast::{BinOp, Lit, Prim};
+
+/// `reduce-map-fusion`:
+///
+/// ```text
+/// reduce(op, init, map@A(f, xs))  =>  reduce(fun(acc => fun(x => op(acc, f(x)))), init, xs)
+/// ```
+///
+/// Always sound: a left fold of `op` over `f` applied to each element is the left fold of the
+/// fused operator. `op` and `f` move under two new binders (shifted by two).
+pub struct ReduceMapFusion;
+
+impl Rule for ReduceMapFusion {
+    fn name(&self) -> &'static str {
+        "reduce-map-fusion"
+    }
+
+    fn search(&self, cx: &Ctx, c: Id) -> Vec<Build> {
+        let mut out = Vec::new();
+        for (op, init, ys) in cx.reduces(c) {
+            for (_, f, xs) in cx.maps(ys) {
+                let (Some(op2), Some(f2)) = (cx.shifted(op, 2), cx.shifted(f, 2)) else { continue };
+                let acc = Build::var(1, cx.data(init).ty.known().cloned());
+                let x = Build::var(0, cx.elem(xs));
+                let body = Build::app(Build::app(op2, acc), Build::app(f2, x));
+                let g = Build::lam(Build::lam(body));
+                out.push(Build::call(Prim::Reduce { seq: false }, vec![g, Build::Class(init), Build::Class(xs)]));
+            }
+        }
+        out
+    }
+}
+
+/// `partial-reduce`:
+///
+/// ```text
+/// reduce(op, init, xs)  =>  reduce(op, init, map@R<n>(reduce(op, init), split(n, xs)))
+/// ```
+///
+/// Sound when `op` is associative with `init` as its identity (`add` with `0`, `mul` with `1`;
+/// exact for integers, up to rounding for floats) and `n` divides the length of `xs`: each chunk
+/// is reduced from the identity, then the partial results are reduced. The new map's label is
+/// `R<n>` (a function of the match, so that saturation terminates; extraction makes labels
+/// unique in a variant).
+pub struct PartialReduce;
+
+impl Rule for PartialReduce {
+    fn name(&self) -> &'static str {
+        "partial-reduce"
+    }
+
+    fn search(&self, cx: &Ctx, c: Id) -> Vec<Build> {
+        let mut out = Vec::new();
+        for (op, init, xs) in cx.reduces(c) {
+            if !monoid(cx, op, init) {
+                continue;
+            }
+            let Some(len) = cx.length(xs) else { continue };
+            for n in cx.factors(len) {
+                let partial = Build::call(Prim::Reduce { seq: false }, vec![Build::Class(op), Build::Class(init)]);
+                let split = Build::call(Prim::Split(n.clone()), vec![Build::Class(xs)]);
+                let chunks = Build::map(&format!("R{n}"), partial, split);
+                out.push(Build::call(Prim::Reduce { seq: false }, vec![Build::Class(op), Build::Class(init), chunks]));
+            }
+        }
+        out
+    }
+}
+
+/// True when `op` is `add` with `init` zero, or `mul` with `init` one.
+fn monoid(cx: &Ctx, op: Id, init: Id) -> bool {
+    let has = |c: Id, want: &dyn Fn(&Lift) -> bool| cx.eg[c].nodes.iter().any(want);
+    let lit = |c: Id, v: f32| {
+        has(c, &|n| match n {
+            Lift::Lit(Lit::F32(b)) => f32::from_bits(*b) == v,
+            Lift::Lit(Lit::I32(i)) => *i as f32 == v,
+            _ => false,
+        })
+    };
+    let is_op = |o: BinOp| has(op, &|n| *n == Lift::Prim(Prim::Bin(o)));
+    (is_op(BinOp::Add) && lit(init, 0.0)) || (is_op(BinOp::Mul) && lit(init, 1.0))
+}

@@ -1,0 +1,62 @@
+//! New tunable tile sizes: one size variable per map of the input, for the tuner to search.
+//!
+//! Split-join with a constant factor fixes a tile size; with a size variable declared with a
+//! range (`size tA in 1..64 = 4`), the tuner chooses it (it keeps the values at which the variant
+//! type-checks, i.e. those that divide). Each abstract map of the input gets one, named `t` and
+//! its label, with the largest constant split factor that divides its length as the default
+//! (rules decide divisibility at that default).
+
+use mapsat_ir::ast::{MapKind, Node, Prim, SizeVar};
+use mapsat_ir::check::TypeInfo;
+use mapsat_ir::{Program, Sizes};
+use std::collections::BTreeSet;
+
+/// A new tile size and the map it tiles.
+#[derive(Clone, Debug)]
+pub struct Tile {
+    /// The map's label.
+    pub label: String,
+    /// The size variable, as the variants declare it.
+    pub size: SizeVar,
+}
+
+/// The new tile sizes of `p`'s abstract maps (in source order; none for a map whose length has
+/// no divisor among `factors`).
+pub fn new_tile_sizes(p: &Program, info: &TypeInfo, sizes: &Sizes, factors: &[i64]) -> Vec<Tile> {
+    let mut taken: BTreeSet<String> = p.sizes.iter().map(|v| v.name.clone()).collect();
+    taken.extend(p.params.iter().map(|q| q.name.clone()));
+    let mut out = Vec::new();
+    for (k, node) in p.nodes.iter().enumerate() {
+        let Node::App(f, xs) = node else { continue };
+        let (head, args) = p.spine(*f);
+        let Node::Prim(Prim::Map { kind: MapKind::Abstract, label }) = p.node(head) else { continue };
+        if args.len() != 1 || info.types.get(k).and_then(Option::as_ref).is_none() {
+            continue;
+        }
+        let Some(len) = info.of(*xs).and_then(|t| t.as_array()).and_then(|(_, n)| n.eval(sizes)) else { continue };
+        let Some(n) = factors.iter().copied().filter(|n| *n > 1 && *n < len && len % n == 0).max() else { continue };
+        let base = format!("t{label}");
+        let name =
+            (0..).map(|i| if i == 0 { base.clone() } else { format!("{base}_{i}") }).find(|c| !taken.contains(c));
+        if let Some(name) = name {
+            taken.insert(name.clone());
+            out.push(Tile { label: label.clone(), size: SizeVar { name, min: 1, max: Some(len), default: Some(n) } });
+        }
+    }
+    out
+}
+
+/// Declares in `p` the tile sizes its splits use.
+pub fn declare_used(p: &mut Program, tiles: &[Tile]) {
+    let mut used = BTreeSet::new();
+    for node in &p.nodes {
+        if let Node::Prim(Prim::Split(s)) = node {
+            used.extend(s.vars());
+        }
+    }
+    for t in tiles {
+        if used.contains(&t.size.name) && !p.sizes.iter().any(|v| v.name == t.size.name) {
+            p.sizes.push(t.size.clone());
+        }
+    }
+}

@@ -1,0 +1,42 @@
+//! Shared by the rewrite tests: programs compared with the interpreter.
+
+#![allow(dead_code)]
+
+use mapsat_ir::{interp, Program, Sizes};
+
+/// Relative and absolute tolerance (reassociated float sums).
+pub const TOL: f64 = 1e-4;
+
+/// The examples of the repository, `(file name, program)`, in name order.
+pub fn examples() -> Vec<(String, Program)> {
+    let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/../examples");
+    let mut files: Vec<_> = std::fs::read_dir(dir).unwrap().map(|e| e.unwrap().path()).collect();
+    files.sort();
+    files
+        .into_iter()
+        .filter(|f| f.extension().is_some_and(|e| e == "lift"))
+        .map(|f| {
+            let text = std::fs::read_to_string(&f).unwrap();
+            (f.file_name().unwrap().to_string_lossy().into_owned(), mapsat_ir::parse(&text).unwrap())
+        })
+        .collect()
+}
+
+/// Checks that `b` type-checks (symbolically and at `sizes`) and computes what `a` computes at `sizes`, on a few random inputs.
+pub fn same_function(a: &Program, b: &Program, sizes: &Sizes) -> Result<(), String> {
+    mapsat_ir::check::check(b).map_err(|e| format!("does not check symbolically: {e}\n{}", mapsat_ir::print(b)))?;
+    let sizes = a.resolve_sizes(sizes).map_err(|e| e.to_string())?;
+    // The variant's own new tile sizes at their defaults.
+    let sizes = b.resolve_sizes(&sizes).map_err(|e| e.to_string())?;
+    mapsat_ir::check::check_with_sizes(b, &sizes)
+        .map_err(|e| format!("does not check: {e}\n{}", mapsat_ir::print(b)))?;
+    for seed in 0..3 {
+        let inputs = interp::random_inputs(a, &sizes, seed).map_err(|e| e.to_string())?;
+        let want = interp::eval(a, &sizes, &inputs).map_err(|e| e.to_string())?;
+        let got = interp::eval(b, &sizes, &inputs).map_err(|e| format!("eval: {e}\n{}", mapsat_ir::print(b)))?;
+        if !got.allclose(&want, TOL, TOL) {
+            return Err(format!("different results (seed {seed}) for\n{}", mapsat_ir::print(b)));
+        }
+    }
+    Ok(())
+}

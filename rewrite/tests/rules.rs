@@ -1,0 +1,253 @@
+//! Every rule, alone, on small programs where it applies: all variants in the e-graph after it
+//! ran (both sides, and their combinations) compute what the input computes, at several sizes.
+//! And the negative cases: a split that does not divide, a move that would capture a variable.
+
+mod common;
+
+use mapsat_ir::{Program, Sizes};
+use mapsat_rewrite::{rewrite, Budget, Options};
+
+/// Runs only `rules` for `iterations` at `sizes` and checks every variant (up to 32) against the
+/// input. Returns how many times the first rule applied.
+fn run(src: &str, rules: &[&str], iterations: usize, sizes: &Sizes, factors: &[i64]) -> usize {
+    let p: Program = mapsat_ir::parse(src).unwrap();
+    let opts = Options {
+        sizes: sizes.clone(),
+        budget: Budget { iterations, ..Budget::default() },
+        variants: 32,
+        split_factors: factors.to_vec(),
+        rules: Some(rules.iter().map(|r| r.to_string()).collect()),
+        ..Options::default()
+    };
+    let out = rewrite(&p, &opts).unwrap();
+    assert!(!out.variants.is_empty());
+    assert_eq!(out.rejected, 0, "{rules:?}: ill-typed terms in the e-graph");
+    for v in &out.variants {
+        common::same_function(&p, &v.program, sizes).unwrap_or_else(|e| panic!("{rules:?} at {sizes:?}: {e}"));
+    }
+    out.report.applied[rules[0]]
+}
+
+/// Sizes `name = v` for each v.
+fn at(name: &str, values: &[i64]) -> Vec<Sizes> {
+    values.iter().map(|v| Sizes::new().with(name, *v)).collect()
+}
+
+const MAP2: &str =
+    "size N = 16\ndef f(xs: [f32]N) : [f32]N = map@A(fun(x => exp(x * 0.5)), map@B(fun(x => x + 1.0), xs))";
+const DOT: &str =
+    "size N = 16\ndef dot(x: [f32]N, y: [f32]N) : f32 = reduce(add, 0.0, map@A(fun(p => p.0 * p.1), zip(x, y)))";
+const SUM: &str = "size N = 16\ndef sum(xs: [f32]N) : f32 = reduce(add, 0.0, xs)";
+const PROD: &str = "size N = 8\ndef prod(xs: [i32]N) : i32 = reduce(mul, 1, xs)";
+/// Inner maps whose functions use the outer row (a free variable inside the inner lambda).
+const ROWS: &str = "size M = 4, N = 8\ndef f(m: [[f32]N]M) : [[f32]N]M =\n  map@A(fun(row => map@B(fun(x => exp(at(0, row) * x)), map@C(fun(y => y + at(1, row)), row))), m)";
+
+#[test]
+fn split_join_keeps_the_function() {
+    for s in at("N", &[8, 12, 24]) {
+        assert!(run(MAP2, &["split-join"], 2, &s, &[2, 4]) > 0);
+    }
+    for s in at("N", &[4, 8]) {
+        assert!(run(ROWS, &["split-join"], 2, &s.with("M", 6), &[2, 3]) > 0);
+    }
+}
+
+#[test]
+fn map_fusion_keeps_the_function() {
+    for s in at("N", &[3, 16]) {
+        assert!(run(MAP2, &["map-fusion"], 2, &s, &[]) > 0);
+    }
+    // The inner functions use `row`: fusing them shifts it under the new binder.
+    for s in at("N", &[2, 5]) {
+        assert!(run(ROWS, &["map-fusion"], 2, &s.with("M", 3), &[]) > 0);
+    }
+}
+
+#[test]
+fn map_fission_keeps_the_function() {
+    for s in at("N", &[3, 16]) {
+        assert!(run(MAP2, &["map-fission"], 3, &s, &[]) > 0);
+        assert!(run(ROWS, &["map-fission"], 3, &s.with("M", 2), &[]) > 0);
+    }
+}
+
+#[test]
+fn beta_keeps_the_function() {
+    for s in at("N", &[3, 16]) {
+        assert!(run(MAP2, &["beta", "map-fusion"], 3, &s, &[]) > 0);
+        assert!(run(ROWS, &["beta", "map-fusion"], 3, &s.with("M", 2), &[]) > 0);
+    }
+}
+
+#[test]
+fn reduce_map_fusion_keeps_the_function() {
+    for s in at("N", &[1, 7, 16]) {
+        assert!(run(DOT, &["reduce-map-fusion"], 2, &s, &[]) > 0);
+    }
+}
+
+#[test]
+fn partial_reduce_keeps_the_function() {
+    for s in at("N", &[8, 12, 32]) {
+        assert!(run(SUM, &["partial-reduce"], 2, &s, &[2, 4]) > 0);
+        assert!(run(DOT, &["partial-reduce", "reduce-map-fusion", "split-join"], 3, &s, &[2, 4]) > 0);
+    }
+    for s in at("N", &[4, 6]) {
+        assert!(run(PROD, &["partial-reduce"], 2, &s, &[2]) > 0);
+    }
+}
+
+#[test]
+fn a_split_that_does_not_divide_is_not_applied() {
+    let n12 = Sizes::new().with("N", 12);
+    assert_eq!(run(SUM, &["partial-reduce"], 3, &n12, &[8, 5]), 0);
+    assert_eq!(run(MAP2, &["split-join"], 3, &n12, &[8, 5]), 0);
+    // A factor as large as the length is no split either.
+    assert_eq!(run(SUM, &["partial-reduce"], 3, &n12, &[12]), 0);
+}
+
+#[test]
+fn partial_reduce_needs_the_identity() {
+    let src = "size N = 16\ndef f(xs: [f32]N) : f32 = reduce(add, 1.0, xs)";
+    assert_eq!(run(src, &["partial-reduce"], 2, &Sizes::new(), &[2, 4]), 0);
+    let src = "size N = 16\ndef f(xs: [f32]N) : f32 = reduce(sub, 0.0, xs)";
+    assert_eq!(run(src, &["partial-reduce"], 2, &Sizes::new(), &[2, 4]), 0);
+}
+
+#[test]
+fn fission_does_not_move_a_term_out_of_the_binder_it_uses() {
+    // `add(x)` uses x: it cannot leave `fun(x => ...)`; `exp(x)`'s argument is x itself.
+    let src = "size N = 8\ndef f(xs: [f32]N) : [f32]N = map@A(fun(x => x + exp(x)), xs)";
+    assert_eq!(run(src, &["map-fission"], 3, &Sizes::new(), &[]), 0);
+}
+
+#[test]
+fn unknown_rule_is_an_error() {
+    let p = mapsat_ir::parse(SUM).unwrap();
+    let opts = Options { rules: Some(vec!["no-such-rule".into()]), ..Options::default() };
+    let e = rewrite(&p, &opts).unwrap_err();
+    assert!(e.to_string().contains("no rule `no-such-rule`"), "{e}");
+}
+
+/// A two-dimensional map, point-free and eta-expanded.
+const MAT: &str = "size M = 4, N = 6\ndef f(m: [[f32]N]M) : [[f32]N]M = map@A(map@B(fun(x => x * 2.0 + 1.0)), m)";
+const MAT_ETA: &str =
+    "size M = 4, N = 6\ndef f(m: [[f32]N]M) : [[f32]N]M = map@A(fun(row => map@B(fun(x => exp(x)), row)), m)";
+
+#[test]
+fn map_interchange_keeps_the_function() {
+    for s in [Sizes::new(), Sizes::new().with("M", 1).with("N", 5)] {
+        assert!(run(MAT, &["map-interchange"], 2, &s, &[]) > 0);
+        assert!(run(MAT, &["map-interchange", "transpose-transpose"], 3, &s, &[]) > 0);
+        assert!(run(MAT_ETA, &["map-interchange"], 2, &s, &[]) > 0);
+    }
+}
+
+#[test]
+fn transpose_transpose_keeps_the_function() {
+    let src = "size M = 3, N = 5\ndef f(m: [[f32]N]M) : [[f32]N]M = transpose(transpose(m))";
+    assert!(run(src, &["transpose-transpose"], 2, &Sizes::new(), &[]) > 0);
+}
+
+#[test]
+fn eta_keeps_the_function() {
+    // `fun(y => g(y))` with `g` a lambda (monomorphic) is `g`.
+    let src = "size N = 4\ndef f(xs: [f32]N) : [f32]N = map@A(fun(y => (fun(x => x * 2.0))(y)), xs)";
+    assert!(run(src, &["eta"], 2, &Sizes::new(), &[]) > 0);
+    // Under the outer binder, `g` uses the outer variable `row` only: eta moves it out with that
+    // variable lowered.
+    let src = "size M = 3, N = 4\ndef f(m: [[f32]N]M) : [[f32]N]M =\n  map@A(fun(row => map@B(fun(x => (fun(y => y * at(0, row)))(x)), row)), m)";
+    assert!(run(src, &["eta"], 2, &Sizes::new(), &[]) > 0);
+}
+
+#[test]
+fn eta_leaves_polymorphic_functions_alone() {
+    // `fun(x => exp(x))` is `exp`, but `exp`'s class is used at every type.
+    let src = "size N = 4\ndef f(xs: [f32]N) : [f32]N = map@A(fun(x => exp(x)), xs)";
+    assert_eq!(run(src, &["eta"], 2, &Sizes::new(), &[]), 0);
+}
+
+#[test]
+fn eta_does_not_capture() {
+    // `mul(x)` uses x: `fun(x => x * x)` is not an eta redex.
+    let src = "size N = 4\ndef f(xs: [f32]N) : [f32]N = map@A(fun(x => x * x), xs)";
+    assert_eq!(run(src, &["eta"], 2, &Sizes::new(), &[]), 0);
+}
+
+#[test]
+fn tunable_sizes_are_split_factors() {
+    // `t` is tunable (a range, in no parameter's type): a split by `t` is tried where its value
+    // divides the length, and the variant keeps `t` symbolic for the tuner.
+    let src = "size N = 16, t in 1..16 = 4\ndef sum(xs: [f32]N) : f32 = reduce(add, 0.0, xs)";
+    let p = mapsat_ir::parse(src).unwrap();
+    assert_eq!(mapsat_rewrite::tunable(&p), ["t"]);
+    for t in [2, 4, 8] {
+        let sizes = Sizes::new().with("t", t);
+        assert!(run(src, &["partial-reduce"], 2, &sizes, &[]) > 0, "t = {t}");
+    }
+    let opts = Options { split_factors: vec![], ..Options::default() };
+    let out = rewrite(&p, &opts).unwrap();
+    assert!(out.variants.iter().any(|v| mapsat_ir::print(&v.program).contains("split(t, xs)")));
+    // At t = 3 it does not divide: not applied.
+    assert_eq!(run(src, &["partial-reduce"], 2, &Sizes::new().with("t", 3), &[]), 0);
+}
+
+#[test]
+fn a_placed_map_stays_a_map() {
+    // `toLocal(...)` must wrap a map: split-join (whose result is a `join`) and interchange
+    // (a `transpose`) leave the placed map alone; every candidate still checks.
+    let src = "size M = 4, N = 8\ndef f(m: [[f32]N]M) : [[f32]N]M =\n  map@A(fun(s => toLocal(map@B(fun(x => x + 1.0), s))), m)";
+    let applied = run(src, &["split-join", "map-interchange"], 3, &Sizes::new(), &[2, 4]);
+    assert!(applied > 0, "the outer map A is still split");
+    let p = mapsat_ir::parse(src).unwrap();
+    let opts = Options {
+        rules: Some(vec!["split-join".into(), "map-interchange".into()]),
+        split_factors: vec![2, 4],
+        variants: 32,
+        ..Options::default()
+    };
+    for v in rewrite(&p, &opts).unwrap().variants {
+        assert!(mapsat_ir::print(&v.program).contains("toLocal(map@B("), "{}", mapsat_ir::print(&v.program));
+    }
+}
+
+#[test]
+fn the_term_budget_bounds_what_rules_add() {
+    let p = mapsat_ir::parse(MAP2).unwrap();
+    let opts = Options {
+        budget: Budget { term: 3, ..Budget::default() },
+        rules: Some(vec!["split-join".into()]),
+        ..Options::default()
+    };
+    let out = rewrite(&p, &opts).unwrap();
+    assert_eq!(out.report.applied["split-join"], 0);
+    assert_eq!(out.report.stop, mapsat_rewrite::StopReason::Saturated);
+}
+
+#[test]
+fn new_tile_sizes_are_declared_and_any_divisor_works() {
+    // Map A gets a new tunable size `tA` (default: the largest factor dividing its length); the
+    // variants that split by it declare it, and every value of it that divides gives the input's
+    // function, as the tuner will try.
+    let p = mapsat_ir::parse(MAP2).unwrap();
+    let opts = Options {
+        split_factors: vec![2, 4],
+        rules: Some(vec!["split-join".into()]),
+        variants: 32,
+        ..Options::default()
+    };
+    let out = rewrite(&p, &opts).unwrap();
+    let tiled: Vec<_> = out.variants.iter().filter(|v| mapsat_ir::print(&v.program).contains("split(tA,")).collect();
+    assert!(!tiled.is_empty());
+    for v in tiled {
+        let decl = v.program.sizes.iter().find(|s| s.name == "tA").expect("tA declared");
+        assert_eq!((decl.min, decl.max, decl.default), (1, Some(16), Some(4)));
+        for t in [1, 2, 4, 8, 16] {
+            common::same_function(&p, &v.program, &Sizes::new().with("tA", t)).unwrap();
+        }
+    }
+    // Without new tile sizes, only the constants.
+    let opts = Options { new_tile_sizes: false, ..opts };
+    let out = rewrite(&p, &opts).unwrap();
+    assert!(out.variants.iter().all(|v| v.program.sizes.len() == 1));
+}

@@ -1,0 +1,146 @@
+//! `mapsat rewrite`: exit codes, the files it writes, and that every variant parses, checks and
+//! computes what the input computes.
+
+use mapsat::ir::{self, interp, Sizes};
+use std::path::PathBuf;
+use std::process::{Command, Output};
+
+fn root() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+}
+
+fn mapsat(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_mapsat")).args(args).current_dir(root()).output().expect("run mapsat")
+}
+
+fn temp(name: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("mapsat-rewrite-{name}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    dir
+}
+
+#[test]
+fn writes_checked_variants_and_a_summary() {
+    let dir = temp("dot");
+    let out =
+        mapsat(&["rewrite", "examples/dot.lift", "--variants", "5", "--size", "N=32", "-o", dir.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(stdout.contains("stopped: saturated"), "{stdout}");
+
+    let summary: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.join("summary.json")).unwrap()).unwrap();
+    assert_eq!(summary["stop_reason"], "saturated");
+    assert_eq!(summary["sizes"]["N"], 32);
+    assert!(summary["nodes"].as_u64().unwrap() > 0);
+    assert!(summary["rules"]["partial-reduce"].as_u64().unwrap() > 0);
+    let variants = summary["variants"].as_array().unwrap();
+    assert_eq!(variants.len(), 5);
+
+    let original = ir::parse(&std::fs::read_to_string(root().join("examples/dot.lift")).unwrap()).unwrap();
+    let sizes = Sizes::new().with("N", 32);
+    let inputs = interp::random_inputs(&original, &sizes, 7).unwrap();
+    let want = interp::eval(&original, &sizes, &inputs).unwrap();
+    for v in variants {
+        let text = std::fs::read_to_string(dir.join(v["file"].as_str().unwrap())).unwrap();
+        let p = ir::parse(&text).unwrap_or_else(|e| panic!("{e}\n{text}"));
+        ir::check::check(&p).unwrap_or_else(|e| panic!("{e}\n{text}"));
+        // A variant may declare new tile sizes (at their defaults here).
+        let sizes = p.resolve_sizes(&sizes).unwrap();
+        ir::check::check_with_sizes(&p, &sizes).unwrap();
+        let got = interp::eval(&p, &sizes, &inputs).unwrap();
+        assert!(got.allclose(&want, 1e-4, 1e-4), "{text}");
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn budgets_are_reported() {
+    let dir = temp("budget");
+    let out = mapsat(&[
+        "rewrite",
+        "examples/matmul.lift",
+        "--iter-limit",
+        "1",
+        "--variants",
+        "2",
+        "-o",
+        dir.to_str().unwrap(),
+    ]);
+    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+    let summary: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.join("summary.json")).unwrap()).unwrap();
+    assert_eq!(summary["stop_reason"], "iteration-limit");
+    assert_eq!(summary["iterations"], 1);
+    let out = mapsat(&[
+        "rewrite",
+        "examples/matmul.lift",
+        "--node-limit",
+        "50",
+        "--variants",
+        "1",
+        "-o",
+        dir.to_str().unwrap(),
+    ]);
+    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+    let summary: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.join("summary.json")).unwrap()).unwrap();
+    assert_eq!(summary["stop_reason"], "node-limit");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn bad_input_and_usage() {
+    let dir = temp("bad");
+    let d = dir.to_str().unwrap();
+    let out = mapsat(&["rewrite", "no/such.lift", "-o", d]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("cannot read no/such.lift"));
+    let out = mapsat(&["rewrite", "tests/filetests/errors/zip_lengths.lift", "-o", d]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("zip of arrays of different lengths"));
+    let out = mapsat(&["rewrite", "examples/dot.lift", "--variants", "0", "-o", d]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("--variants must be at least 1"));
+    let out = mapsat(&["rewrite", "examples/dot.lift", "--split", "1", "-o", d]);
+    assert_eq!(out.status.code(), Some(2));
+    assert_eq!(mapsat(&["rewrite", "examples/dot.lift"]).status.code(), Some(2), "-o is required");
+    assert_eq!(mapsat(&["rewrite", "examples/dot.lift", "--size", "Q=3", "-o", d]).status.code(), Some(2));
+    assert!(!dir.exists(), "nothing written on an error");
+}
+
+fn opencl() -> bool {
+    let out = mapsat(&["devices"]);
+    let present = String::from_utf8_lossy(&out.stdout).lines().any(|l| l.starts_with("opencl:0:0"));
+    if !present {
+        assert!(std::env::var("MAPSAT_REQUIRE_OPENCL").is_err(), "no OpenCL device");
+        eprintln!("skipped: no OpenCL device");
+    }
+    present
+}
+
+/// Variants are ordinary programs for the rest of the pipeline: each one's sampled valid mapping
+/// runs on pocl and matches the interpreter (`mapsat run --check`).
+#[test]
+fn variants_map_and_run_on_pocl() {
+    if !opencl() {
+        return;
+    }
+    let dir = temp("pocl");
+    let d = dir.to_str().unwrap();
+    let out = mapsat(&["rewrite", "examples/matmul.lift", "--variants", "4", "--iter-limit", "4", "-o", d]);
+    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+    for k in 0..4 {
+        let file = dir.join(format!("variant_{k:02}.lift"));
+        let f = file.to_str().unwrap();
+        let space = mapsat(&["space", f, "--json", "--sample", "1"]);
+        assert_eq!(space.status.code(), Some(0), "{}", String::from_utf8_lossy(&space.stderr));
+        let json: serde_json::Value = serde_json::from_slice(&space.stdout).unwrap();
+        let mapping = json["samples"][0].as_str().unwrap().to_string();
+        let run = mapsat(&["run", f, "--mapping", &mapping, "--check", "--runs", "1"]);
+        let text = format!("{}{}", String::from_utf8_lossy(&run.stdout), String::from_utf8_lossy(&run.stderr));
+        assert_eq!(run.status.code(), Some(0), "{f} with {mapping}: {text}");
+        assert!(text.contains("check: ok"), "{text}");
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}
