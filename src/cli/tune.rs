@@ -254,6 +254,8 @@ pub(super) struct Tuned {
     pub mapping: String,
     /// The best kernel's mapped program, one per kernel.
     pub lifts: Vec<PathBuf>,
+    /// The best kernel's work group, one per kernel (`mapsat run --local`).
+    pub locals: Vec<Vec<i64>>,
 }
 
 /// Tunes one program into `out`: one kernel, or one kernel at a time (see [`tune`]).
@@ -314,6 +316,7 @@ fn tuned(device: &str, kernels: &[tune::report::Summary], written: &[Vec<PathBuf
         gflops: if all && best_ms > 0.0 { mflop / best_ms } else { 0.0 },
         mapping: mapping.join(","),
         lifts,
+        locals: kernels.iter().filter_map(|s| s.best.as_ref().map(|b| b.local.clone())).collect(),
     }
 }
 

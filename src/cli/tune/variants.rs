@@ -114,12 +114,13 @@ fn report(a: &TuneArgs, sizes: &Sizes, rewrite: &rw::Report, outcomes: &[Outcome
             "best": winner == Some(n),
         });
         match &o.tuned {
-            Ok(Tuned { best_ms: Some(ms), gflops, mapping, lifts, .. }) => {
+            Ok(Tuned { best_ms: Some(ms), gflops, mapping, lifts, locals, .. }) => {
                 outln!("  variant {n} {}: {}, {gflops:.2} GFLOP/s{mark}", c.signature, fmt_ms(*ms));
                 e["best_ms"] = serde_json::json!(ms);
                 e["best_gflops"] = serde_json::json!(gflops);
                 e["mapping"] = serde_json::json!(mapping);
                 e["kernels"] = serde_json::json!(lifts.iter().map(|p| rel(p)).collect::<Vec<_>>());
+                e["work_groups"] = serde_json::json!(locals);
             }
             Ok(_) => {
                 outln!("  variant {n} {}: no candidate ran correctly", c.signature);
@@ -162,8 +163,9 @@ fn report(a: &TuneArgs, sizes: &Sizes, rewrite: &rw::Report, outcomes: &[Outcome
                 None => "the input program has no correct kernel".into(),
             };
             outln!("best: variant {w}, {}, {:.2} GFLOP/s ({over})", fmt_ms(ms), t.gflops);
-            for l in &t.lifts {
-                outln!("  kernel {}", l.display());
+            for (l, local) in t.lifts.iter().zip(&t.locals) {
+                let local: Vec<String> = local.iter().map(i64::to_string).collect();
+                outln!("  kernel {} (mapsat run FILE --reassociate --local {})", l.display(), local.join(","));
             }
         }
     }
