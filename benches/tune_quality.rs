@@ -16,8 +16,9 @@
 //! 4. **Rewrite variants against the untransformed program** (issue #10). `mapsat tune
 //!    --variants K` (K = 4) of the untiled matmul (`examples/matmul.lift`, 256^3) and conv
 //!    (`examples/conv.lift`, 28x28, 32 -> 32), 32 guided trials per variant: variant 0 is the
-//!    untransformed program tuned with the same trials. The two best kernels (the input's and
-//!    the best variant's) are then run again back to back (`mapsat run --check --reassociate
+//!    untransformed program tuned with the same trials (the variants' best kernels are ranked
+//!    after being measured again together). The two best kernels (the input's and the best
+//!    variant's) are then run again back to back (`mapsat run --check --reassociate
 //!    --runs 50`), so that a loaded machine favours neither; the speedup is their time ratio.
 //!
 //! `MAPSAT_QUALITY_SEEDS` sets the seeds (default `1,2,3`), `MAPSAT_QUALITY_SECTIONS` the sections
