@@ -200,7 +200,10 @@ fn against_numpy() {
 /// Runs a tuned kernel's mapped program again with its work group, checked: its median time
 /// in ms and GFLOP/s.
 fn rerun(lift: &Path, local: &str) -> (f64, f64) {
-    let args = ["run", lift.to_str().unwrap(), "--check", "--reassociate", "--runs", "50", "--local", local];
+    let mut args = vec!["run", lift.to_str().unwrap(), "--check", "--reassociate", "--runs", "50"];
+    if !local.is_empty() {
+        args.extend(["--local", local]);
+    }
     eprintln!("mapsat {}", args.join(" "));
     let out = Command::new(env!("CARGO_BIN_EXE_mapsat")).args(args).current_dir(root()).output().expect("mapsat");
     let text = String::from_utf8_lossy(&out.stdout);

@@ -129,7 +129,9 @@ fn confirm(a: &TuneArgs, device: DeviceSpec, outcomes: &mut [Outcome]) {
                 reassociate: !a.strict_math,
                 ..Default::default()
             };
-            match measure::run(p, sizes, Some(local.clone()), inputs, device, &cfg) {
+            // No work group: code generation's (a kernel without work-group dimensions).
+            let local = (!local.is_empty()).then(|| local.clone());
+            match measure::run(p, sizes, local, inputs, device, &cfg) {
                 Ok(r) if !matches!(&r.check, Some(c) if !c.ok) => times.push((r.median_ms, r.flops)),
                 Ok(_) => eprintln!("variant {i}: its best kernel is wrong when measured again"),
                 Err(e) => eprintln!("variant {i}: its best kernel failed when measured again: {e}"),
@@ -240,7 +242,8 @@ fn report(a: &TuneArgs, sizes: &Sizes, rewrite: &rw::Report, outcomes: &[Outcome
             outln!("best: variant {w}, {}, {gflops:.2} GFLOP/s ({over})", fmt_ms(ms));
             for (l, local) in t.lifts.iter().zip(&t.locals) {
                 let local: Vec<String> = local.iter().map(i64::to_string).collect();
-                outln!("  kernel {} (mapsat run FILE --reassociate --local {})", l.display(), local.join(","));
+                let local = if local.is_empty() { String::new() } else { format!(" --local {}", local.join(",")) };
+                outln!("  kernel {} (mapsat run FILE --reassociate{local})", l.display());
             }
         }
     }
