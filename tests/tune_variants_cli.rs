@@ -1,6 +1,7 @@
 //! End-to-end tests of `mapsat tune --variants K` on pocl: the input and its rewrite variants
 //! tuned one by one into their own folders, the summary naming the fastest, whose kernel is
-//! checked again by `mapsat run --check`; resumption per variant; bad usage.
+//! checked again by `mapsat run --check`; a program of several kernels; resumption per
+//! variant; bad usage.
 //!
 //! Without an OpenCL device the tests that measure are skipped with a message, unless
 //! `MAPSAT_REQUIRE_OPENCL=1` (CI), which makes that a failure.
@@ -143,4 +144,33 @@ fn bad_variant_options_are_usage_errors() {
         assert!(!text(&out).contains("panicked"), "{args:?}: {}", text(&out));
     }
     assert!(!dir.join("variants.json").exists());
+}
+
+#[test]
+fn a_program_of_several_kernels_has_its_variants_tuned_kernel_by_kernel() {
+    if !opencl() {
+        return;
+    }
+    let dir = scratch("sepblur");
+    let base = ["tune", "examples/sepblur.lift", "--variants", "2", "--trials", "2", "--batch", "2"];
+    let out = mapsat(&[&base[..], &["--random-trials", "0", "--runs", "1", "-o", dir.to_str().unwrap()]].concat());
+    assert!(out.status.success(), "{}", text(&out));
+    let summary: Value = serde_json::from_str(&std::fs::read_to_string(dir.join("variants.json")).unwrap()).unwrap();
+    let variants = summary["variants"].as_array().expect("variants");
+    assert_eq!(variants.len(), 2, "{summary}");
+    for (n, v) in variants.iter().enumerate() {
+        // One log per kernel of each variant, and one best kernel per stage.
+        let kernels = v["kernels"].as_array().unwrap_or_else(|| panic!("variant {n}: {v}"));
+        assert_eq!(kernels.len(), 2, "{v}");
+        for k in kernels {
+            let lift = dir.join(k.as_str().unwrap());
+            assert!(lift.parent().unwrap().join("tune.jsonl").is_file(), "{}", lift.display());
+        }
+    }
+    // Sequences of kernels keep their tunes' times (not measured again together).
+    assert_eq!(summary["ranked_by"], "each tune's best time");
+    let w = summary["best"].as_u64().expect("a winner") as usize;
+    let ms = |v: &Value| v["best_ms"].as_f64().unwrap();
+    assert!(variants.iter().all(|v| ms(v) >= ms(&variants[w])), "{summary}");
+    let _ = std::fs::remove_dir_all(&dir);
 }
