@@ -13,9 +13,17 @@
 //!    another layer (the conv at 14x14, 64 -> 64: transfer).
 //! 3. **Against numpy.** A 64-trial tune of the conv at 56x56, 64 -> 64 against numpy's im2col and
 //!    OpenBLAS GEMM on the same machine (`scripts/numpy_conv.py`; skipped without numpy).
+//! 4. **Rewrite variants against the untransformed program** (issue #10). `mapsat tune
+//!    --variants K` (K = 4) of the untiled matmul (`examples/matmul.lift`, 256^3) and conv
+//!    (`examples/conv.lift`, 28x28, 32 -> 32), 32 guided trials per variant: variant 0 is the
+//!    untransformed program tuned with the same trials (the variants' best kernels are ranked
+//!    after being measured again together). The two best kernels (the input's and the best
+//!    variant's) are then run again back to back (`mapsat run --check --reassociate
+//!    --runs 50`), so that a loaded machine favours neither; the speedup is their time ratio.
 //!
 //! `MAPSAT_QUALITY_SEEDS` sets the seeds (default `1,2,3`), `MAPSAT_QUALITY_SECTIONS` the sections
-//! to run (default `1,2,3`), `MAPSAT_PYTHON` the Python with numpy.
+//! to run (default `1,2,3,4`), `MAPSAT_QUALITY_VARIANTS` the K of section 4 (default 4),
+//! `MAPSAT_PYTHON` the Python with numpy.
 #![allow(missing_docs)]
 
 use mapsat_codegen::Dialect;
@@ -189,6 +197,59 @@ fn against_numpy() {
     }
 }
 
+/// Runs a tuned kernel's mapped program again with its work group, checked: its median time
+/// in ms and GFLOP/s.
+fn rerun(lift: &Path, local: &str) -> (f64, f64) {
+    let mut args = vec!["run", lift.to_str().unwrap(), "--check", "--reassociate", "--runs", "50"];
+    if !local.is_empty() {
+        args.extend(["--local", local]);
+    }
+    eprintln!("mapsat {}", args.join(" "));
+    let out = Command::new(env!("CARGO_BIN_EXE_mapsat")).args(args).current_dir(root()).output().expect("mapsat");
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success() && text.contains("check: ok"), "{text}{}", String::from_utf8_lossy(&out.stderr));
+    // `time: 1.2345 ms (median of 50, min 1.2000 ms); 12.34 GFLOP/s`
+    let line = text.lines().find(|l| l.starts_with("time: ")).expect("a time line");
+    let ms = line["time: ".len()..].split(' ').next().and_then(|x| x.parse().ok()).expect("ms");
+    let gflops =
+        line.rsplit("; ").next().and_then(|x| x.split(' ').next()).and_then(|x| x.parse().ok()).expect("GFLOP/s");
+    (ms, gflops)
+}
+
+fn variants_against_input(k: &str) {
+    println!("## 4. The best of K = {k} rewrite variants against the untransformed program (32 trials each, pocl)\n");
+    println!("| program | untransformed (variant 0): tune GFLOP/s | best variant | its tune GFLOP/s | run again: untransformed | run again: best variant | speedup (time) |");
+    println!("|---|---|---|---|---|---|---|");
+    let programs = [
+        ("matmul 256^3", "examples/matmul.lift", "M=256,K=256,N=256"),
+        ("conv 28x28 32->32", "examples/conv.lift", "inH=28,inW=28,inChs=32,outChs=32"),
+    ];
+    for (name, file, sizes) in programs {
+        let tag = format!("variants-{}", name.split(' ').next().unwrap());
+        let dir = tune(&tag, file, sizes, &["--variants", k, "--trials", "32", "--random-trials", "0", "--seed", "1"]);
+        let s: Value =
+            serde_json::from_str(&std::fs::read_to_string(dir.join("variants.json")).expect("variants.json"))
+                .expect("JSON");
+        let w = s["best"].as_u64().expect("a winner") as usize;
+        let (v0, vw) = (&s["variants"][0], &s["variants"][w]);
+        let lift = |v: &Value| dir.join(v["kernels"][0].as_str().expect("a kernel"));
+        let local = |v: &Value| {
+            let l = v["work_groups"][0].as_array().expect("a work group");
+            l.iter().map(|x| x.to_string()).collect::<Vec<_>>().join(",")
+        };
+        let (t0, g0) = rerun(&lift(v0), &local(v0));
+        let (tw, gw) = if w == 0 { (t0, g0) } else { rerun(&lift(vw), &local(vw)) };
+        println!(
+            "| {name} | {:.2} | {w}: `{}` | {:.2} | {g0:.2} GFLOP/s, {t0:.3} ms | {gw:.2} GFLOP/s, {tw:.3} ms | {:.2}x |",
+            v0["best_gflops"].as_f64().unwrap_or(0.0),
+            vw["signature"].as_str().unwrap_or(""),
+            vw["best_gflops"].as_f64().unwrap_or(0.0),
+            t0 / tw
+        );
+    }
+    println!();
+}
+
 fn main() {
     // `cargo bench` passes `--bench`; `cargo test --benches` passes nothing: run only when benched.
     if !std::env::args().any(|a| a == "--bench") {
@@ -199,7 +260,7 @@ fn main() {
         .split(',')
         .filter_map(|s| s.trim().parse().ok())
         .collect();
-    let sections = std::env::var("MAPSAT_QUALITY_SECTIONS").unwrap_or_else(|_| "1,2,3".into());
+    let sections = std::env::var("MAPSAT_QUALITY_SECTIONS").unwrap_or_else(|_| "1,2,3,4".into());
     let run = |n: &str| sections.split(',').any(|s| s.trim() == n);
     println!("# mapsat tune: evidence on pocl\n");
     if run("1") {
@@ -210,5 +271,8 @@ fn main() {
     }
     if run("3") {
         against_numpy();
+    }
+    if run("4") {
+        variants_against_input(&std::env::var("MAPSAT_QUALITY_VARIANTS").unwrap_or_else(|_| "4".into()));
     }
 }

@@ -5,6 +5,7 @@ use super::{given_sizes, CliResult, Failure, SizeArgs, Source};
 use indicatif::{ProgressBar, ProgressStyle};
 use mapsat::ir::profile::Profile;
 use mapsat::ir::stages;
+use mapsat::rewrite as rw;
 use mapsat_tuner::measure::{self, DeviceSpec};
 use mapsat_tuner::tune::log::{Phase, Trial};
 use mapsat_tuner::tune::model::Learned;
@@ -13,6 +14,8 @@ use mapsat_tuner::tune::worker::Fault;
 use mapsat_tuner::tune::{self, Files, Progress, TuneError, TuneOptions};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
+
+mod variants;
 
 /// What `mapsat tune` takes (see `mapsat tune --help`).
 #[derive(clap::Args)]
@@ -27,10 +30,11 @@ pub struct TuneArgs {
     /// Device profile (built-in name or TOML file); default: the OpenCL device's own limits.
     #[arg(long, value_name = "PROFILE")]
     target: Option<String>,
-    /// Candidates measured by the model-guided search.
+    /// Candidates measured by the model-guided search (per variant with --variants).
     #[arg(long, default_value_t = 64)]
     trials: usize,
-    /// Candidates measured by random valid sampling, the baseline of the report (0: none).
+    /// Candidates measured by random valid sampling, the baseline of the report (0: none; per
+    /// variant with --variants).
     #[arg(long = "random-trials", default_value_t = 32)]
     random_trials: usize,
     /// Candidates per batch (the learned model is retrained after each; the first batch is
@@ -46,10 +50,24 @@ pub struct TuneArgs {
     /// Seed of every random choice.
     #[arg(long, default_value_t = 0)]
     seed: u64,
-    /// The tuning log (JSON lines); default: DIR/tune.jsonl.
+    /// Tune K programs: the input (variant 0) and K - 1 variants of it from the rewrite stage
+    /// (`mapsat rewrite`), each with its own tunable sizes (new tile sizes included) and its own
+    /// --trials and --random-trials, in DIR/variant_NN/ (log, report, best kernel); the fastest
+    /// correct kernel over all of them wins (DIR/variants.json).
+    #[arg(long, value_name = "K")]
+    variants: Option<usize>,
+    /// With --variants: stop saturating once the e-graph has more e-nodes.
+    #[arg(long, default_value_t = rw::saturate::NODE_LIMIT, value_name = "N")]
+    rewrite_node_limit: usize,
+    /// With --variants: stop saturating after this many seconds (a time limit reached may change
+    /// the variants between runs; --resume then refuses the logs of changed ones).
+    #[arg(long, default_value_t = rw::saturate::TIME_LIMIT.as_secs_f64(), value_name = "S")]
+    rewrite_time_limit: f64,
+    /// The tuning log (JSON lines); default: DIR/tune.jsonl (DIR/variant_NN/tune.jsonl with
+    /// --variants).
     #[arg(long, value_name = "FILE")]
     log: Option<PathBuf>,
-    /// Continue the log of an interrupted tune.
+    /// Continue the log of an interrupted tune (each variant's log with --variants).
     #[arg(long)]
     resume: bool,
     /// A model saved by an earlier tune (`LOG.model.json`): ranks the first batch and joins
@@ -188,8 +206,23 @@ impl Drop for Bar {
 
 /// `mapsat tune`. A program with kernel boundaries (`mapsat::ir::stages`) is tuned one
 /// kernel at a time: each stage's time does not depend on the others' choices, so the fastest
-/// sequence is the fastest kernel of each stage.
+/// sequence is the fastest kernel of each stage. With `--variants K`, K programs (the input and
+/// its rewrite variants) are tuned so, each in its own folder, and the fastest wins.
 pub fn tune(a: &TuneArgs) -> CliResult<()> {
+    if a.variants == Some(0) {
+        return Err(Failure::Usage("--variants must be at least 1".into()));
+    }
+    if a.variants.is_some() && a.log.is_some() {
+        return Err(Failure::Usage(
+            "--log: with --variants each variant keeps its log, DIR/variant_NN/tune.jsonl".into(),
+        ));
+    }
+    if !(a.rewrite_time_limit.is_finite() && a.rewrite_time_limit > 0.0) {
+        return Err(Failure::Usage(format!(
+            "--rewrite-time-limit must be a positive number of seconds, got {}",
+            a.rewrite_time_limit
+        )));
+    }
     let src = Source::read(&a.file)?;
     let p = src.parse()?;
     mapsat::ir::check::check(&p).map_err(|e| src.reject(&e))?;
@@ -202,13 +235,49 @@ pub fn tune(a: &TuneArgs) -> CliResult<()> {
         return Err(Failure::Usage("--model starts a tune from a prior model; --resume continues one".into()));
     }
     let profile = profile_for(a.target.as_deref(), device)?;
-    if stages::count(&p) == 1 {
-        let log = a.log.clone().unwrap_or_else(|| a.output.join("tune.jsonl"));
-        let (task, result, written, model) = tune_one(a, p, &given, device, profile, &a.output, &log)?;
-        summarize(&task, &result, &written, model.as_deref());
-        return Ok(());
+    match a.variants {
+        None => tune_program(a, &src, p, &given, device, profile, &a.output, a.log.clone()).map(|_| ()),
+        Some(k) => variants::tune_variants(a, &src, p, &given, device, profile, k),
     }
-    if a.log.is_some() {
+}
+
+/// The best of one program's tune: its time (the sum of its kernels' for a program of several
+/// kernels), GFLOP/s, mapping, and the mapped `.lift` file of each kernel.
+pub(super) struct Tuned {
+    /// The device's description.
+    pub device: String,
+    /// The program's best time in milliseconds (`None`: no correct kernel).
+    pub best_ms: Option<f64>,
+    /// Its GFLOP/s (by the kernels' own flop counts).
+    pub gflops: f64,
+    /// The mapping of each kernel, comma-separated.
+    pub mapping: String,
+    /// The best kernel's mapped program, one per kernel.
+    pub lifts: Vec<PathBuf>,
+    /// The best kernel's work group, one per kernel (`mapsat run --local`).
+    pub locals: Vec<Vec<i64>>,
+}
+
+/// Tunes one program into `out`: one kernel, or one kernel at a time (see [`tune`]).
+#[allow(clippy::too_many_arguments)]
+pub(super) fn tune_program(
+    a: &TuneArgs,
+    src: &Source,
+    p: mapsat::ir::Program,
+    given: &mapsat::ir::Sizes,
+    device: DeviceSpec,
+    profile: Profile,
+    out: &Path,
+    log: Option<PathBuf>,
+) -> CliResult<Tuned> {
+    if stages::count(&p) == 1 {
+        let log = log.unwrap_or_else(|| out.join("tune.jsonl"));
+        let (task, result, written, model) = tune_one(a, p, given, device, profile, out, &log)?;
+        summarize(&task, &result, &written, model.as_deref());
+        let s = tune::report::Summary::of(&task, &result);
+        return Ok(tuned(&result.device_name, &[s], &[written]));
+    }
+    if log.is_some() {
         return Err(Failure::Usage(
             "--log: a program of several kernels keeps one log per kernel, DIR/KERNEL/tune.jsonl".into(),
         ));
@@ -216,17 +285,40 @@ pub fn tune(a: &TuneArgs) -> CliResult<()> {
     let split = stages::split(&p).map_err(|e| src.reject(&e))?;
     let n = split.len();
     let mut summaries = Vec::with_capacity(n);
+    let mut files = Vec::with_capacity(n);
+    let mut device_name = String::new();
     for (k, s) in split.into_iter().enumerate() {
         let name = s.program.name.clone();
         outln!("kernel {} of {n}: {name}", k + 1);
-        let dir = a.output.join(&name);
+        let dir = out.join(&name);
         let log = dir.join("tune.jsonl");
-        let (task, result, written, model) = tune_one(a, s.program, &given, device, profile.clone(), &dir, &log)?;
+        let (task, result, written, model) = tune_one(a, s.program, given, device, profile.clone(), &dir, &log)?;
         summarize(&task, &result, &written, model.as_deref());
         summaries.push(tune::report::Summary::of(&task, &result));
+        device_name = result.device_name.clone();
+        files.push(written);
     }
     summarize_stages(&p, &summaries);
-    Ok(())
+    Ok(tuned(&device_name, &summaries, &files))
+}
+
+/// The best of a program from its kernels' summaries and files written.
+fn tuned(device: &str, kernels: &[tune::report::Summary], written: &[Vec<PathBuf>]) -> Tuned {
+    let lifts: Vec<PathBuf> =
+        written.iter().filter_map(|w| w.iter().find(|p| p.extension().is_some_and(|e| e == "lift")).cloned()).collect();
+    let all = kernels.iter().all(|s| s.best.is_some()) && lifts.len() == kernels.len();
+    let best_ms: f64 = kernels.iter().map(|s| s.best_ms).sum();
+    // Each kernel's flops are its GFLOP/s times its time.
+    let mflop: f64 = kernels.iter().map(|s| s.best_gflops * s.best_ms).sum();
+    let mapping: Vec<String> = kernels.iter().filter_map(|s| s.best.as_ref().map(|b| b.mapping.clone())).collect();
+    Tuned {
+        device: device.to_string(),
+        best_ms: (all && best_ms > 0.0).then_some(best_ms),
+        gflops: if all && best_ms > 0.0 { mflop / best_ms } else { 0.0 },
+        mapping: mapping.join(","),
+        lifts,
+        locals: kernels.iter().filter_map(|s| s.best.as_ref().map(|b| b.local.clone())).collect(),
+    }
 }
 
 /// Tunes one kernel's program into `out`, logging to `log`: the task, the result, the files

@@ -1,0 +1,261 @@
+//! `mapsat tune --variants K`: the input program and K - 1 variants of it from the rewrite stage
+//! (`mapsat::variants`), each tuned as one program in `DIR/variant_NN/`, and the fastest
+//! correct kernel over all of them. Each tune's best time was measured in its own tune; so that
+//! a change of load between tunes does not choose the winner, the best kernels of all variants
+//! are then measured again together, interleaved ([`confirm`]), and ranked by those times. The
+//! summary is on standard output and in `DIR/variants.json`.
+
+use super::{rejected, tune_program, TuneArgs, Tuned};
+use crate::cli::{all_sizes, CliResult, Failure, Source};
+use mapsat::ir::profile::Profile;
+use mapsat::ir::{self, Program, Sizes};
+use mapsat::rewrite::{self as rw, Budget, Options};
+use mapsat_tuner::measure::{self, DeviceSpec};
+use mapsat_tuner::tune::report::fmt_ms;
+use std::path::Path;
+use std::time::Duration;
+
+/// One variant's outcome.
+struct Outcome {
+    candidate: mapsat::variants::Candidate,
+    dir: String,
+    /// The tune's best, or why it failed.
+    tuned: Result<Tuned, String>,
+    /// Its best kernel measured again with the others' (milliseconds, GFLOP/s).
+    confirmed: Option<(f64, f64)>,
+}
+
+/// Rounds of the measurement of the variants' best kernels together.
+const ROUNDS: usize = 3;
+
+/// Tunes the input and its variants (see the module documentation).
+pub(super) fn tune_variants(
+    a: &TuneArgs,
+    src: &Source,
+    p: Program,
+    given: &Sizes,
+    device: DeviceSpec,
+    profile: Profile,
+    k: usize,
+) -> CliResult<()> {
+    let sizes = all_sizes(&p, &a.sizes)?;
+    ir::check::check_with_sizes(&p, &sizes).map_err(|e| src.reject(&e))?;
+    let opts = Options {
+        sizes: sizes.clone(),
+        budget: Budget {
+            nodes: a.rewrite_node_limit,
+            time: Duration::from_secs_f64(a.rewrite_time_limit),
+            ..Budget::default()
+        },
+        ..Options::default()
+    };
+    let found = mapsat::variants::candidates(&p, k, &opts).map_err(rejected)?;
+    let r = &found.report;
+    outln!(
+        "rewrite: {} e-nodes, {} e-classes, {} iterations, stopped: {}, {:.3} s; {} programs to tune (the input and {} variants)",
+        r.nodes,
+        r.classes,
+        r.iterations,
+        r.stop.name(),
+        r.time.as_secs_f64(),
+        found.list.len(),
+        found.list.len() - 1
+    );
+    let total = found.list.len();
+    let mut outcomes = Vec::with_capacity(total);
+    for (n, c) in found.list.into_iter().enumerate() {
+        let dir = format!("variant_{n:02}");
+        let out = a.output.join(&dir);
+        outln!("variant {n} of {}: {}, structure {}", total, c.description, c.signature);
+        let text = format!(
+            "// Variant {n} of {}: {}, structure {}.\n{}",
+            a.file.display(),
+            c.description,
+            c.signature,
+            ir::print(&c.program)
+        );
+        super::super::create_dir(&out)?;
+        let file = out.join("variant.lift");
+        super::super::write(&file, &text)?;
+        let vsrc = Source { name: file.display().to_string(), text };
+        let tuned = match tune_program(a, &vsrc, c.program.clone(), given, device, profile.clone(), &out, None) {
+            Ok(t) => Ok(t),
+            // Bad usage is the same for every variant: stop.
+            Err(Failure::Usage(m)) => return Err(Failure::Usage(m)),
+            Err(Failure::Rejected(m)) => {
+                eprintln!("variant {n}: {}", m.trim_end());
+                Err(m.trim_end().to_string())
+            }
+        };
+        outcomes.push(Outcome { candidate: c, dir, tuned, confirmed: None });
+    }
+    confirm(a, device, &mut outcomes);
+    report(a, &sizes, &found.report, &outcomes)
+}
+
+/// Measures the best kernel of every variant again, in this process, interleaved: `ROUNDS`
+/// rounds of twice `--runs` launches each, checked against the interpreter in the first round;
+/// a variant's time is the median of its rounds' medians. Only when every tuned variant is one
+/// kernel (a program of several kernels keeps its tunes' times, and so do all the others).
+fn confirm(a: &TuneArgs, device: DeviceSpec, outcomes: &mut [Outcome]) {
+    let tuned: Vec<usize> =
+        (0..outcomes.len()).filter(|i| outcomes[*i].tuned.as_ref().is_ok_and(|t| t.best_ms.is_some())).collect();
+    if tuned.len() < 2 || tuned.iter().any(|i| outcomes[*i].tuned.as_ref().is_ok_and(|t| t.lifts.len() != 1)) {
+        return;
+    }
+    let mut kernels = Vec::new();
+    for &i in &tuned {
+        let Ok(t) = &outcomes[i].tuned else { return };
+        let loaded = std::fs::read_to_string(&t.lifts[0]).map_err(|e| e.to_string()).and_then(|text| {
+            let p = ir::parse(&text).map_err(|e| e.to_string())?;
+            let sizes = p.resolve_sizes(&Sizes::new()).map_err(|e| e.to_string())?;
+            let inputs = ir::interp::random_inputs(&p, &sizes, 1).map_err(|e| e.to_string())?;
+            Ok((p, sizes, inputs))
+        });
+        match loaded {
+            Ok(k) => kernels.push((i, k, t.locals[0].clone(), Vec::new())),
+            Err(e) => {
+                eprintln!("variant {i}: its best kernel cannot be measured again ({e}); ranking by the tunes' times");
+                return;
+            }
+        }
+    }
+    eprintln!("measuring the best kernels of the {} variants again, together", kernels.len());
+    for round in 0..ROUNDS {
+        for (i, (p, sizes, inputs), local, times) in kernels.iter_mut() {
+            let cfg = measure::RunConfig {
+                runs: a.runs.max(1) * 2,
+                check: round == 0,
+                reassociate: !a.strict_math,
+                ..Default::default()
+            };
+            // No work group: code generation's (a kernel without work-group dimensions).
+            let local = (!local.is_empty()).then(|| local.clone());
+            match measure::run(p, sizes, local, inputs, device, &cfg) {
+                Ok(r) if !matches!(&r.check, Some(c) if !c.ok) => times.push((r.median_ms, r.flops)),
+                Ok(_) => eprintln!("variant {i}: its best kernel is wrong when measured again"),
+                Err(e) => eprintln!("variant {i}: its best kernel failed when measured again: {e}"),
+            }
+        }
+    }
+    if kernels.iter().any(|k| k.3.len() != ROUNDS) {
+        eprintln!("ranking the variants by their tunes' times");
+        return;
+    }
+    for (i, _, _, times) in kernels {
+        let ms = measure::median(&times.iter().map(|t| t.0).collect::<Vec<_>>());
+        outcomes[i].confirmed = Some((ms, measure::gflops(times[0].1, ms)));
+    }
+}
+
+/// A variant's time: measured again with the others' when that ran, else its tune's best.
+fn time(o: &Outcome) -> Option<f64> {
+    o.confirmed.map(|c| c.0).or_else(|| o.tuned.as_ref().ok().and_then(|t| t.best_ms))
+}
+
+/// The index of the fastest variant with a correct kernel.
+fn best(outcomes: &[Outcome]) -> Option<usize> {
+    (0..outcomes.len()).filter(|i| time(&outcomes[*i]).is_some()).min_by(|i, j| {
+        time(&outcomes[*i]).unwrap_or(f64::INFINITY).total_cmp(&time(&outcomes[*j]).unwrap_or(f64::INFINITY))
+    })
+}
+
+/// The summary on standard output and in `DIR/variants.json`.
+fn report(a: &TuneArgs, sizes: &Sizes, rewrite: &rw::Report, outcomes: &[Outcome]) -> CliResult<()> {
+    let winner = best(outcomes);
+    let input_ms = outcomes.first().and_then(time);
+    let again = outcomes.iter().any(|o| o.confirmed.is_some());
+    let device = outcomes.iter().find_map(|o| o.tuned.as_ref().ok().map(|t| t.device.clone())).unwrap_or_default();
+    let rel = |p: &Path| p.strip_prefix(&a.output).unwrap_or(p).display().to_string();
+    outln!("variants on {device} ({} guided and {} random trials each):", a.trials, a.random_trials);
+    let mut entries = Vec::new();
+    for (n, o) in outcomes.iter().enumerate() {
+        let c = &o.candidate;
+        let mark = if winner == Some(n) { " <- best" } else { "" };
+        let mut e = serde_json::json!({
+            "variant": n,
+            "dir": o.dir,
+            "program": format!("{}/variant.lift", o.dir),
+            "description": c.description,
+            "signature": c.signature,
+            "static_cost": c.cost,
+            "best": winner == Some(n),
+        });
+        match &o.tuned {
+            Ok(Tuned { best_ms: Some(ms), gflops, mapping, lifts, locals, .. }) => {
+                let again = match o.confirmed {
+                    Some((ms, g)) => format!("; measured again: {}, {g:.2} GFLOP/s", fmt_ms(ms)),
+                    None => String::new(),
+                };
+                outln!("  variant {n} {}: tune {}, {gflops:.2} GFLOP/s{again}{mark}", c.signature, fmt_ms(*ms));
+                e["tune_ms"] = serde_json::json!(ms);
+                e["tune_gflops"] = serde_json::json!(gflops);
+                let (ms, g) = o.confirmed.unwrap_or((*ms, *gflops));
+                e["best_ms"] = serde_json::json!(ms);
+                e["best_gflops"] = serde_json::json!(g);
+                e["measured_again"] = serde_json::json!(o.confirmed.is_some());
+                e["mapping"] = serde_json::json!(mapping);
+                e["kernels"] = serde_json::json!(lifts.iter().map(|p| rel(p)).collect::<Vec<_>>());
+                e["work_groups"] = serde_json::json!(locals);
+            }
+            Ok(_) => {
+                outln!("  variant {n} {}: no candidate ran correctly", c.signature);
+                e["error"] = serde_json::json!("no candidate ran correctly");
+            }
+            Err(m) => {
+                outln!("  variant {n} {}: not tuned ({})", c.signature, m.lines().next().unwrap_or(""));
+                e["error"] = serde_json::json!(m);
+            }
+        }
+        entries.push(e);
+    }
+    let mut summary = serde_json::json!({
+        "input": a.file.display().to_string(),
+        "sizes": sizes,
+        "device": device,
+        "trials_per_variant": a.trials,
+        "random_trials_per_variant": a.random_trials,
+        "rewrite": {
+            "node_limit": a.rewrite_node_limit,
+            "time_limit_s": a.rewrite_time_limit,
+            "nodes": rewrite.nodes,
+            "classes": rewrite.classes,
+            "iterations": rewrite.iterations,
+            "stop_reason": rewrite.stop.name(),
+            "saturation_s": rewrite.time.as_secs_f64(),
+        },
+        "variants": entries,
+        "ranked_by": if again { "the best kernels measured again together" } else { "each tune's best time" },
+        "best": winner,
+    });
+    if let Some(w) = winner {
+        if let Ok(t) = &outcomes[w].tuned {
+            let (ms, gflops) = outcomes[w].confirmed.unwrap_or((t.best_ms.unwrap_or(0.0), t.gflops));
+            summary["best_ms"] = serde_json::json!(ms);
+            summary["best_gflops"] = serde_json::json!(gflops);
+            let speedup = input_ms.map(|i| i / ms);
+            summary["speedup_over_input"] = serde_json::json!(speedup);
+            let over = match speedup {
+                Some(s) => format!("{s:.2}x the input program's best"),
+                None => "the input program has no correct kernel".into(),
+            };
+            outln!("best: variant {w}, {}, {gflops:.2} GFLOP/s ({over})", fmt_ms(ms));
+            for (l, local) in t.lifts.iter().zip(&t.locals) {
+                let local: Vec<String> = local.iter().map(i64::to_string).collect();
+                let local = if local.is_empty() { String::new() } else { format!(" --local {}", local.join(",")) };
+                outln!("  kernel {} (mapsat run FILE --reassociate{local})", l.display());
+            }
+        }
+    }
+    let path = a.output.join("variants.json");
+    let text = serde_json::to_string_pretty(&summary).map_err(rejected)? + "\n";
+    super::super::write(&path, &text)?;
+    outln!("wrote {}", path.display());
+    match winner {
+        Some(_) => Ok(()),
+        None => Err(Failure::Rejected(format!(
+            "error: no variant has a kernel that ran correctly (see {})",
+            path.display()
+        ))),
+    }
+}

@@ -1,0 +1,176 @@
+//! End-to-end tests of `mapsat tune --variants K` on pocl: the input and its rewrite variants
+//! tuned one by one into their own folders, the summary naming the fastest, whose kernel is
+//! checked again by `mapsat run --check`; a program of several kernels; resumption per
+//! variant; bad usage.
+//!
+//! Without an OpenCL device the tests that measure are skipped with a message, unless
+//! `MAPSAT_REQUIRE_OPENCL=1` (CI), which makes that a failure.
+
+use serde_json::Value;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+fn root() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+}
+
+fn mapsat(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_mapsat")).args(args).current_dir(root()).output().expect("run mapsat")
+}
+
+fn text(o: &Output) -> String {
+    format!("{}{}", String::from_utf8_lossy(&o.stdout), String::from_utf8_lossy(&o.stderr))
+}
+
+fn scratch(name: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("mapsat-tune-variants-{name}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).expect("scratch folder");
+    dir
+}
+
+fn opencl() -> bool {
+    let out = mapsat(&["devices"]);
+    let present = String::from_utf8_lossy(&out.stdout).lines().any(|l| l.starts_with("opencl:0:0"));
+    if !present {
+        assert!(std::env::var("MAPSAT_REQUIRE_OPENCL").is_err(), "no OpenCL device:\n{}", text(&out));
+        eprintln!("skipped: no OpenCL device");
+    }
+    present
+}
+
+fn trials(log: &Path) -> Vec<Value> {
+    let text = std::fs::read_to_string(log).expect("log");
+    let lines = text.lines().map(|l| serde_json::from_str::<Value>(l).expect("a JSON line"));
+    lines.filter(|v| v["kind"] == "trial").collect()
+}
+
+const MATMUL: &str = "examples/matmul.lift";
+
+/// The program of a written `.lift` file, in canonical form.
+fn canonical(path: &Path) -> String {
+    let text = std::fs::read_to_string(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    mapsat::ir::print(&mapsat::ir::parse(&text).unwrap_or_else(|e| panic!("{e}\n{text}")))
+}
+
+#[test]
+fn variants_are_tuned_one_by_one_and_the_fastest_kernel_wins() {
+    if !opencl() {
+        return;
+    }
+    let dir = scratch("matmul");
+    let args = |extra: &[&str]| -> Vec<String> {
+        let base = ["tune", MATMUL, "--size", "M=16,K=16,N=16", "--variants", "3", "--trials", "4", "--batch", "4"];
+        let mut v: Vec<String> = base.iter().map(|s| s.to_string()).collect();
+        v.extend(["--random-trials", "0", "--runs", "1", "-o", dir.to_str().unwrap()].map(String::from));
+        v.extend(extra.iter().map(|s| s.to_string()));
+        v
+    };
+    let run = |extra: &[&str]| mapsat(&args(extra).iter().map(String::as_str).collect::<Vec<_>>());
+    let out = run(&[]);
+    assert!(out.status.success(), "{}", text(&out));
+    let summary: Value = serde_json::from_str(&std::fs::read_to_string(dir.join("variants.json")).unwrap()).unwrap();
+    let variants = summary["variants"].as_array().expect("variants");
+    assert_eq!(variants.len(), 3, "{summary}");
+    // Variant 0 is the input program itself; the others are other programs.
+    assert_eq!(variants[0]["description"], "the input program");
+    let programs: Vec<String> = (0..3).map(|n| canonical(&dir.join(format!("variant_{n:02}/variant.lift")))).collect();
+    assert_eq!(programs[0], canonical(&root().join(MATMUL)));
+    assert!(programs[1] != programs[0] && programs[2] != programs[0] && programs[1] != programs[2]);
+    // Each was tuned in its own folder with its own trials.
+    for (n, v) in variants.iter().enumerate() {
+        let vdir = dir.join(format!("variant_{n:02}"));
+        assert_eq!(v["dir"], format!("variant_{n:02}"));
+        let ts = trials(&vdir.join("tune.jsonl"));
+        assert_eq!(ts.iter().filter(|t| t["phase"] == "guided").count(), 4, "variant {n}");
+        let report: Value = serde_json::from_str(&std::fs::read_to_string(vdir.join("report.json")).unwrap()).unwrap();
+        assert_eq!(report["best_ms"], v["tune_ms"], "variant {n}");
+        assert!(v["best_gflops"].as_f64().unwrap() > 0.0, "{v}");
+        // The best kernels of all variants were measured again together, and ranked so.
+        assert_eq!(v["measured_again"], true, "{v}");
+        assert!(v["signature"].is_string());
+    }
+    // The winner is the fastest variant measured again, and the only one marked.
+    assert_eq!(summary["ranked_by"], "the best kernels measured again together");
+    let w = summary["best"].as_u64().expect("a winner") as usize;
+    let ms = |v: &Value| v["best_ms"].as_f64().unwrap();
+    assert!(variants.iter().all(|v| ms(v) >= ms(&variants[w])), "{summary}");
+    assert_eq!(variants.iter().filter(|v| v["best"] == true).count(), 1);
+    assert_eq!(summary["best_ms"], variants[w]["best_ms"]);
+    let speedup = summary["speedup_over_input"].as_f64().unwrap();
+    assert!((speedup - ms(&variants[0]) / ms(&variants[w])).abs() < 1e-9 && speedup >= 1.0, "{summary}");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(stdout.contains(&format!("best: variant {w}, ")), "{stdout}");
+    // The winning kernel's mapped program runs on its own and agrees with the interpreter.
+    let kernels = variants[w]["kernels"].as_array().unwrap();
+    assert_eq!(kernels.len(), 1);
+    let lift = dir.join(kernels[0].as_str().unwrap());
+    let local: Vec<String> =
+        variants[w]["work_groups"][0].as_array().unwrap().iter().map(|x| x.as_i64().unwrap().to_string()).collect();
+    let local = local.join(",");
+    let mut args = vec!["run", lift.to_str().unwrap(), "--check", "--runs", "1", "--reassociate"];
+    if !local.is_empty() {
+        args.extend(["--local", &local]);
+    }
+    let check = mapsat(&args);
+    assert!(check.status.success() && text(&check).contains("check: ok"), "{}", text(&check));
+    // The logs are per variant: a second tune refuses them without --resume, and with it
+    // measures nothing again.
+    let again = run(&[]);
+    assert_eq!(again.status.code(), Some(1), "{}", text(&again));
+    assert!(text(&again).contains("--resume"), "{}", text(&again));
+    let resumed = run(&["--resume"]);
+    assert!(resumed.status.success(), "{}", text(&resumed));
+    for n in 0..3 {
+        let ts = trials(&dir.join(format!("variant_{n:02}/tune.jsonl")));
+        assert_eq!(ts.iter().filter(|t| t["phase"] == "guided").count(), 4, "variant {n} after --resume");
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn bad_variant_options_are_usage_errors() {
+    let dir = scratch("bad");
+    let out_dir = dir.to_str().unwrap();
+    let cases: [(&[&str], &str); 3] = [
+        (&["--variants", "0"], "--variants must be at least 1"),
+        (&["--variants", "2", "--log", "x.jsonl"], "each variant keeps its log"),
+        (&["--variants", "2", "--rewrite-time-limit", "0"], "--rewrite-time-limit must be a positive"),
+    ];
+    for (args, msg) in cases {
+        let out = mapsat(&[&["tune", MATMUL, "-o", out_dir][..], args].concat());
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {}", text(&out));
+        assert!(text(&out).contains(msg), "{args:?}: {}", text(&out));
+        assert!(!text(&out).contains("panicked"), "{args:?}: {}", text(&out));
+    }
+    assert!(!dir.join("variants.json").exists());
+}
+
+#[test]
+fn a_program_of_several_kernels_has_its_variants_tuned_kernel_by_kernel() {
+    if !opencl() {
+        return;
+    }
+    let dir = scratch("sepblur");
+    let base = ["tune", "examples/sepblur.lift", "--variants", "2", "--trials", "2", "--batch", "2"];
+    let out = mapsat(&[&base[..], &["--random-trials", "0", "--runs", "1", "-o", dir.to_str().unwrap()]].concat());
+    assert!(out.status.success(), "{}", text(&out));
+    let summary: Value = serde_json::from_str(&std::fs::read_to_string(dir.join("variants.json")).unwrap()).unwrap();
+    let variants = summary["variants"].as_array().expect("variants");
+    assert_eq!(variants.len(), 2, "{summary}");
+    for (n, v) in variants.iter().enumerate() {
+        // One log per kernel of each variant, and one best kernel per stage.
+        let kernels = v["kernels"].as_array().unwrap_or_else(|| panic!("variant {n}: {v}"));
+        assert_eq!(kernels.len(), 2, "{v}");
+        for k in kernels {
+            let lift = dir.join(k.as_str().unwrap());
+            assert!(lift.parent().unwrap().join("tune.jsonl").is_file(), "{}", lift.display());
+        }
+    }
+    // Sequences of kernels keep their tunes' times (not measured again together).
+    assert_eq!(summary["ranked_by"], "each tune's best time");
+    let w = summary["best"].as_u64().expect("a winner") as usize;
+    let ms = |v: &Value| v["best_ms"].as_f64().unwrap();
+    assert!(variants.iter().all(|v| ms(v) >= ms(&variants[w])), "{summary}");
+    let _ = std::fs::remove_dir_all(&dir);
+}
