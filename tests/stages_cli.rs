@@ -92,6 +92,23 @@ fn tune_tunes_each_kernel() {
     for k in ["sepblur_0_h", "sepblur"] {
         assert!(dir.join(k).join("tune.jsonl").exists() && dir.join(k).join(format!("{k}.lift")).exists());
     }
+    let pipeline: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.join("sepblur.pipeline.json")).unwrap()).unwrap();
+    let kernels = pipeline["kernels"].as_array().unwrap();
+    assert_eq!(kernels.iter().map(|k| k["kernel"].as_str().unwrap()).collect::<Vec<_>>(), ["sepblur_0_h", "sepblur"]);
+    let sum: f64 = kernels.iter().map(|k| k["best_ms"].as_f64().unwrap()).sum();
+    assert!((pipeline["best_ms"].as_f64().unwrap() - sum).abs() < 1e-9, "{pipeline}");
+    // Each tuned kernel, run with its work group, computes its stage.
+    for k in kernels {
+        let local: Vec<String> = k["local"].as_array().unwrap().iter().map(|x| x.to_string()).collect();
+        let mut args = vec!["run", k["lift"].as_str().unwrap(), "--check", "--reassociate"];
+        let local = local.join(",");
+        if !local.is_empty() {
+            args.extend(["--local", &local]);
+        }
+        let out = mapsat(&args);
+        assert_eq!(out.status.code(), Some(0), "{args:?}: {}{}", text(&out.stdout), text(&out.stderr));
+    }
     // The combined mapping of the best kernels runs and computes the program.
     let mapping = stdout.lines().filter_map(|l| l.trim().strip_prefix("mapping ")).next_back().map(str::to_string);
     let mapping = mapping.filter(|m| m.contains("A=") && m.contains("C=")).expect("a combined mapping line");

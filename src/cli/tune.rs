@@ -299,7 +299,37 @@ pub(super) fn tune_program(
         files.push(written);
     }
     summarize_stages(&p, &summaries);
-    Ok(tuned(&device_name, &summaries, &files))
+    let best = tuned(&device_name, &summaries, &files);
+    write_pipeline(&p, out, &summaries, &best)?;
+    Ok(best)
+}
+
+/// `DIR/NAME.pipeline.json`: the tuned kernels in launch order, each with its time, mapping,
+/// work group and mapped program (`mapsat run FILE --local ... --check` reproduces one).
+fn write_pipeline(
+    p: &mapsat::ir::Program,
+    out: &Path,
+    kernels: &[tune::report::Summary],
+    best: &Tuned,
+) -> CliResult<()> {
+    let entries: Vec<serde_json::Value> = kernels
+        .iter()
+        .enumerate()
+        .map(|(k, s)| {
+            serde_json::json!({
+                "kernel": s.program,
+                "best_ms": s.best_ms,
+                "mapping": s.best.as_ref().map(|b| b.mapping.clone()),
+                "local": best.locals.get(k),
+                "lift": best.lifts.get(k).map(|l| l.display().to_string()),
+            })
+        })
+        .collect();
+    let json = serde_json::json!({ "program": p.name, "best_ms": best.best_ms, "kernels": entries });
+    let path = out.join(format!("{}.pipeline.json", p.name));
+    super::write(&path, &(serde_json::to_string_pretty(&json).unwrap_or_default() + "\n"))?;
+    outln!("wrote {}", path.display());
+    Ok(())
 }
 
 /// The best of a program from its kernels' summaries and files written.
