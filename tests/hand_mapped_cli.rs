@@ -3,16 +3,10 @@
 //! `--mapping` is (one truth for validity). The kernel file tests check the other direction:
 //! every hand-mapped kernel there is accepted by the space (`tests/filetests.rs`).
 
-use std::path::PathBuf;
-use std::process::{Command, Output};
+mod common;
 
-fn mapsat(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_mapsat"))
-        .args(args)
-        .current_dir(env!("CARGO_MANIFEST_DIR"))
-        .output()
-        .expect("run mapsat")
-}
+use common::{mapsat, opencl};
+use std::path::PathBuf;
 
 /// A file with `text` in a fresh temporary folder named after the test.
 fn program(name: &str, text: &str) -> (PathBuf, PathBuf) {
@@ -69,19 +63,13 @@ fn private_memory_within_one_thread_is_emitted_and_runs() {
     let out = mapsat(&["emit", f, "--target", "opencl", "-o", dir.join("out").to_str().unwrap()]);
     assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
     assert!(out.stderr.is_empty(), "{}", String::from_utf8_lossy(&out.stderr));
-    if opencl_present() {
+    if opencl() {
         let out = mapsat(&["run", f, "--device", "opencl:0:0", "--check"]);
         let stdout = String::from_utf8_lossy(&out.stdout);
         assert_eq!(out.status.code(), Some(0), "{stdout}{}", String::from_utf8_lossy(&out.stderr));
         assert!(stdout.contains("check: ok"), "{stdout}");
     }
     std::fs::remove_dir_all(dir).ok();
-}
-
-/// An OpenCL device is there (`mapsat devices` lists one), or CI requires one.
-fn opencl_present() -> bool {
-    let listed = String::from_utf8_lossy(&mapsat(&["devices"]).stdout).contains("opencl:0:0");
-    listed || std::env::var_os("MAPSAT_REQUIRE_OPENCL").is_some()
 }
 
 /// A mapping that breaks only the space's preferences (here rule 4: `mapLcl(1)` without a

@@ -2,18 +2,12 @@
 //! separable blur of `examples/sepblur.lift` runs as two kernels, each mapped, emitted, run,
 //! checked and tuned on its own.
 
+mod common;
+
+use common::{mapsat, opencl};
 use std::path::PathBuf;
-use std::process::{Command, Output};
 
 const SEPBLUR: &str = "examples/sepblur.lift";
-
-fn mapsat(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_mapsat"))
-        .args(args)
-        .current_dir(env!("CARGO_MANIFEST_DIR"))
-        .output()
-        .expect("run mapsat")
-}
 
 fn temp(name: &str) -> PathBuf {
     let dir = std::env::temp_dir().join(format!("mapsat-stages-{name}-{}", std::process::id()));
@@ -64,7 +58,7 @@ fn a_mapping_is_checked_in_the_space_of_each_kernel() {
 
 #[test]
 fn run_checks_every_kernel_and_the_whole_program() {
-    if !opencl_present() {
+    if !opencl() {
         return;
     }
     for mapping in ["A=S,B=S,C=S,D=S", "A=G1,B=G0,C=G1,D=G0", "A=W0,B=L0,C=G0,D=S"] {
@@ -78,7 +72,7 @@ fn run_checks_every_kernel_and_the_whole_program() {
 
 #[test]
 fn tune_tunes_each_kernel() {
-    if !opencl_present() {
+    if !opencl() {
         return;
     }
     let dir = temp("tune");
@@ -117,13 +111,6 @@ fn tune_tunes_each_kernel() {
     let out = mapsat(&["tune", SEPBLUR, "--log", "x.jsonl", "-o", d]);
     assert_eq!(out.status.code(), Some(2));
     std::fs::remove_dir_all(dir).ok();
-}
-
-/// An OpenCL device is there (`mapsat devices` lists one), or CI requires one.
-fn opencl_present() -> bool {
-    let listed = text(&mapsat(&["devices"]).stdout).contains("opencl:0:0");
-    assert!(listed || std::env::var_os("MAPSAT_REQUIRE_OPENCL").is_none(), "no OpenCL device");
-    listed
 }
 
 #[test]

@@ -5,48 +5,14 @@
 //! Without an OpenCL device the tests that measure are skipped with a message, unless
 //! `MAPSAT_REQUIRE_OPENCL=1` (CI), which makes that a failure.
 
+mod common;
+
+use common::{mapsat, opencl, root, scratch, text, trials};
 use serde_json::Value;
 use std::collections::HashSet;
-use std::path::{Path, PathBuf};
-use std::process::{Command, Output, Stdio};
+
+use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
-
-fn root() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-}
-
-fn mapsat(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_mapsat")).args(args).current_dir(root()).output().expect("run mapsat")
-}
-
-fn text(o: &Output) -> String {
-    format!("{}{}", String::from_utf8_lossy(&o.stdout), String::from_utf8_lossy(&o.stderr))
-}
-
-/// A fresh scratch folder.
-fn scratch(name: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("mapsat-tune-{name}-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).expect("scratch folder");
-    dir
-}
-
-fn opencl() -> bool {
-    let out = mapsat(&["devices"]);
-    let present = String::from_utf8_lossy(&out.stdout).lines().any(|l| l.starts_with("opencl:0:0"));
-    if !present {
-        assert!(std::env::var("MAPSAT_REQUIRE_OPENCL").is_err(), "no OpenCL device:\n{}", text(&out));
-        eprintln!("skipped: no OpenCL device");
-    }
-    present
-}
-
-/// The trial records of a log (not its header or the confirming re-measurements).
-fn trials(log: &Path) -> Vec<Value> {
-    let text = std::fs::read_to_string(log).expect("log");
-    let lines = text.lines().map(|l| serde_json::from_str::<Value>(l).expect("a JSON line"));
-    lines.filter(|v| v["kind"] == "trial").collect()
-}
 
 fn phase<'a>(ts: &'a [Value], p: &str) -> Vec<&'a Value> {
     ts.iter().filter(|t| t["phase"] == p).collect()
@@ -59,7 +25,7 @@ fn a_tune_finds_a_correct_kernel_and_reports_it() {
     if !opencl() {
         return;
     }
-    let dir = scratch("whole");
+    let dir = scratch("tune", "whole");
     let out_dir = dir.to_str().unwrap();
     let out =
         mapsat(&["tune", CONV, "--trials", "8", "--batch", "4", "--random-trials", "4", "--runs", "2", "-o", out_dir]);
@@ -91,7 +57,7 @@ fn a_tune_finds_a_correct_kernel_and_reports_it() {
     let run = mapsat(&["run", lift.to_str().unwrap(), "--check", "--runs", "1", "--reassociate"]);
     assert!(run.status.success() && text(&run).contains("check: ok"), "{}", text(&run));
     // A later tune of another program starts from the saved model.
-    let other = scratch("transfer");
+    let other = scratch("tune", "transfer");
     let model = dir.join("tune.jsonl.model.json");
     let args = ["tune", "examples/matmul_tiled.lift", "--trials", "4", "--batch", "4", "--random-trials", "0"];
     let out = mapsat(
@@ -113,7 +79,7 @@ fn a_killed_tune_resumes_without_losing_or_repeating_a_record() {
     if !opencl() {
         return;
     }
-    let dir = scratch("resume");
+    let dir = scratch("tune", "resume");
     let log = dir.join("tune.jsonl");
     let args = |extra: &[&str]| -> Vec<String> {
         let base = ["tune", CONV, "--trials", "12", "--batch", "4", "--random-trials", "4", "--runs", "2"];
@@ -195,7 +161,7 @@ fn a_hanging_or_crashing_measurement_is_recorded_and_the_tune_goes_on() {
         return;
     }
     for (fault, status) in [("hang@2", "timeout"), ("crash@3", "crash")] {
-        let dir = scratch(status);
+        let dir = scratch("tune", status);
         let args = ["tune", "examples/matmul_tiled.lift", "--trials", "5", "--batch", "5", "--random-trials", "0"];
         let start = Instant::now();
         let out = mapsat(
@@ -218,7 +184,7 @@ fn a_hanging_or_crashing_measurement_is_recorded_and_the_tune_goes_on() {
 
 #[test]
 fn bad_input_is_refused_with_a_clear_message() {
-    let dir = scratch("bad");
+    let dir = scratch("tune", "bad");
     let out_dir = dir.to_str().unwrap();
     let tune = |extra: &[&str]| mapsat(&[&["tune", CONV, "-o", out_dir][..], extra].concat());
     let cases: [(&[&str], i32, &str); 5] = [
@@ -256,7 +222,7 @@ fn a_log_of_another_program_or_version_is_refused() {
     if !opencl() {
         return;
     }
-    let dir = scratch("foreign");
+    let dir = scratch("tune", "foreign");
     let log = dir.join("log.jsonl");
     let (log_s, out_dir) = (log.to_str().unwrap(), dir.to_str().unwrap());
     let base = ["--trials", "2", "--batch", "2", "--random-trials", "0", "--runs", "1", "--log", log_s, "-o", out_dir];

@@ -6,44 +6,11 @@
 //! Without an OpenCL device the tests that measure are skipped with a message, unless
 //! `MAPSAT_REQUIRE_OPENCL=1` (CI), which makes that a failure.
 
+mod common;
+
+use common::{mapsat, opencl, root, scratch, text, trials};
 use serde_json::Value;
-use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
-
-fn root() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-}
-
-fn mapsat(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_mapsat")).args(args).current_dir(root()).output().expect("run mapsat")
-}
-
-fn text(o: &Output) -> String {
-    format!("{}{}", String::from_utf8_lossy(&o.stdout), String::from_utf8_lossy(&o.stderr))
-}
-
-fn scratch(name: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("mapsat-tune-variants-{name}-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).expect("scratch folder");
-    dir
-}
-
-fn opencl() -> bool {
-    let out = mapsat(&["devices"]);
-    let present = String::from_utf8_lossy(&out.stdout).lines().any(|l| l.starts_with("opencl:0:0"));
-    if !present {
-        assert!(std::env::var("MAPSAT_REQUIRE_OPENCL").is_err(), "no OpenCL device:\n{}", text(&out));
-        eprintln!("skipped: no OpenCL device");
-    }
-    present
-}
-
-fn trials(log: &Path) -> Vec<Value> {
-    let text = std::fs::read_to_string(log).expect("log");
-    let lines = text.lines().map(|l| serde_json::from_str::<Value>(l).expect("a JSON line"));
-    lines.filter(|v| v["kind"] == "trial").collect()
-}
+use std::path::Path;
 
 const MATMUL: &str = "examples/matmul.lift";
 
@@ -58,7 +25,7 @@ fn variants_are_tuned_one_by_one_and_the_fastest_kernel_wins() {
     if !opencl() {
         return;
     }
-    let dir = scratch("matmul");
+    let dir = scratch("tune-variants", "matmul");
     let args = |extra: &[&str]| -> Vec<String> {
         let base = ["tune", MATMUL, "--size", "M=16,K=16,N=16", "--variants", "3", "--trials", "4", "--batch", "4"];
         let mut v: Vec<String> = base.iter().map(|s| s.to_string()).collect();
@@ -130,7 +97,7 @@ fn variants_are_tuned_one_by_one_and_the_fastest_kernel_wins() {
 
 #[test]
 fn bad_variant_options_are_usage_errors() {
-    let dir = scratch("bad");
+    let dir = scratch("tune-variants", "bad");
     let out_dir = dir.to_str().unwrap();
     let cases: [(&[&str], &str); 3] = [
         (&["--variants", "0"], "--variants must be at least 1"),
@@ -151,7 +118,7 @@ fn a_program_of_several_kernels_has_its_variants_tuned_kernel_by_kernel() {
     if !opencl() {
         return;
     }
-    let dir = scratch("sepblur");
+    let dir = scratch("tune-variants", "sepblur");
     let base = ["tune", "examples/sepblur.lift", "--variants", "2", "--trials", "2", "--batch", "2"];
     let out = mapsat(&[&base[..], &["--random-trials", "0", "--runs", "1", "-o", dir.to_str().unwrap()]].concat());
     assert!(out.status.success(), "{}", text(&out));
