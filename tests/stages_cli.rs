@@ -71,6 +71,42 @@ fn run_checks_every_kernel_and_the_whole_program() {
 }
 
 #[test]
+fn each_kernel_takes_its_own_work_group() {
+    let dir = temp("locals");
+    let d = dir.to_str().unwrap();
+    let args = ["emit", SEPBLUR, "--size", "H=24,W=40", "--mapping", "A=W0,B=L0,C=W0,D=L0", "-o", d];
+    let out = mapsat(&[&args[..], &["--local", "sepblur_0_h:8", "--local", "4"]].concat());
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let launch = |entry: &str| -> serde_json::Value {
+        let m = std::fs::read_to_string(dir.join(format!("{entry}.json"))).unwrap();
+        serde_json::from_str::<serde_json::Value>(&m).unwrap()["launch"]["local"].clone()
+    };
+    // The horizontal pass's rows of 40 in groups of 8, the vertical pass's columns of 24 in 4s.
+    assert_eq!(launch("sepblur_0_h")[0], 8);
+    assert_eq!(launch("sepblur")[0], 4);
+    let out = mapsat(&[&args[..], &["--local", "blur:8"]].concat());
+    assert_eq!(out.status.code(), Some(2));
+    assert!(text(&out.stderr).contains("kernel `blur`, which the program does not have"), "{}", text(&out.stderr));
+    if opencl() {
+        let out = mapsat(&[
+            "run",
+            SEPBLUR,
+            "--size",
+            "H=24,W=40",
+            "--mapping",
+            "A=W0,B=L0,C=W0,D=L0",
+            "--check",
+            "--local",
+            "sepblur:6",
+            "--local",
+            "sepblur_0_h:5",
+        ]);
+        assert_eq!(out.status.code(), Some(0), "{}{}", text(&out.stdout), text(&out.stderr));
+    }
+    std::fs::remove_dir_all(dir).ok();
+}
+
+#[test]
 fn tune_tunes_each_kernel() {
     if !opencl() {
         return;
@@ -106,8 +142,12 @@ fn tune_tunes_each_kernel() {
     // The combined mapping of the best kernels runs and computes the program.
     let mapping = stdout.lines().filter_map(|l| l.trim().strip_prefix("mapping ")).next_back().map(str::to_string);
     let mapping = mapping.filter(|m| m.contains("A=") && m.contains("C=")).expect("a combined mapping line");
-    let out = mapsat(&["run", SEPBLUR, "--size", "H=32,W=32", "--mapping", &mapping, "--check", "--reassociate"]);
-    assert_eq!(out.status.code(), Some(0), "{mapping}: {}{}", text(&out.stdout), text(&out.stderr));
+    let mut args = vec!["run", SEPBLUR, "--size", "H=32,W=32", "--mapping", &mapping, "--check", "--reassociate"];
+    // With each kernel's own work group, as the tune prints them.
+    let groups = stdout.lines().filter_map(|l| l.trim().strip_prefix("work groups ")).next_back().unwrap_or("");
+    args.extend(groups.split_whitespace());
+    let out = mapsat(&args);
+    assert_eq!(out.status.code(), Some(0), "{args:?}: {}{}", text(&out.stdout), text(&out.stderr));
     let out = mapsat(&["tune", SEPBLUR, "--log", "x.jsonl", "-o", d]);
     assert_eq!(out.status.code(), Some(2));
     std::fs::remove_dir_all(dir).ok();

@@ -1,6 +1,7 @@
 //! `mapsat emit`, `mapsat run`, `mapsat devices` and `mapsat calibrate`: code generation,
 //! measurement, device limits and rates.
 
+use super::local::Locals;
 use super::{all_sizes, load_inputs, CliResult, Failure, SizeArgs, Source};
 use mapsat::ir;
 use mapsat::ir::profile::Profile;
@@ -9,14 +10,9 @@ use mapsat_constraints::readback;
 use mapsat_tuner::measure::{self, DeviceSpec, RunConfig};
 use std::path::Path;
 
-/// Parses `--local 64,4,1`.
+/// Parses `--local 64,4,1` (one work-group size, as `tune` and `predict` take it).
 pub(super) fn parse_local(s: Option<&str>) -> CliResult<Option<Vec<i64>>> {
-    let Some(s) = s else { return Ok(None) };
-    let v: Result<Vec<i64>, _> = s.split(',').map(|x| x.trim().parse::<i64>()).collect();
-    match v {
-        Ok(v) if !v.is_empty() && v.len() <= 3 && v.iter().all(|x| *x > 0) => Ok(Some(v)),
-        _ => Err(Failure::Usage(format!("--local expects 1 to 3 positive numbers like 64,4,1, got `{s}`"))),
-    }
+    s.map(super::local::parse_size).transpose()
 }
 
 /// How the program to emit or run is mapped: written mapped, or mapped by `--mapping`.
@@ -70,7 +66,7 @@ pub(super) fn emit(
     sizes: &SizeArgs,
     how: Mapped,
     target: &str,
-    local: Option<&str>,
+    local: &Locals,
     out: &Path,
 ) -> CliResult<()> {
     let src = Source::read(file)?;
@@ -82,7 +78,9 @@ pub(super) fn emit(
     if ir::stages::count(&p) > 1 {
         return super::stages::emit(&src, &p, &sizes, &how, dialect, local, out);
     }
-    let (p, local) = how.program(p, &sizes, parse_local(local)?, || None)?;
+    local.check_kernels(&[&p.name])?;
+    let local = local.of(&p.name);
+    let (p, local) = how.program(p, &sizes, local, || None)?;
     let opts = how.codegen_options(sizes, local)?;
     let (code, manifest) = mapsat_codegen::emit(&p, &opts, dialect).map_err(|e| src.reject(&e))?;
     super::create_dir(out)?;
@@ -109,7 +107,7 @@ pub(super) fn run(
     sizes: &SizeArgs,
     how: Mapped,
     device: &str,
-    local: Option<&str>,
+    local: &Locals,
     inputs: &[String],
     seed: u64,
     cfg: &RunConfig,
@@ -126,7 +124,9 @@ pub(super) fn run(
     if ir::stages::count(&p) > 1 {
         return super::stages::run(&src, &p, &sizes, &how, device, local, &tensors, cfg);
     }
-    let (p, local) = how.program(p, &sizes, parse_local(local)?, || measure::opencl_profile(device).ok())?;
+    local.check_kernels(&[&p.name])?;
+    let local = local.of(&p.name);
+    let (p, local) = how.program(p, &sizes, local, || measure::opencl_profile(device).ok())?;
     let r = measure::run(&p, &sizes, local, &tensors, device, cfg).map_err(|e| match e {
         measure::MeasureError::Codegen(c) => src.reject(&c),
         e => Failure::Rejected(format!("error: {e}")),

@@ -13,6 +13,7 @@ macro_rules! outln {
 }
 
 mod kernels;
+mod local;
 mod mapping;
 mod rewrite;
 mod space;
@@ -84,9 +85,10 @@ enum Command {
         /// `opencl` or `cuda`.
         #[arg(long, default_value = "opencl")]
         target: String,
-        /// Work-group size, e.g. `64,4,1` (default: from the map extents).
-        #[arg(long, value_name = "X,Y,Z")]
-        local: Option<String>,
+        /// Work-group size, e.g. `64,4,1` (default: from the map extents); for one kernel of a
+        /// program with several, `KERNEL:X,Y,Z` (repeatable).
+        #[arg(long, value_name = "[KERNEL:]X,Y,Z")]
+        local: Vec<String>,
         /// Output directory.
         #[arg(long, short, value_name = "DIR")]
         output: PathBuf,
@@ -106,9 +108,10 @@ enum Command {
         /// `opencl:PLATFORM:DEVICE` or `cuda:N` (see `mapsat devices`).
         #[arg(long, default_value = "opencl:0:0")]
         device: String,
-        /// Work-group size, e.g. `64,4,1`.
-        #[arg(long, value_name = "X,Y,Z")]
-        local: Option<String>,
+        /// Work-group size, e.g. `64,4,1`; for one kernel of a program with several,
+        /// `KERNEL:X,Y,Z` (repeatable).
+        #[arg(long, value_name = "[KERNEL:]X,Y,Z")]
+        local: Vec<String>,
         /// Input for a parameter, `x=a.npy` (repeatable); others are random.
         #[arg(long = "input", value_name = "PARAM=FILE")]
         inputs: Vec<String>,
@@ -198,6 +201,7 @@ enum Command {
 }
 
 /// Why a command failed, and so its exit code.
+#[derive(Debug)]
 enum Failure {
     /// The input was rejected: message already rendered.
     Rejected(String),
@@ -220,12 +224,13 @@ pub fn main() -> ExitCode {
         Command::Fmt { file } => fmt(&file),
         Command::Emit { file, sizes, mapping, profile, target, local, output } => {
             let how = kernels::Mapped { mapping: mapping.as_deref(), profile: profile.as_deref() };
-            kernels::emit(&file, &sizes, how, &target, local.as_deref(), &output)
+            local::Locals::parse(&local).and_then(|l| kernels::emit(&file, &sizes, how, &target, &l, &output))
         }
         Command::Run { file, sizes, mapping, profile, device, local, inputs, seed, check, runs, reassociate } => {
             let how = kernels::Mapped { mapping: mapping.as_deref(), profile: profile.as_deref() };
             let cfg = mapsat_tuner::measure::RunConfig { check, runs, reassociate, ..Default::default() };
-            kernels::run(&file, &sizes, how, &device, local.as_deref(), &inputs, seed, &cfg)
+            local::Locals::parse(&local)
+                .and_then(|l| kernels::run(&file, &sizes, how, &device, &l, &inputs, seed, &cfg))
         }
         Command::Rewrite(args) => rewrite::rewrite(&args),
         Command::Tune(args) => tune::tune(&args),

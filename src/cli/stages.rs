@@ -2,7 +2,8 @@
 //! of its body, [`ir::stages`]): one kernel per stage, launched in order. Each stage is mapped
 //! (its part of `--mapping`, or the kinds written in it) and checked like a program of its own.
 
-use super::kernels::{parse_local, Mapped};
+use super::kernels::Mapped;
+use super::local::Locals;
 use super::{CliResult, Failure, Source};
 use mapsat::ir::{self, stages, stages::Stage, Node, Prim, Program, Sizes};
 use mapsat_codegen::kir::{Role, Space};
@@ -46,7 +47,7 @@ fn mapped(
     stages: Vec<Stage>,
     sizes: &Sizes,
     how: &Mapped,
-    local: Option<&str>,
+    local: &Locals,
     default_profile: impl Fn() -> Option<ir::profile::Profile>,
 ) -> CliResult<Vec<MappedStage>> {
     let parts = match how.mapping {
@@ -56,12 +57,14 @@ fn mapped(
         }
         None => vec![None; stages.len()],
     };
+    let names: Vec<&str> = stages.iter().map(|s| s.program.name.as_str()).collect();
+    local.check_kernels(&names)?;
     let mut out = Vec::with_capacity(stages.len());
     for (s, part) in stages.into_iter().zip(parts) {
         let name = s.program.name.clone();
         let how = Mapped { mapping: part.as_deref(), profile: how.profile };
         let (program, local) =
-            how.program(s.program, sizes, parse_local(local)?, &default_profile).map_err(|e| in_stage(&name, e))?;
+            how.program(s.program, sizes, local.of(&name), &default_profile).map_err(|e| in_stage(&name, e))?;
         ir::check::check(&program).map_err(|e| src.reject(&e))?;
         out.push(MappedStage { program, inputs: s.inputs, local });
     }
@@ -112,7 +115,7 @@ pub(super) fn emit(
     sizes: &Sizes,
     how: &Mapped,
     dialect: Dialect,
-    local: Option<&str>,
+    local: &Locals,
     out: &Path,
 ) -> CliResult<()> {
     let split = stages::split(p).map_err(|e| src.reject(&e))?;
@@ -161,7 +164,7 @@ pub(super) fn run(
     sizes: &Sizes,
     how: &Mapped,
     device: DeviceSpec,
-    local: Option<&str>,
+    local: &Locals,
     inputs: &[ir::interp::Tensor],
     cfg: &RunConfig,
 ) -> CliResult<()> {

@@ -421,6 +421,16 @@ fn summarize_stages(p: &mapsat::ir::Program, kernels: &[tune::report::Summary]) 
     }
     if mappings.len() == kernels.len() {
         outln!("  mapping {}", mappings.join(","));
+        let locals: Vec<String> = kernels
+            .iter()
+            .filter_map(|s| s.best.as_ref().filter(|b| !b.local.is_empty()).map(|b| (s, b)))
+            .map(|(s, b)| {
+                format!("--local {}:{}", s.program, b.local.iter().map(i64::to_string).collect::<Vec<_>>().join(","))
+            })
+            .collect();
+        if !locals.is_empty() {
+            outln!("  work groups {}", locals.join(" "));
+        }
     }
 }
 

@@ -1,0 +1,81 @@
+//! `--local` of `emit` and `run`: a work-group size for every kernel (`--local 64,4`), or for one
+//! kernel of a program with several (`--local sepblur_0_h:16,16`, repeatable; a plain one is then
+//! the size of the kernels not named).
+
+use super::{CliResult, Failure};
+use std::collections::BTreeMap;
+
+/// The work-group sizes given on the command line.
+#[derive(Debug, Default)]
+pub(super) struct Locals {
+    all: Option<Vec<i64>>,
+    by_kernel: BTreeMap<String, Vec<i64>>,
+}
+
+/// Parses one work-group size, `64,4,1`.
+pub(super) fn parse_size(s: &str) -> CliResult<Vec<i64>> {
+    let v: Result<Vec<i64>, _> = s.split(',').map(|x| x.trim().parse::<i64>()).collect();
+    match v {
+        Ok(v) if !v.is_empty() && v.len() <= 3 && v.iter().all(|x| *x > 0) => Ok(v),
+        _ => Err(Failure::Usage(format!("--local expects 1 to 3 positive numbers like 64,4,1, got `{s}`"))),
+    }
+}
+
+impl Locals {
+    /// Parses the `--local` flags: `X,Y,Z` or `KERNEL:X,Y,Z`, each size given once.
+    pub(super) fn parse(flags: &[String]) -> CliResult<Locals> {
+        let mut out = Locals::default();
+        for f in flags {
+            let twice = match f.split_once(':') {
+                Some((kernel, size)) => out.by_kernel.insert(kernel.trim().to_string(), parse_size(size)?).is_some(),
+                None => out.all.replace(parse_size(f)?).is_some(),
+            };
+            if twice {
+                return Err(Failure::Usage(format!("--local `{f}`: that work-group size is given twice")));
+            }
+        }
+        Ok(out)
+    }
+
+    /// Refuses sizes named for kernels the program does not have.
+    pub(super) fn check_kernels(&self, kernels: &[&str]) -> CliResult<()> {
+        match self.by_kernel.keys().find(|k| !kernels.contains(&k.as_str())) {
+            Some(k) => Err(Failure::Usage(format!(
+                "--local names kernel `{k}`, which the program does not have (its kernels: {})",
+                kernels.join(", ")
+            ))),
+            None => Ok(()),
+        }
+    }
+
+    /// The work-group size of kernel `name`: its own, else the plain one, else none.
+    pub(super) fn of(&self, name: &str) -> Option<Vec<i64>> {
+        self.by_kernel.get(name).or(self.all.as_ref()).cloned()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn flags(f: &[&str]) -> Vec<String> {
+        f.iter().map(|s| s.to_string()).collect()
+    }
+
+    #[test]
+    fn plain_and_per_kernel_sizes() {
+        let l = Locals::parse(&flags(&["8,8", "h: 16, 2"])).unwrap();
+        assert_eq!(l.of("h"), Some(vec![16, 2]));
+        assert_eq!(l.of("out"), Some(vec![8, 8]));
+        assert!(l.check_kernels(&["h", "out"]).is_ok());
+        assert!(l.check_kernels(&["out"]).is_err());
+        assert_eq!(Locals::parse(&[]).unwrap().of("h"), None);
+    }
+
+    #[test]
+    fn bad_sizes_are_usage_errors() {
+        for bad in [&["0,4"][..], &["1,2,3,4"], &["h:"], &["h:x"], &["4", "8"], &["h:4", "h:8"]] {
+            assert!(matches!(Locals::parse(&flags(bad)), Err(Failure::Usage(_))), "{bad:?}");
+        }
+    }
+}
