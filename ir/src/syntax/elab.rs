@@ -281,9 +281,27 @@ impl Elab {
                     let x = self.expr(a)?;
                     h = self.app(h, x, span);
                 }
+                self.not_over_applied(h, span)?;
                 Ok(h)
             }
         }
+    }
+
+    /// Refuses a primitive given more arguments than it takes through `$` or a call on a
+    /// parenthesized application (`(map(f) $ g) $ xs`), as [`Elab::prim`] refuses them in one call.
+    fn not_over_applied(&self, h: NodeId, span: Span) -> EResult<()> {
+        let (head, args) = self.prog.spine(h);
+        let Node::Prim(p) = self.prog.node(head) else { return Ok(()) };
+        let arity = p.arity();
+        if args.len() <= arity {
+            return Ok(());
+        }
+        let name = p.name();
+        Err(ParseError::new(
+            span,
+            format!("`{name}` takes {arity} argument{} but {} were given", if arity == 1 { "" } else { "s" }, args.len()),
+        )
+        .with_note(signature_note(name)))
     }
 
     fn prim(

@@ -57,3 +57,17 @@ fn nested_tuple_fields() {
     let t = roundtrip("def f(t: ((f32, i32), f32)) = get(1, get(0, t))");
     assert!(t.contains("t.0.1"), "{t}");
 }
+
+#[test]
+fn a_primitive_given_too_many_arguments_through_dollar_is_refused() {
+    // Printing it would give `map(f, g, xs)`, which does not parse: refused when parsed.
+    for src in [
+        "size N = 4\ndef g(xs: [f32]N) = (map(fun(x => x + 1.0)) $ map(fun(x => x))) $ xs",
+        "size N = 4\ndef g(xs: [f32]N) = (transpose $ xs)(xs)",
+    ] {
+        let e = parse(src).expect_err(src);
+        assert!(e.message.contains("but 3 were given") || e.message.contains("but 2 were given"), "{}", e.message);
+    }
+    // Applied once per argument, a primitive is fine.
+    roundtrip("size N = 4\ndef g(xs: [f32]N) = (map(fun(x => x + 1.0)) $ xs)");
+}
