@@ -178,3 +178,37 @@ fn space_and_explain_work_kernel_by_kernel() {
     assert!(stderr.starts_with("in the kernel of stage `sepblur`: invalid"), "{stderr}");
     assert!(!stderr.contains("sepblur_0_h"), "{stderr}");
 }
+
+#[test]
+fn the_rewrite_stage_offers_the_blur_inlined_in_one_kernel() {
+    // Inlined into the vertical pass (each output computing its 3 x 3 window), the blur is one
+    // kernel with parallel mappings, which run correctly.
+    let dir = temp("inline");
+    let out = mapsat(&["rewrite", SEPBLUR, "-o", dir.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let mut files: Vec<PathBuf> = std::fs::read_dir(&dir).unwrap().map(|e| e.unwrap().path()).collect();
+    files.sort();
+    let one_kernel: Vec<PathBuf> = files
+        .into_iter()
+        .filter(|f| f.extension().is_some_and(|e| e == "lift"))
+        .filter(|f| !std::fs::read_to_string(f).unwrap().contains("toGlobal"))
+        .collect();
+    assert!(!one_kernel.is_empty(), "no variant without the kernel boundary");
+    let mut parallel = 0;
+    for f in &one_kernel {
+        let out = mapsat(&["space", f.to_str().unwrap(), "--sample", "50"]);
+        let stdout = text(&out.stdout);
+        assert_eq!(out.status.code(), Some(0), "{stdout}{}", text(&out.stderr));
+        let Some(mapping) = stdout.lines().map(str::trim).find(|l| l.contains("=G") && !l.contains(' ')) else {
+            continue;
+        };
+        parallel += 1;
+        if opencl() {
+            let args = ["run", f.to_str().unwrap(), "--size", "H=24,W=40", "--mapping", mapping, "--check"];
+            let out = mapsat(&args);
+            assert_eq!(out.status.code(), Some(0), "{args:?}: {}{}", text(&out.stdout), text(&out.stderr));
+        }
+    }
+    assert!(parallel > 0, "no one-kernel variant has a parallel mapping");
+    std::fs::remove_dir_all(dir).ok();
+}

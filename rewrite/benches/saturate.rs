@@ -2,6 +2,11 @@
 //! with the default budgets and K = 16 variants. `cargo bench -p mapsat-rewrite --bench saturate`
 //! prints one line per example (peak memory is the process's high-water mark so far, read from
 //! `/proc/self/status`, so it only grows from line to line).
+//!
+//! Then stage inlining, guided against unguided: for each image pipeline, with the stage phase
+//! first ([`mapsat_rewrite::phases`]), without it at the default budgets, and without it at a
+//! larger budget, how many of the 16 variants are one kernel that computes every stage where
+//! it is read (no `toGlobal` boundary, no intermediate array read back).
 
 use mapsat_rewrite::{rewrite, Budget, Options};
 use std::time::Instant;
@@ -27,12 +32,39 @@ fn main() {
             Budget { nodes: 100_000, iterations: 12, time: std::time::Duration::from_secs(60), ..Budget::default() };
         run(name, budget);
     }
+    println!("stage inlining: variants that are one kernel with no intermediate array, of 16");
+    let large =
+        Budget { nodes: 100_000, iterations: 16, time: std::time::Duration::from_secs(60), ..Budget::default() };
+    for name in ["sepblur", "sharpen", "jacobi2d"] {
+        inline(name, "guided", true, Budget::default());
+        inline(name, "unguided", false, Budget::default());
+        inline(name, "unguided, 16 iter", false, large.clone());
+    }
+}
+
+fn inline(name: &str, how: &str, guided: bool, budget: Budget) {
+    let p = example(name);
+    let out = rewrite(&p, &Options { variants: 16, budget, guided, ..Options::default() }).expect("rewrites");
+    let r = &out.report;
+    let inlined =
+        out.variants.iter().filter(|v| v.intermediates == 0 && mapsat_ir::stages::count(&v.program) == 1).count();
+    println!(
+        "{name:<9} {how:<18} {:>6} nodes {:>3} iter {:<15} {:>7.3}s  inlined {inlined}",
+        r.nodes,
+        r.iterations,
+        r.stop.name(),
+        r.time.as_secs_f64()
+    );
+}
+
+fn example(name: &str) -> mapsat_ir::Program {
+    let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/../examples");
+    let text = std::fs::read_to_string(format!("{dir}/{name}.lift")).expect("example");
+    mapsat_ir::parse(&text).expect("parses")
 }
 
 fn run(name: &str, budget: Budget) {
-    let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/../examples");
-    let text = std::fs::read_to_string(format!("{dir}/{name}.lift")).expect("example");
-    let p = mapsat_ir::parse(&text).expect("parses");
+    let p = example(name);
     let start = Instant::now();
     let out = rewrite(&p, &Options { variants: 16, budget, ..Options::default() }).expect("rewrites");
     let total = start.elapsed();

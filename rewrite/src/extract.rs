@@ -2,7 +2,8 @@
 //!
 //! No e-graph library offers top-K extraction; this one is a small beam over *choices*:
 //!
-//! 1. The best term by a static cost ([`StaticCost`], egg's bottom-up extractor).
+//! 1. The best term by a static cost ([`StaticCost`]: loops and intermediate arrays; egg's
+//!    bottom-up extractor).
 //! 2. Neighbours: for each class the best term goes through, each other node of that class is
 //!    forced in turn (the rest of the term stays best); then once more from the cheapest
 //!    neighbours of distinct structure (two rounds reach, e.g., a tiled map around a partial
@@ -15,31 +16,12 @@
 
 use crate::analysis::LiftGraph;
 use crate::convert::{self, Term};
+use crate::cost::{weight, StaticCost};
 use crate::lang::Lift;
-use egg::{CostFunction, Extractor, Id, Language, RecExpr};
+use egg::{Extractor, Id, Language, RecExpr};
 use mapsat_ir::ast::{Node, Prim};
 use mapsat_ir::{Program, Sizes};
 use std::collections::{BTreeMap, BTreeSet, HashSet};
-
-/// The static cost: a node counts 1, a map or reduction 8 (a loop, and usually an array
-/// written to memory), so fused forms are cheaper and tilings cost their extra maps.
-pub struct StaticCost;
-
-/// The weight of one node.
-pub fn weight(n: &Lift) -> usize {
-    match n {
-        Lift::Prim(Prim::Map { .. } | Prim::Reduce { .. }) => 8,
-        _ => 1,
-    }
-}
-
-impl CostFunction<Lift> for StaticCost {
-    type Cost = usize;
-
-    fn cost<C: FnMut(Id) -> usize>(&mut self, enode: &Lift, mut costs: C) -> usize {
-        enode.fold(weight(enode), |s, c| s.saturating_add(costs(c)))
-    }
-}
 
 /// One extracted variant.
 #[derive(Clone, Debug)]
@@ -50,6 +32,9 @@ pub struct Variant {
     pub cost: usize,
     /// Its structural signature.
     pub signature: String,
+    /// Arrays it computes with a map and reads back in the same term (0: every producer is
+    /// fused into its consumer or kept by `toX`/`let`), by the static cost's count.
+    pub intermediates: usize,
 }
 
 /// What extraction needs besides the e-graph.
@@ -129,21 +114,26 @@ pub fn variants(eg: &LiftGraph, src: &Source, k: usize) -> (Vec<Variant>, usize)
     (choose(found, k), rejected)
 }
 
-/// The cheapest of each distinct tiling and staging (sequence of split factors and `toX`) first,
-/// then of each distinct signature, then the cheapest others; the best by cost always first.
+/// The cheapest of each distinct number of kernels (the stage choices: stages kept in global
+/// memory, or inlined into their consumers) first, then of each distinct tiling and staging (sequence of
+/// split factors and `toX`), then of each distinct signature, then the cheapest others; the
+/// best by cost always first.
 fn choose(found: BTreeMap<String, Variant>, k: usize) -> Vec<Variant> {
     let mut all: Vec<(String, Variant)> = found.into_iter().collect();
     all.sort_by(|a, b| (a.1.cost, &a.0).cmp(&(b.1.cost, &b.0)));
-    let (mut tilings, mut sigs) = (BTreeSet::new(), BTreeSet::new());
-    let mut tiers: [Vec<Variant>; 3] = Default::default();
+    let (mut stages, mut tilings, mut sigs) = (BTreeSet::new(), BTreeSet::new(), BTreeSet::new());
+    let mut tiers: [Vec<Variant>; 4] = Default::default();
     for (_, v) in all {
-        let tier = if tilings.insert(tiling(&v.signature)) {
+        let tier = if stages.insert(mapsat_ir::stages::count(&v.program)) {
             0
-        } else if sigs.insert(v.signature.clone()) {
+        } else if tilings.insert(tiling(&v.signature)) {
             1
-        } else {
+        } else if sigs.insert(v.signature.clone()) {
             2
+        } else {
+            3
         };
+        tilings.insert(tiling(&v.signature));
         sigs.insert(v.signature.clone());
         tiers[tier].push(v);
     }
@@ -157,7 +147,7 @@ fn stage(v: &Variant, sizes: &Sizes) -> Option<Variant> {
     mapsat_ir::check::check(&p).ok()?;
     mapsat_ir::check::check_with_sizes(&p, sizes).ok()?;
     let added = p.nodes.len().saturating_sub(v.program.nodes.len());
-    Some(Variant { signature: signature(&p), cost: v.cost + added, program: p })
+    Some(Variant { signature: signature(&p), cost: v.cost + added, program: p, intermediates: v.intermediates })
 }
 
 /// A signature's tiling and staging: its splits with their factors and its `toX`, in order
@@ -192,8 +182,8 @@ fn finish(src: &Source, term: &Term) -> Option<Variant> {
         p.ret = Some(mapsat_ir::check::check(&p).ok()?.result);
     }
     mapsat_ir::check::check_with_sizes(&p, src.sizes).ok()?;
-    let cost = term.expr.as_ref().iter().map(weight).sum();
-    Some(Variant { signature: signature(&p), cost, program: p })
+    let cost = StaticCost::of(&term.expr);
+    Some(Variant { signature: signature(&p), cost: cost.total, intermediates: cost.intermediates, program: p })
 }
 
 /// The structure of a program: its maps (`M`), reductions (`R`), splits with their factor
@@ -258,13 +248,68 @@ impl Builder<'_> {
             _ => self.ext.find_best_node(c).clone(),
         };
         stack.push(c);
-        let node = node.map_children(|ch| self.go(self.eg.find(ch), forced, t, visited, stack));
+        let node = match node {
+            // `toX(e)`: `e` must be a map or reduce application (other forms of its class, added
+            // by rules where it is read elsewhere, are not taken here).
+            Lift::App([f, a]) if self.is_to(f) => {
+                let f = self.go(self.eg.find(f), forced, t, visited, stack);
+                let a = self.go_applied(self.eg.find(a), 3, forced, t, visited, stack);
+                Lift::App([f, a])
+            }
+            node => node.map_children(|ch| self.go(self.eg.find(ch), forced, t, visited, stack)),
+        };
         stack.pop();
+        self.push(c, node, t)
+    }
+
+    /// Adds `node` of class `c` to the term, with its binder name.
+    fn push(&self, c: Id, node: Lift, t: &mut Term) -> Id {
         let name = match node {
             Lift::Lam(..) | Lift::Let(..) => self.names.get(&c).map(|s| s.to_string()),
             _ => None,
         };
         t.names.push(name);
         t.expr.add(node)
+    }
+
+    fn is_to(&self, c: Id) -> bool {
+        self.eg[c].nodes.iter().any(|n| matches!(n, Lift::Prim(Prim::To(_))))
+    }
+
+    /// The cheapest node of class `c` that is a map or reduce primitive applied to at most
+    /// `depth` arguments, if the class has one.
+    fn applied_node(&self, c: Id, depth: usize) -> Option<&Lift> {
+        let cost = |n: &Lift| n.fold(weight(n), |s, ch| s.saturating_add(self.ext.find_best_cost(ch).total));
+        self.eg[c]
+            .nodes
+            .iter()
+            .filter(|n| match n {
+                Lift::Prim(Prim::Map { .. } | Prim::Reduce { .. }) => true,
+                Lift::App([f, _]) => depth > 0 && self.applied_node(self.eg.find(*f), depth - 1).is_some(),
+                _ => false,
+            })
+            .min_by_key(|n| cost(n))
+    }
+
+    /// Class `c` built as a map or reduce application ([`Builder::applied_node`]), else as usual.
+    fn go_applied(
+        &self,
+        c: Id,
+        depth: usize,
+        forced: &BTreeMap<Id, Lift>,
+        t: &mut Term,
+        visited: &mut Vec<Id>,
+        stack: &mut Vec<Id>,
+    ) -> Id {
+        let Some(node) = self.applied_node(c, depth).cloned() else { return self.go(c, forced, t, visited, stack) };
+        visited.push(c);
+        let node = match node {
+            Lift::App([f, a]) => {
+                let f = self.go_applied(self.eg.find(f), depth - 1, forced, t, visited, stack);
+                Lift::App([f, self.go(self.eg.find(a), forced, t, visited, stack)])
+            }
+            n => n,
+        };
+        self.push(c, node, t)
     }
 }

@@ -24,10 +24,12 @@
 pub mod analysis;
 pub mod binders;
 pub mod convert;
+pub mod cost;
 pub mod error;
 pub mod extract;
 pub mod infer;
 pub mod lang;
+pub mod phases;
 pub mod rules;
 pub mod saturate;
 pub mod staging;
@@ -64,8 +66,11 @@ pub struct Options {
     /// Largest array rank a rule may create (default: one more than the largest rank of an
     /// array in the input).
     pub max_rank: Option<usize>,
-    /// Only the rules with these names (all rules when `None`).
+    /// Only the rules with these names (all rules when `None`), in one phase.
     pub rules: Option<Vec<String>>,
+    /// Guided saturation ([`phases`]): for a program with `let`s, the stage phase first (its
+    /// stages inlined into their consumers), then every rule. Without, one phase of every rule.
+    pub guided: bool,
 }
 
 impl Default for Options {
@@ -79,6 +84,7 @@ impl Default for Options {
             new_tile_sizes: true,
             max_rank: None,
             rules: None,
+            guided: true,
         }
     }
 }
@@ -86,8 +92,10 @@ impl Default for Options {
 /// The result of [`rewrite`].
 #[derive(Clone, Debug)]
 pub struct Outcome {
-    /// What saturation did.
+    /// What saturation did (all phases together).
     pub report: Report,
+    /// What each phase of saturation did.
+    pub phases: Vec<phases::PhaseReport>,
     /// The variants, the best by static cost first.
     pub variants: Vec<Variant>,
     /// Candidate terms that did not type-check (0 unless a rule is unsound).
@@ -120,19 +128,27 @@ pub fn rewrite(p: &Program, opts: &Options) -> Result<Outcome, RewriteError> {
     }
     let by_label = tiles.iter().map(|t| (t.label.clone(), mapsat_ir::Size::var(&t.size.name))).collect();
     let params = rules::Params { sizes: sizes.clone(), factors, tiles: by_label, max_rank };
-    let mut chosen = rules::all();
-    if let Some(names) = &opts.rules {
-        if let Some(bad) = names.iter().find(|n| !chosen.iter().any(|r| r.name() == n.as_str())) {
-            let known: Vec<&str> = chosen.iter().map(|r| r.name()).collect();
-            return Err(RewriteError::Options(format!("no rule `{bad}` (rules: {})", known.join(", "))));
-        }
-        chosen.retain(|r| names.iter().any(|n| n == r.name()));
+    let all = rules::all();
+    let all_names: Vec<String> = all.iter().map(|r| r.name().to_string()).collect();
+    if let Some(bad) = opts.rules.iter().flatten().find(|n| !all_names.contains(n)) {
+        return Err(RewriteError::Options(format!("no rule `{bad}` (rules: {})", all_names.join(", "))));
     }
-    let report = saturate::saturate(&mut eg, &chosen, &params, &opts.budget);
+    let last = phases::Phase {
+        name: "rules".into(),
+        rules: opts.rules.clone().unwrap_or(all_names),
+        iterations: opts.budget.iterations,
+    };
+    let has_let = p.nodes.iter().any(|n| matches!(n, mapsat_ir::Node::Let(..)));
+    // An iteration budget of 0 asks for no rewriting at all.
+    let plan = match opts.guided && opts.rules.is_none() && has_let && opts.budget.iterations > 0 {
+        true => vec![phases::stages(), last],
+        false => vec![last],
+    };
+    let (report, phases) = phases::run(&mut eg, &all, &params, &opts.budget, &plan);
     let src = extract::Source { template: p, root, names: &names, sizes: &sizes, tiles: &tiles };
     let start = std::time::Instant::now();
     let (variants, rejected) = extract::variants(&eg, &src, opts.variants);
-    Ok(Outcome { report, variants, rejected, extract_time: start.elapsed() })
+    Ok(Outcome { report, phases, variants, rejected, extract_time: start.elapsed() })
 }
 
 /// The program's tunable sizes: declared with a range and in no parameter's type.

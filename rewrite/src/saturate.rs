@@ -83,7 +83,7 @@ pub struct Report {
 }
 
 /// Runs the rules on the e-graph until a budget is used up or nothing changes.
-pub fn saturate(eg: &mut LiftGraph, rules: &[Box<dyn Rule>], params: &Params, budget: &Budget) -> Report {
+pub fn saturate(eg: &mut LiftGraph, rules: &[&dyn Rule], params: &Params, budget: &Budget) -> Report {
     let start = Instant::now();
     let mut applied: BTreeMap<String, usize> = rules.iter().map(|r| (r.name().to_string(), 0)).collect();
     let mut iterations = 0;
@@ -129,7 +129,7 @@ pub fn saturate(eg: &mut LiftGraph, rules: &[Box<dyn Rule>], params: &Params, bu
 }
 
 /// Every match of every rule on a snapshot of the e-graph, in a fixed order.
-fn search(eg: &LiftGraph, rules: &[Box<dyn Rule>], params: &Params, budget: &Budget) -> Vec<(usize, Id, Build)> {
+fn search(eg: &LiftGraph, rules: &[&dyn Rule], params: &Params, budget: &Budget) -> Vec<(usize, Id, Build)> {
     let cx = Ctx::new(eg, params);
     let mut classes: Vec<Id> = eg.classes().map(|c| c.id).collect();
     classes.sort();

@@ -251,3 +251,97 @@ fn new_tile_sizes_are_declared_and_any_divisor_works() {
     let out = rewrite(&p, &opts).unwrap();
     assert!(out.variants.iter().all(|v| v.program.sizes.len() == 1));
 }
+
+/// A 3-tap stencil over a point-wise producer.
+const STENCIL: &str = "size N = 16\ndef f(xs: [f32]N) : [f32]N =\n  map@B(fun(w => reduce(add, 0.0, w)), slide(3, 1, padClamp(1, 1, map@A(fun(x => x * 2.0 + exp(x)), xs))))";
+/// The same with the producer kept in global memory (a kernel boundary).
+const STAGED: &str = "size N = 16\ndef f(xs: [f32]N) : [f32]N =\n  let h = toGlobal(map@A(fun(x => x * 2.0 + exp(x)), xs)) in\n  map@B(fun(w => reduce(add, 0.0, w)), slide(3, 1, padClamp(1, 1, h)))";
+
+#[test]
+fn pad_map_keeps_the_function() {
+    for s in at("N", &[1, 5, 16]) {
+        assert!(run(STENCIL, &["pad-map"], 2, &s, &[]) > 0);
+    }
+    // A constant pad is not moved: exp(0) is not 0.
+    let src = "size N = 8\ndef f(xs: [f32]N) : [f32](N + 2) = pad(1, 1, 0.0, map@A(fun(x => exp(x)), xs))";
+    assert_eq!(run(src, &["pad-map"], 2, &Sizes::new().with("N", 6), &[]), 0);
+}
+
+#[test]
+fn slide_map_keeps_the_function() {
+    for s in at("N", &[1, 5, 16]) {
+        assert!(run(STENCIL, &["slide-map", "pad-map"], 3, &s, &[]) > 0);
+        // With the windows' map fused into the stencil: each window recomputes its producer.
+        assert!(run(STENCIL, &["slide-map", "pad-map", "map-fusion", "reduce-map-fusion", "beta"], 4, &s, &[]) > 0);
+    }
+    let src = "size N = 12\ndef f(xs: [f32]N) : [[f32]3]((N - 3)/2 + 1) = slide(3, 2, map@A(fun(x => x - 1.0), xs))";
+    assert!(run(src, &["slide-map"], 2, &Sizes::new(), &[]) > 0);
+}
+
+#[test]
+fn let_inline_keeps_the_function() {
+    for s in at("N", &[1, 7, 16]) {
+        assert!(run(STAGED, &["let-inline"], 2, &s, &[]) > 0);
+        assert!(run(STAGED, &["let-inline", "pad-map", "slide-map", "map-fusion", "beta"], 5, &s, &[]) > 0);
+    }
+    // The value is read twice, under a binder: both reads get it, shifted.
+    let src = "size M = 3, N = 4\ndef f(m: [[f32]N]M) : [[f32]N]M =\n  let t = map@A(fun(r => map@B(fun(x => x * 3.0), r)), m) in\n  map@C(fun(p => map@D(fun(q => q.0 + q.1), zip(p.0, p.1))), zip(t, t))";
+    assert!(run(src, &["let-inline"], 2, &Sizes::new(), &[]) > 0);
+}
+
+#[test]
+fn inlining_a_stage_gives_one_kernel_that_recomputes_it() {
+    let p = mapsat_ir::parse(STAGED).unwrap();
+    assert_eq!(mapsat_ir::stages::count(&p), 2);
+    let opts = Options {
+        rules: Some(["let-inline", "pad-map", "slide-map", "map-fusion", "beta"].map(String::from).to_vec()),
+        variants: 32,
+        ..Options::default()
+    };
+    let out = rewrite(&p, &opts).unwrap();
+    let inlined: Vec<_> = out.variants.iter().filter(|v| mapsat_ir::stages::count(&v.program) == 1).collect();
+    assert!(!inlined.is_empty(), "no variant without the kernel boundary");
+    for v in inlined {
+        common::same_function(&p, &v.program, &Sizes::new()).unwrap();
+    }
+}
+
+#[test]
+fn guided_saturation_inlines_a_two_dimensional_stage() {
+    // The separable blur's horizontal pass, read through a transpose by the vertical one: the
+    // stage phase moves it into the vertical pass, each output computing its 3 x 3 window.
+    let (_, p) = common::examples().into_iter().find(|(n, _)| n == "sepblur.lift").unwrap();
+    let out = rewrite(&p, &Options::default()).unwrap();
+    assert_eq!(out.phases.iter().map(|ph| ph.name.as_str()).collect::<Vec<_>>(), ["stages", "rules"]);
+    let inlined: Vec<_> =
+        out.variants.iter().filter(|v| v.intermediates == 0 && mapsat_ir::stages::count(&v.program) == 1).collect();
+    assert!(!inlined.is_empty(), "{:?}", out.variants.iter().map(|v| &v.signature).collect::<Vec<_>>());
+    for v in inlined {
+        common::same_function(&p, &v.program, &Sizes::new()).unwrap();
+    }
+    // The stage is still offered kept in global memory.
+    assert!(out.variants.iter().any(|v| mapsat_ir::stages::count(&v.program) == 2));
+}
+
+/// The static cost's count of intermediate arrays of the program's first variant with
+/// saturation off (the program itself).
+fn intermediates(src: &str) -> usize {
+    let p = mapsat_ir::parse(src).unwrap();
+    let opts = Options { budget: Budget { iterations: 0, ..Budget::default() }, ..Options::default() };
+    rewrite(&p, &opts).unwrap().variants[0].intermediates
+}
+
+#[test]
+fn intermediate_arrays_are_counted_where_they_are_read_back() {
+    // A map's result read by another map: one; fused: none.
+    assert_eq!(intermediates(MAP2), 1);
+    assert_eq!(intermediates("size N = 4\ndef f(xs: [f32]N) : [f32]N = map@A(fun(x => exp(x * 0.5 + 1.0)), xs)"), 0);
+    // Read through a view (slide, pad), still one; a map that only rearranges is a view itself.
+    assert_eq!(intermediates(STENCIL), 1);
+    let views = "size N = 8\ndef f(xs: [f32]N) : [f32]N =\n  map@B(fun(w => reduce(add, 0.0, w)), map@A(fun(w => w), slide(3, 1, padClamp(1, 1, xs))))";
+    assert_eq!(intermediates(views), 0);
+    // Kept on purpose by a kernel boundary: not counted.
+    assert_eq!(intermediates(STAGED), 0);
+    // A reduction over a map's result.
+    assert_eq!(intermediates(DOT), 1);
+}

@@ -32,6 +32,10 @@ pub struct RewriteArgs {
     /// Do not declare new tunable tile sizes (one per map); split by the constants only.
     #[arg(long)]
     no_new_tiles: bool,
+    /// Saturate with every rule from the start, without the stage phase that first inlines a
+    /// program's `let`-bound stages into their consumers.
+    #[arg(long)]
+    unguided: bool,
     /// Output directory (created if missing).
     #[arg(long, short, value_name = "DIR")]
     output: std::path::PathBuf,
@@ -65,6 +69,7 @@ pub fn rewrite(a: &RewriteArgs) -> CliResult<()> {
         variants: a.variants,
         split_factors: if a.split.is_empty() { rw::SPLIT_FACTORS.to_vec() } else { a.split.clone() },
         new_tile_sizes: !a.no_new_tiles,
+        guided: !a.unguided,
         ..Options::default()
     };
     let out = rw::rewrite(&p, &opts).map_err(|e| Failure::Rejected(format!("error: {e}")))?;
@@ -86,6 +91,12 @@ pub fn rewrite(a: &RewriteArgs) -> CliResult<()> {
         files.len(),
         a.output.display()
     );
+    if out.phases.len() > 1 {
+        for ph in &out.phases {
+            let r = &ph.report;
+            outln!("  phase {}: {} iterations, stopped: {}, {} e-nodes", ph.name, r.iterations, r.stop.name(), r.nodes);
+        }
+    }
     for (f, v) in files.iter().zip(&out.variants) {
         outln!("{f}: cost {}, {}", v.cost, v.signature);
     }
@@ -138,6 +149,15 @@ fn summary(input: &Path, sizes: &ir::Sizes, opts: &Options, out: &Outcome, files
         "saturation_s": r.time.as_secs_f64(),
         "extraction_s": out.extract_time.as_secs_f64(),
         "rules": rules,
+        "phases": out.phases.iter().map(|ph| serde_json::json!({
+            "name": ph.name,
+            "iterations": ph.report.iterations,
+            "stop_reason": ph.report.stop.name(),
+            "nodes": ph.report.nodes,
+            "classes": ph.report.classes,
+            "saturation_s": ph.report.time.as_secs_f64(),
+        })).collect::<Vec<_>>(),
+        "guided": opts.guided,
         "rejected_candidates": out.rejected,
         "variants": files.iter().zip(&out.variants).map(|(f, v)| serde_json::json!({
             "file": f,

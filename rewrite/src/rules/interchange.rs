@@ -24,9 +24,6 @@ impl Rule for MapInterchange {
 
     fn search(&self, cx: &Ctx, c: Id) -> Vec<Build> {
         let mut out = Vec::new();
-        if cx.placed.contains(&c) {
-            return out;
-        }
         for (outer, g, xs) in cx.maps(c) {
             let two_d = cx.elem(xs).is_some_and(|e| e.as_array().is_some());
             if !two_d {

@@ -10,7 +10,9 @@
 pub mod fusion;
 pub mod interchange;
 pub mod reduce;
+pub mod slide;
 pub mod split_join;
+pub mod stages;
 
 use crate::analysis::{Data, LiftGraph};
 use crate::binders;
@@ -19,7 +21,6 @@ use egg::Language as _;
 use egg::{AstSize, Extractor, Id, RecExpr};
 use mapsat_ir::ast::{MapKind, Prim};
 use mapsat_ir::{Size, Sizes, Type};
-use std::collections::BTreeSet;
 
 /// A term to add to the e-graph: existing classes, closed computed terms and new nodes.
 #[derive(Clone, Debug)]
@@ -111,25 +112,12 @@ pub struct Ctx<'a> {
     pub repr: Extractor<'a, AstSize, Lift, crate::analysis::Meta>,
     /// Limits and split factors.
     pub params: &'a Params,
-    /// Classes written by a `toGlobal`/`toLocal`/`toPrivate` (`toX(c)`): the IR requires such a
-    /// class to stay a map or reduce application.
-    pub placed: BTreeSet<Id>,
 }
 
 impl<'a> Ctx<'a> {
     /// The context of one search over `eg`.
     pub fn new(eg: &'a LiftGraph, params: &'a Params) -> Ctx<'a> {
-        let mut placed = BTreeSet::new();
-        for class in eg.classes() {
-            for n in &class.nodes {
-                if let Lift::App([f, a]) = n {
-                    if eg[*f].nodes.iter().any(|m| matches!(m, Lift::Prim(Prim::To(_)))) {
-                        placed.insert(eg.find(*a));
-                    }
-                }
-            }
-        }
-        Ctx { eg, repr: Extractor::new(eg, AstSize), params, placed }
+        Ctx { eg, repr: Extractor::new(eg, AstSize), params }
     }
 
     /// True when class `c` is a `toX` primitive (which must stay applied to a map or reduce).
@@ -278,5 +266,8 @@ pub fn all() -> Vec<Box<dyn Rule>> {
         Box::new(interchange::MapInterchange),
         Box::new(interchange::TransposeTranspose),
         Box::new(interchange::Eta),
+        Box::new(slide::SlideMap),
+        Box::new(slide::PadMap),
+        Box::new(stages::LetInline),
     ]
 }

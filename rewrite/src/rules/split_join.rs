@@ -17,7 +17,8 @@ use mapsat_ir::ast::Prim;
 /// whole chunks, the inner map applies `f` to every element of each chunk in order, and `join`
 /// concatenates the chunks back. Only `1 < n < length`, and only while the new array's rank stays
 /// within the limit (this stops towers of splits). `f` stays in the same binder context: no shift.
-/// Not on a map written by `toX(...)`: `toX` must wrap a map, not a `join`.
+/// On a map written by `toX(...)` too: extraction keeps a map form under the `toX`
+/// ([`crate::extract`]), the tiled form serves where the class is read elsewhere.
 pub struct SplitJoin;
 
 impl Rule for SplitJoin {
@@ -27,9 +28,6 @@ impl Rule for SplitJoin {
 
     fn search(&self, cx: &Ctx, c: Id) -> Vec<Build> {
         let mut out = Vec::new();
-        if cx.placed.contains(&c) {
-            return out;
-        }
         for (label, f, xs) in cx.maps(c) {
             let (Some(len), Some(elem)) = (cx.length(xs), cx.elem(xs)) else { continue };
             if Ty::rank_of(&elem) + 2 > cx.params.max_rank {

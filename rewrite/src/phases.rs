@@ -1,0 +1,109 @@
+//! Guided saturation by rule phases.
+//!
+//! Plain saturation applies every rule in every iteration, so a variant that needs a long chain
+//! of rewrites is found only after as many iterations, by which time the rules that multiply
+//! terms (split-join, partial reductions) have filled the node budget. Inlining a stage
+//! into a 2-D stencil is such a chain (ten rewrites for the separable blur: `let-inline`,
+//! fission, interchange, transpose cancellation, fusion, β, `pad-map`, `slide-map`, fusion, β).
+//!
+//! Phases guide it: each phase runs a subset of the rules to saturation or its own iteration
+//! budget, on the same e-graph, before the next; the node and time budgets hold for all phases
+//! together. This is the staged form of guidance (RISE's sketch-guided search runs one
+//! saturation per sketch step the same way); goals are rule sets here, not sketches.
+
+use crate::analysis::LiftGraph;
+use crate::rules::{Params, Rule};
+use crate::saturate::{saturate, Budget, Report, StopReason};
+use std::time::Instant;
+
+/// One phase: a name, the rules it runs, and its iteration budget.
+#[derive(Clone, Debug)]
+pub struct Phase {
+    /// Its name in reports.
+    pub name: String,
+    /// The names of the rules it runs.
+    pub rules: Vec<String>,
+    /// Its iteration budget.
+    pub iterations: usize,
+}
+
+/// The stage phase's rules: those that move a producer into its consumer (no rule that
+/// multiplies terms).
+pub const STAGE_RULES: [&str; 10] = [
+    "let-inline",
+    "map-fission",
+    "map-interchange",
+    "transpose-transpose",
+    "eta",
+    "map-fusion",
+    "beta",
+    "pad-map",
+    "slide-map",
+    "reduce-map-fusion",
+];
+
+/// Iterations of the stage phase (the longest chain it is meant to complete, with room).
+pub const STAGE_ITERATIONS: usize = 16;
+
+/// The stage phase: inlining `let`-bound stages into their consumers.
+pub fn stages() -> Phase {
+    Phase { name: "stages".into(), rules: STAGE_RULES.map(String::from).to_vec(), iterations: STAGE_ITERATIONS }
+}
+
+/// What one phase did.
+#[derive(Clone, Debug)]
+pub struct PhaseReport {
+    /// The phase's name.
+    pub name: String,
+    /// What its saturation did.
+    pub report: Report,
+}
+
+/// Runs the phases in order on `eg` (rules by name from `rules`), each within its iteration
+/// budget and what is left of `budget`'s nodes and time; stops early when one runs out of those.
+/// Returns each phase's report and the combined one (iterations and applications summed, the
+/// last phase's stop reason and the e-graph's final size).
+pub fn run(
+    eg: &mut LiftGraph,
+    rules: &[Box<dyn Rule>],
+    params: &Params,
+    budget: &Budget,
+    phases: &[Phase],
+) -> (Report, Vec<PhaseReport>) {
+    let start = Instant::now();
+    let mut out: Vec<PhaseReport> = Vec::new();
+    for phase in phases {
+        let chosen: Vec<&dyn Rule> =
+            rules.iter().filter(|r| phase.rules.iter().any(|n| n == r.name())).map(|r| r.as_ref()).collect();
+        let left = Budget {
+            iterations: phase.iterations,
+            time: budget.time.saturating_sub(start.elapsed()),
+            ..budget.clone()
+        };
+        let report = saturate(eg, &chosen, params, &left);
+        let limited = matches!(report.stop, StopReason::NodeLimit | StopReason::TimeLimit);
+        out.push(PhaseReport { name: phase.name.clone(), report });
+        if limited {
+            break;
+        }
+    }
+    (combined(&out, start.elapsed()), out)
+}
+
+fn combined(phases: &[PhaseReport], time: std::time::Duration) -> Report {
+    let last = &phases.last().expect("at least one phase").report;
+    let mut applied = std::collections::BTreeMap::new();
+    for p in phases {
+        for (rule, n) in &p.report.applied {
+            *applied.entry(rule.clone()).or_insert(0) += n;
+        }
+    }
+    Report {
+        stop: last.stop,
+        iterations: phases.iter().map(|p| p.report.iterations).sum(),
+        nodes: last.nodes,
+        classes: last.classes,
+        time,
+        applied,
+    }
+}

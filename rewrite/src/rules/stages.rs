@@ -1,0 +1,42 @@
+//! Stage inlining: a `let` (a kernel boundary when its value is written by `toGlobal`) replaced
+//! by its value wherever the body reads it.
+
+use super::{Build, Ctx, Rule};
+use crate::lang::Lift;
+use egg::Id;
+use mapsat_ir::ast::Prim;
+
+/// `let-inline`:
+///
+/// ```text
+/// let x = toX(e) in body  =>  body[x := e]
+/// let x = e in body       =>  body[x := e]
+/// ```
+///
+/// Sound in a pure language: `toX` only says where a value is kept, not what it is. With the
+/// map rules (`map-fusion`, `slide-map`, `pad-map`, interchange) the producer `e` can then be
+/// computed where the consumer reads it, in the consumer's kernel: Halide's inline, against the
+/// `toGlobal` boundary's compute_root. Computed on representatives ([`crate::binders::beta`]).
+pub struct LetInline;
+
+impl Rule for LetInline {
+    fn name(&self) -> &'static str {
+        "let-inline"
+    }
+
+    fn search(&self, cx: &Ctx, c: Id) -> Vec<Build> {
+        let mut out = Vec::new();
+        for n in &cx.eg[c].nodes {
+            let Lift::Let([v, body]) = n else { continue };
+            // The value without its `toX`: a `toX` inside the body would keep the array in one
+            // kernel, computed before it is read, which a single launch can only run sequentially.
+            let stored: Vec<Id> =
+                cx.calls(*v).into_iter().filter(|(p, _)| matches!(p, Prim::To(_))).map(|(_, a)| a[0]).collect();
+            let values = if stored.is_empty() { vec![*v] } else { stored };
+            for value in values {
+                out.extend(cx.beta(*body, value));
+            }
+        }
+        out
+    }
+}
