@@ -31,7 +31,7 @@ pub struct Phase {
 /// multiplies terms).
 pub const STAGE_RULES: [&str; 10] = [
     "let-inline",
-    "map-fission",
+    "map-fission-nest",
     "map-interchange",
     "transpose-transpose",
     "eta",

@@ -299,7 +299,11 @@ impl Elab {
         let name = p.name();
         Err(ParseError::new(
             span,
-            format!("`{name}` takes {arity} argument{} but {} were given", if arity == 1 { "" } else { "s" }, args.len()),
+            format!(
+                "`{name}` takes {arity} argument{} but {} were given",
+                if arity == 1 { "" } else { "s" },
+                args.len()
+            ),
         )
         .with_note(signature_note(name)))
     }

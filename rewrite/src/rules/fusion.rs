@@ -44,11 +44,22 @@ impl Rule for MapFusion {
 /// may-free analysis; `F` is then the same function for every element), and only applied when
 /// `G` is not `x` itself (that would only add an identity map) and `F` is not a `toX`
 /// (which must wrap the map or reduce application it writes).
-pub struct MapFission;
+///
+/// With `nested_only` (the rule `map-fission-nest`), only where `F` is itself a map
+/// (`map@A(fun(x => map@B(f, G)), xs)`): the form that exposes a map nest to interchange,
+/// without splitting every scalar expression of a body (the stage phase uses it).
+pub struct MapFission {
+    /// Only where `F` is a map applied to its function.
+    pub nested_only: bool,
+}
 
 impl Rule for MapFission {
     fn name(&self) -> &'static str {
-        "map-fission"
+        if self.nested_only {
+            "map-fission-nest"
+        } else {
+            "map-fission"
+        }
     }
 
     fn search(&self, cx: &Ctx, c: Id) -> Vec<Build> {
@@ -60,8 +71,12 @@ impl Rule for MapFission {
                     if cx.data(*ff).free.contains(&0) || is_var0(cx, *g) || cx.is_to(*ff) {
                         continue;
                     }
+                    if self.nested_only && cx.partial_maps(*ff).is_empty() {
+                        continue;
+                    }
                     let Some(ff1) = cx.shifted(*ff, -1) else { continue };
-                    let inner = Build::map(&format!("{label}_f"), Build::lam(Build::Class(*g)), Build::Class(xs));
+                    let inner =
+                        Build::map(&super::derived(&label, "_f"), Build::lam(Build::Class(*g)), Build::Class(xs));
                     out.push(Build::map(&label, ff1, inner));
                 }
             }

@@ -246,6 +246,17 @@ impl<'a> Ctx<'a> {
     }
 }
 
+/// The label of a map a rule creates from the map labelled `label`: `label` and the rule's
+/// suffix, once (a map made by the same rule from a map it made keeps its label, so that
+/// repeated fission or fusion meets terms already in the e-graph instead of new labels without
+/// end; extraction makes the labels of a variant unique).
+pub fn derived(label: &str, suffix: &str) -> String {
+    match label.ends_with(suffix) {
+        true => label.to_string(),
+        false => format!("{label}{suffix}"),
+    }
+}
+
 /// A rewrite rule.
 pub trait Rule {
     /// The rule's name (reported in the summary's application counts).
@@ -259,7 +270,8 @@ pub fn all() -> Vec<Box<dyn Rule>> {
     vec![
         Box::new(split_join::SplitJoin),
         Box::new(fusion::MapFusion),
-        Box::new(fusion::MapFission),
+        Box::new(fusion::MapFission { nested_only: false }),
+        Box::new(fusion::MapFission { nested_only: true }),
         Box::new(fusion::Beta),
         Box::new(reduce::ReduceMapFusion),
         Box::new(reduce::PartialReduce),

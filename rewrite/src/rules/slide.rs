@@ -31,7 +31,7 @@ impl Rule for SlideMap {
                 let per_window =
                     Build::call(Prim::Map { kind: MapKind::Abstract, label: label.clone() }, vec![Build::Class(f)]);
                 let windows = Build::call(p.clone(), vec![Build::Class(xs)]);
-                out.push(Build::map(&format!("{label}_w"), per_window, windows));
+                out.push(Build::map(&super::derived(&label, "_w"), per_window, windows));
             }
         }
         out
