@@ -64,7 +64,7 @@ fn collect(i: &Index, var: VarId, out: &mut BTreeSet<i64>) {
                 collect(e, var, out);
             }
             Atom::Clamp(e, ..) => collect(e, var, out),
-            Atom::Var(_) => {}
+            Atom::Var(_) | Atom::Wide(_) => {}
         }
     }
 }

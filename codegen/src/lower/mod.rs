@@ -200,6 +200,7 @@ impl<'a> Lower<'a> {
             locals: self.locals,
             body,
             vars: self.vars,
+            wide_vars: Default::default(),
             maps: self.maps,
             launch: self.launch,
             flops: self.flops,

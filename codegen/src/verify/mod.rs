@@ -26,6 +26,9 @@
 //! - **Loops**: sequential and vector loops have stride 1 and are real loops; a parallel loop
 //!   uses a dimension of the launch, its stride is the number of threads (or groups) in that
 //!   dimension, and its trips ([`Trips`]) follow from the stride and the extent.
+//! - **Index widths** (a separate check, [`verify_widths`], once [`crate::width`] has chosen
+//!   them): no loop variable or part of an index that C computes as a 32-bit `int` can leave
+//!   32 bits.
 //! - **Barriers**: no barrier slot is left ([`Stmt::BarrierSlot`]), and no barrier lies inside a
 //!   loop over global or local ids whose trip count differs between the threads of a work
 //!   group (at most one index per thread, or an extent the stride does not divide).
@@ -34,6 +37,10 @@ use crate::index::{Index, Ranges};
 use crate::kir::*;
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt;
+
+mod widths;
+
+pub use widths::verify_widths;
 
 /// One problem in a kernel.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -346,7 +353,7 @@ impl Verifier<'_> {
 
     fn index(&mut self, i: &Index) {
         for v in self.unbound(i) {
-            let shown = i.render(&self.k.vars, &|e, lo, hi| format!("clamp({e}, {lo}, {hi})"));
+            let shown = i.render(&crate::index::Spelling::plain(&self.k.vars));
             self.error(format!("index {shown} uses `{}`, which no enclosing loop binds", self.k.var_name(v)));
         }
     }
@@ -427,6 +434,7 @@ mod tests {
             locals: vec![],
             body: vec![global_loop(64, 64, Trips::One, vec![body])],
             vars: vec!["i".into()],
+            wide_vars: Default::default(),
             maps: vec![("A".into(), MapLowering::Loop(LoopKind::Global(0)))],
             launch: Launch { dims: 1, global: [64, 1, 1], local: [16, 1, 1] },
             flops: 64,
