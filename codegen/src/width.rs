@@ -211,6 +211,88 @@ mod tests {
         assert_eq!(show(&w.index(&q)), "(long)(col / 2) * 1048576");
     }
 
+    /// The value of `i` as C computes it, term by term in print order, or `None` when a part
+    /// computed as an `int` overflows (`row`, `col` 32-bit).
+    fn c_value(i: &Index, env: &[i64; 2]) -> Option<(i64, bool)> {
+        let mut acc: Option<(i64, bool)> = None;
+        let names = names();
+        let parts = i.print_order(&names).into_iter().map(|(a, c)| (Some(a), *c));
+        let constant = (i.constant != 0 || i.terms.is_empty()).then_some((None, i.constant));
+        for (a, c) in parts.chain(constant) {
+            let term = match a {
+                Some(a) => {
+                    let (x, long) = c_atom(a, env)?;
+                    c_op(x.checked_mul(c)?, long || !fits_int(c))?
+                }
+                None => (c, !fits_int(c)),
+            };
+            acc = Some(match acc {
+                None => term,
+                Some((s, long)) => c_op(s.checked_add(term.0)?, long || term.1)?,
+            });
+        }
+        acc
+    }
+
+    /// A result of C type `long` (true) or `int`, `None` when an `int` overflows.
+    fn c_op(x: i64, long: bool) -> Option<(i64, bool)> {
+        (long || fits_int(x)).then_some((x, long))
+    }
+
+    fn c_atom(a: &Atom, env: &[i64; 2]) -> Option<(i64, bool)> {
+        match a {
+            Atom::Var(v) => Some((env[v.index()], false)),
+            Atom::Div(e, m) => c_value(e, env).and_then(|(x, long)| c_op(x / m, long || !fits_int(*m))),
+            Atom::Rem(e, m) => c_value(e, env).and_then(|(x, long)| c_op(x % m, long || !fits_int(*m))),
+            Atom::Clamp(e, lo, hi) => c_value(e, env).map(|(x, long)| (x.clamp(*lo, *hi), long)),
+            Atom::Wide(a) => c_atom(a, env).map(|(x, _)| (x, true)),
+        }
+    }
+
+    /// An index of the shapes views build: scaled variables, a quotient or remainder of a
+    /// scaled sum, a clamp, with coefficients and constants up to 2^20 (products up to 2^40).
+    fn index() -> impl proptest::strategy::Strategy<Value = Index> {
+        use proptest::prelude::*;
+        let coef = (0u32..=20, any::<u32>()).prop_map(|(b, r)| 1 + (i64::from(r) % (1i64 << b)));
+        let var = prop_oneof![Just(ROW), Just(COL)].prop_map(Index::var);
+        let lin = (var.clone(), coef.clone(), var, coef.clone(), coef.clone())
+            .prop_map(|(a, x, b, y, k)| a.scale(x).add(&b.scale(y)).plus(k));
+        let atom = prop_oneof![
+            lin.clone().prop_map(|i| i),
+            (lin.clone(), coef.clone())
+                .prop_map(|(i, m)| Index { terms: vec![(Atom::Div(Box::new(i), m + 1), 1)], constant: 0 }),
+            (lin.clone(), coef.clone())
+                .prop_map(|(i, m)| Index { terms: vec![(Atom::Rem(Box::new(i), m + 1), 1)], constant: 0 }),
+            (lin, coef.clone())
+                .prop_map(|(i, hi)| Index { terms: vec![(Atom::Clamp(Box::new(i), 0, hi), 1)], constant: 0 }),
+        ];
+        (atom.clone(), coef.clone(), atom, coef, -1000i64..1000)
+            .prop_map(|(a, x, b, y, k)| a.scale(x).add(&b.scale(y)).plus(k))
+    }
+
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig::with_cases(1000))]
+
+        /// Widened, C computes the index without an `int` overflow and with its exact value,
+        /// at the corners of the ranges and at points inside (values below 2^62: the checker's
+        /// bound on what an index can reach).
+        #[test]
+        fn widened_indices_never_overflow(i in index(), rows in 1i64..(1 << 31), cols in 1i64..(1 << 31), p in 0.0f64..1.0) {
+            let w = widen(rows, cols);
+            let wide = w.index(&i);
+            let inside = [(rows as f64 * p) as i64 % rows, (cols as f64 * p) as i64 % cols];
+            for env in [[0, 0], [rows - 1, cols - 1], [0, cols - 1], [rows - 1, 0], inside] {
+                let exact = i.eval(&|v| env[v.index()]);
+                let (lo, hi) = w.ranges.of(&i);
+                if lo.unsigned_abs() >= 1 << 62 || hi.unsigned_abs() >= 1 << 62 {
+                    continue;
+                }
+                let c = c_value(&wide, &env);
+                proptest::prop_assert_eq!(c.map(|c| c.0), Some(exact), "{} at {:?}", show(&wide), env);
+            }
+        }
+    }
+
     #[test]
     fn variables_are_wide_only_when_their_own_range_needs_it() {
         let lp = |var, extent, stride, body| Stmt::Loop {
