@@ -50,6 +50,10 @@ pub struct Options {
     /// `max_work_item_sizes`): a larger local size, given or chosen, is refused. `None`: not
     /// checked here.
     pub max_work_item_sizes: Option<[i64; 3]>,
+    /// The bits of the target's `size_t` (a device profile's `address_bits`, OpenCL's
+    /// `CL_DEVICE_ADDRESS_BITS`): a global size beyond its range in some dimension is refused.
+    /// `None`: not checked here.
+    pub address_bits: Option<u32>,
 }
 
 /// Lowers a program to the kernel IR at concrete sizes, then cleans it up (one-iteration loops
