@@ -275,6 +275,22 @@ impl Kernel {
         }
     }
 
+    /// The variables of the loops of the body.
+    pub fn loop_vars(&self) -> std::collections::BTreeSet<VarId> {
+        struct Vars(std::collections::BTreeSet<VarId>);
+        impl crate::visit::Visit for Vars {
+            fn visit_stmt(&mut self, s: &Stmt) {
+                if let Stmt::Loop { var, .. } = s {
+                    self.0.insert(*var);
+                }
+                crate::visit::walk_stmt(self, s);
+            }
+        }
+        let mut v = Vars(Default::default());
+        crate::visit::Visit::visit_stmts(&mut v, &self.body);
+        v.0
+    }
+
     /// Total bytes of global (arguments), local (per work group) and private (per thread,
     /// arrays and variables) memory.
     pub fn memory(&self) -> MemoryTotals {

@@ -84,8 +84,8 @@ pub fn walk_place<V: Visit + ?Sized>(v: &mut V, p: &Place) {
 
 /// A walk that may change what it visits in place. Every method's default visits the children.
 pub trait VisitMut {
-    /// A list of statements (a body, a block).
-    fn visit_stmts_mut(&mut self, stmts: &mut [Stmt]) {
+    /// A list of statements (a body, a block): an override may also add or remove statements.
+    fn visit_stmts_mut(&mut self, stmts: &mut Vec<Stmt>) {
         walk_stmts_mut(self, stmts);
     }
 
@@ -109,7 +109,7 @@ pub trait VisitMut {
 }
 
 /// Visits each statement.
-pub fn walk_stmts_mut<V: VisitMut + ?Sized>(v: &mut V, stmts: &mut [Stmt]) {
+pub fn walk_stmts_mut<V: VisitMut + ?Sized>(v: &mut V, stmts: &mut Vec<Stmt>) {
     for s in stmts {
         v.visit_stmt_mut(s);
     }
@@ -151,6 +151,28 @@ pub fn walk_expr_mut<V: VisitMut + ?Sized>(v: &mut V, e: &mut Expr) {
 /// Visits the index of a place.
 pub fn walk_place_mut<V: VisitMut + ?Sized>(v: &mut V, p: &mut Place) {
     v.visit_index_mut(&mut p.index);
+}
+
+/// Calls `f` on every index in `stmts`.
+pub fn for_each_index(stmts: &[Stmt], f: impl FnMut(&Index)) {
+    struct Each<F>(F);
+    impl<F: FnMut(&Index)> Visit for Each<F> {
+        fn visit_index(&mut self, i: &Index) {
+            (self.0)(i);
+        }
+    }
+    Each(f).visit_stmts(stmts);
+}
+
+/// Replaces every index in `stmts` by `f` of it.
+pub fn map_indices(stmts: &mut Vec<Stmt>, f: impl FnMut(&Index) -> Index) {
+    struct Map<F>(F);
+    impl<F: FnMut(&Index) -> Index> VisitMut for Map<F> {
+        fn visit_index_mut(&mut self, i: &mut Index) {
+            *i = (self.0)(i);
+        }
+    }
+    Map(f).visit_stmts_mut(stmts);
 }
 
 #[cfg(test)]
@@ -218,5 +240,9 @@ mod tests {
         let mut v = Indices::default();
         v.visit_stmts(&b);
         assert_eq!(v.0, ["v0 + 100", "v0 + 101", "v0 + 103", "v0 + 100", "102"]);
+        map_indices(&mut b, |i| i.plus(-100));
+        let mut seen = Vec::new();
+        for_each_index(&b, |i| seen.push(i.to_string()));
+        assert_eq!(seen, ["v0", "v0 + 1", "v0 + 3", "v0", "2"]);
     }
 }
