@@ -375,9 +375,9 @@ impl Index {
         terms
     }
 
-    /// True when C computes the index as a 64-bit integer: some atom is (a 64-bit variable, a
-    /// widened atom, or one with such a part) or the constant does not fit an `int` (C gives
-    /// such a literal a 64-bit type).
+    /// True when C computes the index as a 64-bit integer: some atom is 64-bit (a 64-bit
+    /// variable, a widened atom, or one with such a part) or the constant does not fit an `int`
+    /// (C gives such a literal a 64-bit type).
     pub fn is_long(&self, wide: &dyn Fn(VarId) -> bool) -> bool {
         !fits_int(self.constant) || self.terms.iter().any(|(a, _)| a.is_long(wide))
     }
