@@ -32,9 +32,9 @@ use std::collections::BTreeSet;
 pub fn assign(k: &mut Kernel) {
     let mut loops = Loops::default();
     loops.visit_stmts(&k.body);
-    k.wide_vars = loops.wide;
-    let mut w = Widen { ranges: loops.ranges, wide: &k.wide_vars, names: &k.vars };
+    let mut w = Widen { ranges: loops.ranges, wide: loops.wide, names: k.vars.clone() };
     w.visit_stmts_mut(&mut k.body);
+    k.wide_vars = w.wide;
 }
 
 /// The range of each loop variable in its body, and the variables whose own values need 64 bits.
@@ -59,19 +59,20 @@ impl Visit for Loops {
     }
 }
 
-struct Widen<'k> {
+/// The widening of indices, with the ranges, widths and names of the kernel's variables.
+struct Widen {
     ranges: Ranges,
-    wide: &'k BTreeSet<VarId>,
-    names: &'k [String],
+    wide: BTreeSet<VarId>,
+    names: Vec<String>,
 }
 
-impl VisitMut for Widen<'_> {
+impl VisitMut for Widen {
     fn visit_index_mut(&mut self, i: &mut Index) {
         *i = self.index(i);
     }
 }
 
-impl Widen<'_> {
+impl Widen {
     fn is_wide(&self, v: VarId) -> bool {
         self.wide.contains(&v)
     }
@@ -114,7 +115,7 @@ impl Widen<'_> {
     fn sum_overflows(&self, i: &Index) -> bool {
         let wide = |v| self.is_wide(v);
         let (mut lo, mut hi, mut long) = (0i64, 0i64, false);
-        let order = i.print_order(self.names);
+        let order = i.print_order(&self.names);
         let constant = (!order.is_empty() && i.constant != 0).then_some((None, i.constant));
         let parts = order.iter().map(|(a, c)| (Some(a), *c)).chain(constant);
         for (n, (a, c)) in parts.enumerate() {
@@ -140,7 +141,7 @@ impl Widen<'_> {
 
     /// Converts the first term C computes (if not 64-bit already), so that the sum is 64-bit.
     fn widen_first(&self, i: &mut Index) {
-        let Some(first) = i.print_order(self.names).first().map(|(a, _)| a.clone()) else { return };
+        let Some(first) = i.print_order(&self.names).first().map(|(a, _)| a.clone()) else { return };
         if first.is_long(&|v| self.is_wide(v)) {
             return;
         }
@@ -164,12 +165,11 @@ mod tests {
     }
 
     /// A widener for `row` in `0..rows`, `col` in `0..cols`, both 32-bit.
-    fn widen(rows: i64, cols: i64) -> Widen<'static> {
+    fn widen(rows: i64, cols: i64) -> Widen {
         let mut ranges = Ranges::default();
         ranges.set(ROW, 0, rows - 1);
         ranges.set(COL, 0, cols - 1);
-        let wide: &'static BTreeSet<VarId> = Box::leak(Box::default());
-        Widen { ranges, wide, names: Box::leak(names().into_boxed_slice()) }
+        Widen { ranges, wide: BTreeSet::new(), names: names() }
     }
 
     fn show(i: &Index) -> String {
