@@ -55,11 +55,15 @@ struct Printer<'k> {
 
 const AXES: [&str; 3] = ["x", "y", "z"];
 
-/// Prints a kernel in the given dialect.
+/// Prints a kernel in the given dialect. A kernel whose 32-bit variables or index parts can
+/// overflow (one whose widths [`crate::width::assign`] did not decide) is refused, never
+/// printed with wrapping arithmetic.
 pub fn print(k: &Kernel, d: Dialect) -> R<String> {
     if d == Dialect::Cuda {
         crate::limits::check_cuda(&k.launch)?;
     }
+    crate::verify::verify_widths(k)
+        .map_err(|e| K::Internal(format!("the index widths of `{}` are not decided: {e}", k.name)))?;
     let long = match d {
         Dialect::OpenCl => "long",
         Dialect::Cuda => "long long",

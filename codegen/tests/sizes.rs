@@ -117,6 +117,16 @@ fn large_grids_widen_only_the_flat_index() {
 }
 
 #[test]
+fn a_kernel_without_its_widths_is_not_printed() {
+    let p = mapsat_ir::parse(GRID).expect("parses");
+    let opts = Options { sizes: Sizes::new().with("H", 2).with("W", 3_000_000_000), ..Options::default() };
+    let mut k = lower(&p, &opts).expect("lowers");
+    k.wide_vars.clear();
+    let e = mapsat_codegen::print(&k, Dialect::OpenCl).expect_err("a 32-bit i_v would wrap").to_string();
+    assert!(e.contains("the int variable `i_v` reaches"), "{e}");
+}
+
+#[test]
 fn long_rows_have_64_bit_ids() {
     // One row of 3e9 elements: the column id itself leaves 32 bits, the row id does not.
     let p = mapsat_ir::parse(GRID).expect("parses");
