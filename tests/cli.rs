@@ -135,6 +135,35 @@ fn emit_checks_the_profiles_work_group_limits() {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
+/// `emit --profile` refuses a global size beyond the range of a 32-bit device's `size_t`
+/// (the profile's `address_bits`), naming the dimension and the limit; 64-bit devices take it.
+#[test]
+fn emit_checks_the_profiles_address_bits() {
+    let dir = std::env::temp_dir().join(format!("mapsat-address-bits-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("temporary directory");
+    let pocl = std::fs::read_to_string("ir/profiles/pocl-cpu.toml").expect("pocl-cpu profile");
+    let narrow = dir.join("narrow.toml");
+    std::fs::write(&narrow, pocl.replace("address_bits = 64", "address_bits = 32")).expect("write profile");
+    let out_dir = dir.join("out");
+    let (out_dir, narrow) = (out_dir.to_str().expect("utf-8 path"), narrow.to_str().expect("utf-8 path"));
+    let file = "tests/filetests/kernels/wide_pad.lift";
+    let args = ["emit", file, "--size", "N=8589934592", "-o", out_dir];
+    let out = mapsat(&[&args[..], &["--profile", narrow]].concat());
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert!(
+        stderr.contains(
+            "global size 8589934596 in dimension 0, a device with 32-bit addresses allows at most 4294967295"
+        ),
+        "{stderr}"
+    );
+    let out = mapsat(&[&args[..], &["--profile", "pocl-cpu"]].concat());
+    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+    let out = mapsat(&["emit", file, "--size", "N=4294967000", "--profile", narrow, "-o", out_dir]);
+    assert_eq!(out.status.code(), Some(0), "below 2^32: {}", String::from_utf8_lossy(&out.stderr));
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
 /// Writes `text` to a fresh file in the temporary directory and returns its path.
 fn temp_program(name: &str, text: &str) -> PathBuf {
     let dir = std::env::temp_dir().join(format!("mapsat-deep-{}", std::process::id()));

@@ -23,6 +23,39 @@ pub enum Atom {
     Rem(Box<Index>, i64),
     /// `clamp(e, lo, hi)`.
     Clamp(Box<Index>, i64, i64),
+    /// The atom converted to a 64-bit integer before it is used (`(long)a`), so that C computes
+    /// its product and the sums after it in 64 bits. Only [`crate::width`] makes it, once every
+    /// index is simplified: it has the atom's value and range, and the simplifying
+    /// constructors drop it ([`Index::rebuild`]).
+    Wide(Box<Atom>),
+}
+
+/// How an index is spelled in a kernel: the names and widths of the variables, the 64-bit
+/// integer type and `clamp`, which differ between OpenCL and CUDA.
+pub struct Spelling<'a> {
+    /// Names of the variables by [`VarId`] (a variable without one is `v<n>`).
+    pub names: &'a [String],
+    /// The 64-bit integer type (`long`, `long long`).
+    pub long: &'a str,
+    /// True for a variable declared with the 64-bit type.
+    pub wide: &'a dyn Fn(VarId) -> bool,
+    /// `clamp(e, lo, hi)`, told whether `e` is a 64-bit expression.
+    pub clamp: &'a dyn Fn(&str, i64, i64, bool) -> String,
+}
+
+fn no_wide_vars(_: VarId) -> bool {
+    false
+}
+
+fn plain_clamp(e: &str, lo: i64, hi: i64, _: bool) -> String {
+    format!("clamp({e}, {lo}, {hi})")
+}
+
+impl<'a> Spelling<'a> {
+    /// `clamp(e, lo, hi)`, `long`, every variable 32-bit: for messages and tests.
+    pub fn plain(names: &'a [String]) -> Spelling<'a> {
+        Spelling { names, long: "long", wide: &no_wide_vars, clamp: &plain_clamp }
+    }
 }
 
 /// `Σ coef * atom + constant`, terms sorted by atom, no zero coefficient.
@@ -46,6 +79,11 @@ impl Ranges {
         self.vars.insert(var, (lo, hi));
     }
 
+    /// The range recorded for `var`, if any.
+    pub fn get(&self, var: VarId) -> Option<(i64, i64)> {
+        self.vars.get(&var).copied()
+    }
+
     /// The range of an atom.
     pub fn atom(&self, a: &Atom) -> (i64, i64) {
         match a {
@@ -66,6 +104,7 @@ impl Ranges {
                 }
             }
             Atom::Clamp(_, lo, hi) => (*lo, *hi),
+            Atom::Wide(a) => self.atom(a),
         }
     }
 
@@ -279,6 +318,7 @@ impl Index {
                     out.insert(*v);
                 }
                 Atom::Div(e, _) | Atom::Rem(e, _) | Atom::Clamp(e, _, _) => e.vars(out),
+                Atom::Wide(a) => Index::atom((**a).clone()).vars(out),
             }
         }
     }
@@ -288,6 +328,7 @@ impl Index {
         self.terms.iter().any(|(a, _)| match a {
             Atom::Var(v) => *v == var,
             Atom::Div(e, _) | Atom::Rem(e, _) | Atom::Clamp(e, _, _) => e.mentions(var),
+            Atom::Wide(a) => Index::atom((**a).clone()).mentions(var),
         })
     }
 
@@ -297,17 +338,12 @@ impl Index {
     }
 
     /// The index rebuilt through the simplifying constructors (with `ranges`, which may know
-    /// more than when it was built), variables replaced where `f` gives a value.
+    /// more than when it was built), variables replaced where `f` gives a value. Widening
+    /// marks ([`Atom::Wide`]) are dropped.
     pub fn rebuild(&self, f: &dyn Fn(VarId) -> Option<Index>, ranges: &Ranges) -> Index {
         let mut out = Index::constant(self.constant);
         for (a, c) in &self.terms {
-            let t = match a {
-                Atom::Var(v) => f(*v).unwrap_or_else(|| Index::var(*v)),
-                Atom::Div(e, m) => e.rebuild(f, ranges).div(*m, ranges),
-                Atom::Rem(e, m) => e.rebuild(f, ranges).rem(*m, ranges),
-                Atom::Clamp(e, lo, hi) => e.rebuild(f, ranges).clamp_to(*lo, *hi, ranges),
-            };
-            out = out.add(&t.scale(*c));
+            out = out.add(&rebuild_atom(a, f, ranges).scale(*c));
         }
         out
     }
@@ -322,50 +358,57 @@ impl Index {
                 Atom::Div(e, m) => e.eval(env).wrapping_div(*m),
                 Atom::Rem(e, m) => e.eval(env).wrapping_rem(*m),
                 Atom::Clamp(e, lo, hi) => e.eval(env).clamp(*lo, *hi),
+                Atom::Wide(a) => Index::atom((**a).clone()).eval(env),
             };
             v = v.wrapping_add(x.wrapping_mul(*c));
         }
         v
     }
 
-    /// Prints with the variables named by `names` (a variable without one is `v<n>`) and `clamp`
-    /// written by the caller (it differs between OpenCL and CUDA). Terms with larger
-    /// coefficients come first, the others in the order of their variables' names, so that the
-    /// text does not depend on the order the variables were made in.
-    pub fn render(&self, names: &[String], clamp: &dyn Fn(&str, i64, i64) -> String) -> String {
+    /// The terms in the order they are printed (and so added, left to right, by C): larger
+    /// coefficients first (`i * 64 + j` rather than `j + i * 64`), the others in the order of
+    /// their variables' names, so that the text does not depend on the order the variables
+    /// were made in.
+    pub fn print_order(&self, names: &[String]) -> Vec<&(Atom, i64)> {
         let mut terms: Vec<&(Atom, i64)> = self.terms.iter().collect();
-        // Larger strides first: `i * 64 + j` rather than `j + i * 64`.
         terms.sort_by(|x, y| y.1.abs().cmp(&x.1.abs()).then_with(|| cmp_atoms(&x.0, &y.0, names)));
-        let mut s = String::new();
-        for (a, c) in terms {
-            let atom = match a {
-                Atom::Var(v) => var_name(names, *v),
-                Atom::Div(e, m) => format!("{} / {m}", paren(e, names, clamp)),
-                Atom::Rem(e, m) => format!("{} % {m}", paren(e, names, clamp)),
-                Atom::Clamp(e, lo, hi) => clamp(&e.render(names, clamp), *lo, *hi),
-            };
+        terms
+    }
+
+    /// True when C computes the index as a 64-bit integer: some atom is 64-bit (a 64-bit
+    /// variable, a widened atom, or one with such a part) or the constant does not fit an `int`
+    /// (C gives such a literal a 64-bit type).
+    pub fn is_long(&self, wide: &dyn Fn(VarId) -> bool) -> bool {
+        !fits_int(self.constant) || self.terms.iter().any(|(a, _)| a.is_long(wide))
+    }
+
+    /// Prints the terms in [`Index::print_order`], spelled as `s` says.
+    pub fn render(&self, s: &Spelling<'_>) -> String {
+        let mut out = String::new();
+        for (a, c) in self.print_order(s.names) {
+            let atom = a.render(s);
             let needs_paren = matches!(a, Atom::Div(..) | Atom::Rem(..)) && c.abs() != 1;
             let atom = if needs_paren { format!("({atom})") } else { atom };
             let mag = if c.abs() == 1 { atom } else { format!("{atom} * {}", c.abs()) };
-            if s.is_empty() {
+            if out.is_empty() {
                 if *c < 0 {
-                    s.push('-');
+                    out.push('-');
                 }
-                s.push_str(&mag);
+                out.push_str(&mag);
             } else {
-                s.push_str(if *c < 0 { " - " } else { " + " });
-                s.push_str(&mag);
+                out.push_str(if *c < 0 { " - " } else { " + " });
+                out.push_str(&mag);
             }
         }
-        if s.is_empty() {
+        if out.is_empty() {
             return self.constant.to_string();
         }
         match self.constant.cmp(&0) {
-            Ordering::Greater => s.push_str(&format!(" + {}", self.constant)),
-            Ordering::Less => s.push_str(&format!(" - {}", -self.constant)),
+            Ordering::Greater => out.push_str(&format!(" + {}", self.constant)),
+            Ordering::Less => out.push_str(&format!(" - {}", -self.constant)),
             Ordering::Equal => {}
         }
-        s
+        out
     }
 
     /// True when printing needs parentheses inside a product or quotient.
@@ -374,11 +417,56 @@ impl Index {
     }
 }
 
-fn paren(e: &Index, names: &[String], clamp: &dyn Fn(&str, i64, i64) -> String) -> String {
+/// True when `x` fits C's 32-bit `int`.
+pub fn fits_int(x: i64) -> bool {
+    i32::try_from(x).is_ok()
+}
+
+/// True when every value in `lo..=hi` fits C's 32-bit `int`.
+pub fn fits_int_range(lo: i64, hi: i64) -> bool {
+    fits_int(lo) && fits_int(hi)
+}
+
+impl Atom {
+    /// True when C computes the atom as a 64-bit integer (see [`Index::is_long`]).
+    pub fn is_long(&self, wide: &dyn Fn(VarId) -> bool) -> bool {
+        match self {
+            Atom::Var(v) => wide(*v),
+            Atom::Div(e, m) | Atom::Rem(e, m) => !fits_int(*m) || e.is_long(wide),
+            Atom::Clamp(e, ..) => e.is_long(wide),
+            Atom::Wide(_) => true,
+        }
+    }
+
+    fn render(&self, s: &Spelling<'_>) -> String {
+        match self {
+            Atom::Var(v) => var_name(s.names, *v),
+            Atom::Div(e, m) => format!("{} / {m}", paren(e, s)),
+            Atom::Rem(e, m) => format!("{} % {m}", paren(e, s)),
+            Atom::Clamp(e, lo, hi) => (s.clamp)(&e.render(s), *lo, *hi, e.is_long(s.wide)),
+            Atom::Wide(a) => match **a {
+                Atom::Div(..) | Atom::Rem(..) => format!("({})({})", s.long, a.render(s)),
+                _ => format!("({}){}", s.long, a.render(s)),
+            },
+        }
+    }
+}
+
+fn rebuild_atom(a: &Atom, f: &dyn Fn(VarId) -> Option<Index>, ranges: &Ranges) -> Index {
+    match a {
+        Atom::Var(v) => f(*v).unwrap_or_else(|| Index::var(*v)),
+        Atom::Div(e, m) => e.rebuild(f, ranges).div(*m, ranges),
+        Atom::Rem(e, m) => e.rebuild(f, ranges).rem(*m, ranges),
+        Atom::Clamp(e, lo, hi) => e.rebuild(f, ranges).clamp_to(*lo, *hi, ranges),
+        Atom::Wide(a) => rebuild_atom(a, f, ranges),
+    }
+}
+
+fn paren(e: &Index, s: &Spelling<'_>) -> String {
     if e.is_compound() {
-        format!("({})", e.render(names, clamp))
+        format!("({})", e.render(s))
     } else {
-        e.render(names, clamp)
+        e.render(s)
     }
 }
 
@@ -388,15 +476,19 @@ fn var_name(names: &[String], v: VarId) -> String {
 }
 
 /// The order of two atoms with variables compared by name (otherwise as `Atom`'s derived order:
-/// variables, quotients, remainders, clamps; then their operands).
+/// variables, quotients, remainders, clamps; then their operands). A widened atom sorts as the
+/// atom itself, so widening never changes the order of the terms.
 fn cmp_atoms(a: &Atom, b: &Atom, names: &[String]) -> Ordering {
     let rank = |a: &Atom| match a {
         Atom::Var(_) => 0,
         Atom::Div(..) => 1,
         Atom::Rem(..) => 2,
         Atom::Clamp(..) => 3,
+        Atom::Wide(_) => 4,
     };
     match (a, b) {
+        (Atom::Wide(x), y) => cmp_atoms(x, y, names),
+        (x, Atom::Wide(y)) => cmp_atoms(x, y, names),
         (Atom::Var(x), Atom::Var(y)) => var_name(names, *x).cmp(&var_name(names, *y)),
         (Atom::Div(e, m), Atom::Div(f, n)) | (Atom::Rem(e, m), Atom::Rem(f, n)) => {
             cmp_indices(e, f, names).then(m.cmp(n))
@@ -429,7 +521,7 @@ fn cmp_indices(x: &Index, y: &Index, names: &[String]) -> Ordering {
 /// Variables print as `v<n>` (their names are the kernel's: see [`Index::render`]).
 impl fmt::Display for Index {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{}", self.render(&[], &|e, lo, hi| format!("clamp({e}, {lo}, {hi})")))
+        write!(f, "{}", self.render(&Spelling::plain(&[])))
     }
 }
 
@@ -444,7 +536,7 @@ mod tests {
     /// Printed with the variables named `i`, `j`, `k`.
     fn show(e: &Index) -> String {
         let names = ["i", "j", "k"].map(String::from);
-        e.render(&names, &|e, lo, hi| format!("clamp({e}, {lo}, {hi})"))
+        e.render(&Spelling::plain(&names))
     }
 
     fn r() -> Ranges {

@@ -245,6 +245,10 @@ pub struct Kernel {
     pub body: Vec<Stmt>,
     /// Names of the loop variables, by [`VarId`] (distinct C identifiers).
     pub vars: Vec<String>,
+    /// The loop variables declared as 64-bit integers (those whose values can exceed
+    /// 2^31 - 1); the others are `int`. Set by [`crate::width::assign`], with the widening of
+    /// the index expressions ([`crate::index::Atom::Wide`]).
+    pub wide_vars: std::collections::BTreeSet<VarId>,
     /// How each map of the program was lowered, by label, in the order first lowered; each
     /// pair once (a layout map is lowered at each access that reaches it). A map fused into
     /// another has disappeared from the program and is not listed.
@@ -269,6 +273,22 @@ impl Kernel {
             Some(n) => n.as_str().into(),
             None => v.to_string().into(),
         }
+    }
+
+    /// The variables of the loops of the body.
+    pub fn loop_vars(&self) -> std::collections::BTreeSet<VarId> {
+        struct Vars(std::collections::BTreeSet<VarId>);
+        impl crate::visit::Visit for Vars {
+            fn visit_stmt(&mut self, s: &Stmt) {
+                if let Stmt::Loop { var, .. } = s {
+                    self.0.insert(*var);
+                }
+                crate::visit::walk_stmt(self, s);
+            }
+        }
+        let mut v = Vars(Default::default());
+        crate::visit::Visit::visit_stmts(&mut v, &self.body);
+        v.0
     }
 
     /// Total bytes of global (arguments), local (per work group) and private (per thread,

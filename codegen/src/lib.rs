@@ -26,6 +26,7 @@ mod opt;
 pub mod print;
 mod split;
 pub mod verify;
+pub mod visit;
 pub mod width;
 
 pub use error::{CodegenError, CodegenErrorKind};
@@ -49,16 +50,28 @@ pub struct Options {
     /// `max_work_item_sizes`): a larger local size, given or chosen, is refused. `None`: not
     /// checked here.
     pub max_work_item_sizes: Option<[i64; 3]>,
+    /// The bits of the target's `size_t` (a device profile's `address_bits`, OpenCL's
+    /// `CL_DEVICE_ADDRESS_BITS`): a global size beyond its range in some dimension is refused.
+    /// `None`: not checked here.
+    pub address_bits: Option<u32>,
 }
 
 /// Lowers a program to the kernel IR at concrete sizes, then cleans it up (one-iteration loops
-/// elided, indices simplified again, small private arrays promoted to registers). In debug
-/// builds the kernel is verified ([`verify`](mod@verify)) after each of the two steps.
+/// elided, indices simplified again, small private arrays promoted to registers) and decides
+/// which variables and index parts are 64-bit ([`width`](mod@width)). In debug builds the
+/// kernel is verified ([`verify`](mod@verify)) after each of the three steps.
 pub fn lower(p: &mapsat_ir::Program, opts: &Options) -> Result<Kernel, CodegenError> {
     let k = lower::Lower::run(p, opts)?;
     verified(&k, "after lowering")?;
-    let k = opt::optimize(k);
+    let mut k = opt::optimize(k);
     verified(&k, "after the clean-up passes")?;
+    width::assign(&mut k);
+    verified(&k, "after the choice of index widths")?;
+    if cfg!(debug_assertions) {
+        verify::verify_widths(&k).map_err(|e| {
+            CodegenErrorKind::Internal(format!("the index widths of `{}` fail verification: {e}", k.name))
+        })?;
+    }
     Ok(k)
 }
 

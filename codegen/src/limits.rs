@@ -1,7 +1,9 @@
 //! The targets' limits on a launch shape: CUDA's fixed grid and block limits, and a device
 //! profile's work-group limits (OpenCL's `CL_DEVICE_MAX_WORK_ITEM_SIZES` and
-//! `CL_DEVICE_MAX_WORK_GROUP_SIZE`). A launch beyond them is refused at code generation with
-//! the dimension and the limit, instead of failing at launch time.
+//! `CL_DEVICE_MAX_WORK_GROUP_SIZE`) and global-size limit (the range of the device's `size_t`,
+//! `CL_DEVICE_ADDRESS_BITS` wide: `clEnqueueNDRangeKernel` refuses a global size beyond it). A
+//! launch beyond them is refused at code generation with the dimension and the limit, instead
+//! of failing at launch time.
 
 use crate::error::{CodegenError, CodegenErrorKind as K};
 use crate::kir::Launch;
@@ -60,4 +62,32 @@ pub fn check_work_items(local: &[i64; 3], max: &[i64; 3]) -> Result<(), CodegenE
         }
     }
     Ok(())
+}
+
+/// Refuses a global size that a device with `bits`-bit addresses (`size_t`) cannot hold in some
+/// dimension: at most 2^bits - 1 work items, so 4,294,967,295 on a 32-bit device.
+pub fn check_address_bits(global: &[i64; 3], bits: u32) -> Result<(), CodegenError> {
+    let max = 1i64.checked_shl(bits).filter(|m| *m > 0).map_or(i64::MAX, |m| m - 1);
+    for (d, &g) in global.iter().enumerate() {
+        if g > max {
+            return Err(limit(format!(
+                "global size {g} in dimension {d}, a device with {bits}-bit addresses allows at most {max} (address_bits)"
+            )));
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn global_sizes_fit_the_address_bits() {
+        let max32 = u32::MAX as i64;
+        assert!(check_address_bits(&[max32, 1, 1], 32).is_ok());
+        let e = check_address_bits(&[1, max32 + 1, 1], 32).unwrap_err().to_string();
+        assert!(e.contains("global size 4294967296 in dimension 1") && e.contains("at most 4294967295"), "{e}");
+        assert!(check_address_bits(&[1 << 62, 1, 1], 64).is_ok());
+    }
 }

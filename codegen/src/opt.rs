@@ -15,6 +15,8 @@
 
 use crate::index::{Index, Ranges};
 use crate::kir::*;
+use crate::visit::{walk_expr_mut, walk_stmt, walk_stmts_mut, Visit, VisitMut};
+use mapsat_ir::ast::Lit;
 use std::collections::{BTreeMap, BTreeSet};
 
 /// Largest private array turned into scalars.
@@ -46,28 +48,34 @@ struct LoopFacts {
     extent: i64,
 }
 
-fn collect_loops(stmts: &[Stmt], out: &mut BTreeMap<VarId, LoopFacts>) {
-    for s in stmts {
+/// The facts of every loop variable.
+struct Loops(BTreeMap<VarId, LoopFacts>);
+
+impl Visit for Loops {
+    fn visit_stmt(&mut self, s: &Stmt) {
         if let Stmt::Loop { var, kind, extent, stride, trips, body, .. } = s {
             let unrollable = matches!(kind, LoopKind::Seq | LoopKind::Vec)
                 && *trips == Trips::Loop
                 && *stride == 1
                 && *extent <= MAX_UNROLL
                 && !has_barrier(body);
-            out.insert(*var, LoopFacts { unrollable, extent: *extent });
-            collect_loops(body, out);
-        } else if let Stmt::Block(b) = s {
-            collect_loops(b, out);
+            self.0.insert(*var, LoopFacts { unrollable, extent: *extent });
         }
+        walk_stmt(self, s);
     }
 }
 
 fn has_barrier(stmts: &[Stmt]) -> bool {
-    stmts.iter().any(|s| match s {
-        Stmt::Barrier { .. } => true,
-        Stmt::Loop { body, .. } | Stmt::Block(body) => has_barrier(body),
-        _ => false,
-    })
+    struct Found(bool);
+    impl Visit for Found {
+        fn visit_stmt(&mut self, s: &Stmt) {
+            self.0 |= matches!(s, Stmt::Barrier { .. });
+            walk_stmt(self, s);
+        }
+    }
+    let mut f = Found(false);
+    f.visit_stmts(stmts);
+    f.0
 }
 
 /// Every place and declaration of every buffer, in statement order.
@@ -77,55 +85,26 @@ struct Uses {
     decls: BTreeMap<BufId, Vec<bool>>,
 }
 
-impl Uses {
-    fn place(&mut self, p: &Place) {
+impl Visit for Uses {
+    fn visit_stmt(&mut self, s: &Stmt) {
+        if let Stmt::Decl(b, init) = s {
+            self.decls.entry(*b).or_default().push(init.is_some());
+        }
+        walk_stmt(self, s);
+    }
+
+    fn visit_place(&mut self, p: &Place) {
         self.places.entry(p.buf).or_default().push(p.index.clone());
-    }
-
-    fn expr(&mut self, e: &Expr) {
-        match e {
-            Expr::Load(p) => self.place(p),
-            Expr::Bin(_, a, b) => {
-                self.expr(a);
-                self.expr(b);
-            }
-            Expr::Un(_, a) | Expr::Cast(_, a) | Expr::Lane(a, _) => self.expr(a),
-            Expr::Select(c, a, b) => {
-                self.expr(c);
-                self.expr(a);
-                self.expr(b);
-            }
-            Expr::Vector(_, es) => es.iter().for_each(|e| self.expr(e)),
-            Expr::Lit(_) | Expr::Splat(..) | Expr::Int(_) | Expr::InRange(..) => {}
-        }
-    }
-
-    fn stmts(&mut self, stmts: &[Stmt]) {
-        for s in stmts {
-            match s {
-                Stmt::Decl(b, init) => {
-                    self.decls.entry(*b).or_default().push(init.is_some());
-                    if let Some(e) = init {
-                        self.expr(e);
-                    }
-                }
-                Stmt::Store(p, e) => {
-                    self.place(p);
-                    self.expr(e);
-                }
-                Stmt::Loop { body, .. } | Stmt::Block(body) => self.stmts(body),
-                Stmt::Comment(_) | Stmt::BarrierSlot(_) | Stmt::Barrier { .. } => {}
-            }
-        }
     }
 }
 
 /// Private arrays that can become registers, with the loop variables to unroll for each.
 fn register_candidates(k: &Kernel, body: &[Stmt]) -> BTreeMap<BufId, BTreeSet<VarId>> {
-    let mut loops = BTreeMap::new();
-    collect_loops(body, &mut loops);
+    let mut loops = Loops(BTreeMap::new());
+    loops.visit_stmts(body);
+    let loops = loops.0;
     let mut uses = Uses::default();
-    uses.stmts(body);
+    uses.visit_stmts(body);
     let mut out = BTreeMap::new();
     for (i, b) in k.buffers.iter().enumerate() {
         let id = BufId(i);
@@ -198,10 +177,9 @@ fn transform(stmts: Vec<Stmt>, env: &Env, ranges: &mut Ranges, unroll: &BTreeSet
                 out.push(Stmt::Loop { var, kind, extent, stride, trips, origin, body });
             }
             Stmt::Block(b) => out.push(Stmt::Block(transform(b, env, ranges, unroll))),
-            Stmt::Decl(b, init) => out.push(Stmt::Decl(b, init.map(|e| expr(e, env, ranges)))),
-            Stmt::Store(p, e) => {
-                let p = place(p, env, ranges);
-                out.push(Stmt::Store(p, expr(e, env, ranges)));
+            mut s @ (Stmt::Decl(..) | Stmt::Store(..)) => {
+                Rebuild { env, ranges }.visit_stmt_mut(&mut s);
+                out.push(s);
             }
             s @ (Stmt::Comment(_) | Stmt::BarrierSlot(_) | Stmt::Barrier { .. }) => out.push(s),
         }
@@ -209,40 +187,47 @@ fn transform(stmts: Vec<Stmt>, env: &Env, ranges: &mut Ranges, unroll: &BTreeSet
     out
 }
 
-fn place(p: Place, env: &Env, ranges: &Ranges) -> Place {
-    Place { index: p.index.rebuild(&lookup(env), ranges), ..p }
+/// Rebuilds the indices of what it visits with the values of the unrolled variables and the
+/// ranges of the enclosing loops, and folds the `pad` guards (and their selects) that become
+/// constant.
+struct Rebuild<'a> {
+    env: &'a Env,
+    ranges: &'a Ranges,
 }
 
-fn expr(e: Expr, env: &Env, ranges: &Ranges) -> Expr {
-    let bx = |e: Box<Expr>| Box::new(expr(*e, env, ranges));
-    match e {
-        Expr::Int(i) => Expr::Int(i.rebuild(&lookup(env), ranges)),
-        Expr::Load(p) => Expr::Load(place(p, env, ranges)),
-        Expr::Bin(op, a, b) => Expr::Bin(op, bx(a), bx(b)),
-        Expr::Un(op, a) => Expr::Un(op, bx(a)),
-        Expr::Cast(k, a) => Expr::Cast(k, bx(a)),
-        Expr::Lane(a, l) => Expr::Lane(bx(a), l),
-        Expr::Vector(k, es) => Expr::Vector(k, es.into_iter().map(|e| expr(e, env, ranges)).collect()),
-        Expr::Select(c, a, b) => match expr(*c, env, ranges) {
-            Expr::Lit(mapsat_ir::ast::Lit::Bool(true)) => expr(*a, env, ranges),
-            Expr::Lit(mapsat_ir::ast::Lit::Bool(false)) => expr(*b, env, ranges),
-            c => Expr::Select(Box::new(c), bx(a), bx(b)),
-        },
-        Expr::InRange(i, lo, hi) => {
-            let i = i.rebuild(&lookup(env), ranges);
-            let (a, b) = ranges.of(&i);
-            if a >= lo && b < hi {
-                Expr::Lit(mapsat_ir::ast::Lit::Bool(true))
-            } else if b < lo || a >= hi {
-                Expr::Lit(mapsat_ir::ast::Lit::Bool(false))
-            } else {
-                // Only the bound that can fail is tested.
-                let lo = if a >= lo { i64::MIN } else { lo };
-                let hi = if b < hi { i64::MAX } else { hi };
-                Expr::InRange(i, lo, hi)
+impl VisitMut for Rebuild<'_> {
+    fn visit_index_mut(&mut self, i: &mut Index) {
+        *i = i.rebuild(&lookup(self.env), self.ranges);
+    }
+
+    fn visit_expr_mut(&mut self, e: &mut Expr) {
+        walk_expr_mut(self, e);
+        match e {
+            Expr::InRange(i, lo, hi) => {
+                let (a, b) = self.ranges.of(i);
+                if a >= *lo && b < *hi {
+                    *e = Expr::Lit(Lit::Bool(true));
+                } else if b < *lo || a >= *hi {
+                    *e = Expr::Lit(Lit::Bool(false));
+                } else {
+                    // Only the bound that can fail is tested.
+                    if a >= *lo {
+                        *lo = i64::MIN;
+                    }
+                    if b < *hi {
+                        *hi = i64::MAX;
+                    }
+                }
             }
+            Expr::Select(c, a, b) => {
+                if let Expr::Lit(Lit::Bool(t)) = **c {
+                    let arm = if t { a } else { b };
+                    let chosen = std::mem::replace(&mut **arm, Expr::Lit(Lit::Bool(t)));
+                    *e = chosen;
+                }
+            }
+            _ => {}
         }
-        e @ (Expr::Lit(_) | Expr::Splat(..)) => e,
     }
 }
 
@@ -250,7 +235,7 @@ fn expr(e: Expr, env: &Env, ranges: &Ranges) -> Expr {
 /// bounds (after unrolling); leaves it as it is otherwise.
 fn scalarize(k: &mut Kernel, id: BufId) {
     let mut uses = Uses::default();
-    uses.stmts(&k.body);
+    uses.visit_stmts(&k.body);
     let n = k.buf(id).elems();
     let all_static =
         uses.places.get(&id).into_iter().flatten().all(|i| i.as_const().is_some_and(|c| (0..n).contains(&c)));
@@ -259,7 +244,7 @@ fn scalarize(k: &mut Kernel, id: BufId) {
     }
     let mut names: BTreeSet<String> =
         k.buffers.iter().enumerate().filter(|(i, _)| *i != id.0).map(|(_, b)| b.name.clone()).collect();
-    loop_vars(&k.body, &k.vars, &mut names);
+    names.extend(k.loop_vars().into_iter().map(|v| k.var_name(v).into_owned()));
     let base = k.buf(id).name.clone();
     let mut ids = Vec::new();
     for e in 0..n {
@@ -282,59 +267,34 @@ fn scalarize(k: &mut Kernel, id: BufId) {
             ids.push(BufId(k.buffers.len() - 1));
         }
     }
-    let body = std::mem::take(&mut k.body);
-    k.body = rewrite(body, id, &ids);
+    Scalarize { id, ids: &ids }.visit_stmts_mut(&mut k.body);
 }
 
-/// The names of the variables of the loops in `stmts`.
-fn loop_vars(stmts: &[Stmt], vars: &[String], out: &mut BTreeSet<String>) {
-    for s in stmts {
-        match s {
-            Stmt::Loop { var, body, .. } => {
-                out.insert(vars.get(var.index()).cloned().unwrap_or_else(|| var.to_string()));
-                loop_vars(body, vars, out);
-            }
-            Stmt::Block(b) => loop_vars(b, vars, out),
-            _ => {}
+/// Array `id` replaced by its scalars `ids`: each access by the scalar of its (constant) index,
+/// its declaration by theirs.
+struct Scalarize<'a> {
+    id: BufId,
+    ids: &'a [BufId],
+}
+
+impl VisitMut for Scalarize<'_> {
+    fn visit_stmts_mut(&mut self, stmts: &mut Vec<Stmt>) {
+        walk_stmts_mut(self, stmts);
+        let (id, ids) = (self.id, self.ids);
+        *stmts = std::mem::take(stmts)
+            .into_iter()
+            .flat_map(|s| match s {
+                Stmt::Decl(b, None) if b == id => ids.iter().map(|i| Stmt::Decl(*i, None)).collect(),
+                s => vec![s],
+            })
+            .collect();
+    }
+
+    fn visit_place_mut(&mut self, p: &mut Place) {
+        if p.buf == self.id {
+            let e = p.index.as_const().unwrap_or(0).clamp(0, self.ids.len() as i64 - 1) as usize;
+            p.buf = self.ids[e];
+            p.index = Index::constant(0);
         }
     }
-}
-
-fn rewrite_place(p: Place, id: BufId, ids: &[BufId]) -> Place {
-    if p.buf != id {
-        return p;
-    }
-    let e = p.index.as_const().unwrap_or(0).clamp(0, ids.len() as i64 - 1) as usize;
-    Place { buf: ids[e], index: Index::constant(0), ..p }
-}
-
-fn rewrite_expr(e: Expr, id: BufId, ids: &[BufId]) -> Expr {
-    let bx = |e: Box<Expr>| Box::new(rewrite_expr(*e, id, ids));
-    match e {
-        Expr::Load(p) => Expr::Load(rewrite_place(p, id, ids)),
-        Expr::Bin(op, a, b) => Expr::Bin(op, bx(a), bx(b)),
-        Expr::Un(op, a) => Expr::Un(op, bx(a)),
-        Expr::Cast(k, a) => Expr::Cast(k, bx(a)),
-        Expr::Lane(a, l) => Expr::Lane(bx(a), l),
-        Expr::Select(c, a, b) => Expr::Select(bx(c), bx(a), bx(b)),
-        Expr::Vector(k, es) => Expr::Vector(k, es.into_iter().map(|e| rewrite_expr(e, id, ids)).collect()),
-        e @ (Expr::Lit(_) | Expr::Splat(..) | Expr::Int(_) | Expr::InRange(..)) => e,
-    }
-}
-
-fn rewrite(stmts: Vec<Stmt>, id: BufId, ids: &[BufId]) -> Vec<Stmt> {
-    let mut out = Vec::new();
-    for s in stmts {
-        match s {
-            Stmt::Decl(b, None) if b == id => out.extend(ids.iter().map(|i| Stmt::Decl(*i, None))),
-            Stmt::Decl(b, init) => out.push(Stmt::Decl(b, init.map(|e| rewrite_expr(e, id, ids)))),
-            Stmt::Store(p, e) => out.push(Stmt::Store(rewrite_place(p, id, ids), rewrite_expr(e, id, ids))),
-            Stmt::Loop { var, kind, extent, stride, trips, origin, body } => {
-                out.push(Stmt::Loop { var, kind, extent, stride, trips, origin, body: rewrite(body, id, ids) })
-            }
-            Stmt::Block(b) => out.push(Stmt::Block(rewrite(b, id, ids))),
-            s @ (Stmt::Comment(_) | Stmt::BarrierSlot(_) | Stmt::Barrier { .. }) => out.push(s),
-        }
-    }
-    out
 }

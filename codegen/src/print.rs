@@ -48,24 +48,27 @@ struct Printer<'k> {
     d: Dialect,
     out: String,
     uses_vectors: bool,
-    /// The type of indices, loop variables and thread ids: `int`, or a 64-bit type where some
-    /// index can exceed 2^31 - 1 ([`crate::width`]).
-    index_ty: &'static str,
+    /// The 64-bit integer type, for the loop variables and index parts that need it
+    /// ([`crate::width`]); the others are `int`.
+    long: &'static str,
 }
 
 const AXES: [&str; 3] = ["x", "y", "z"];
 
-/// Prints a kernel in the given dialect.
+/// Prints a kernel in the given dialect. A kernel whose 32-bit variables or index parts can
+/// overflow (one whose widths [`crate::width::assign`] did not decide) is refused, never
+/// printed with wrapping arithmetic.
 pub fn print(k: &Kernel, d: Dialect) -> R<String> {
     if d == Dialect::Cuda {
         crate::limits::check_cuda(&k.launch)?;
     }
-    let index_ty = match (crate::width::needs_64bit_indices(k), d) {
-        (false, _) => "int",
-        (true, Dialect::OpenCl) => "long",
-        (true, Dialect::Cuda) => "long long",
+    crate::verify::verify_widths(k)
+        .map_err(|e| K::Internal(format!("the index widths of `{}` are not decided: {e}", k.name)))?;
+    let long = match d {
+        Dialect::OpenCl => "long",
+        Dialect::Cuda => "long long",
     };
-    let mut p = Printer { k, d, out: String::new(), uses_vectors: false, index_ty };
+    let mut p = Printer { k, d, out: String::new(), uses_vectors: false, long };
     let body = p.kernel()?;
     let mut s = String::new();
     let sizes: Vec<String> = k.sizes.iter().map(|(n, v)| format!("{n}={v}")).collect();
@@ -201,17 +204,27 @@ impl Printer<'_> {
         self.out.push('\n');
     }
 
-    fn id(&self, kind: LoopKind) -> String {
+    /// The type of a loop variable.
+    fn var_ty(&self, var: VarId) -> &'static str {
+        if self.k.wide_vars.contains(&var) {
+            self.long
+        } else {
+            "int"
+        }
+    }
+
+    /// The first index of a thread (or group) in a loop of `kind` over a variable of type `ty`.
+    fn id(&self, kind: LoopKind, ty: &str) -> String {
         match (self.d, kind) {
             (Dialect::OpenCl, LoopKind::Global(d)) => format!("get_global_id({d})"),
             (Dialect::OpenCl, LoopKind::Group(d)) => format!("get_group_id({d})"),
             (Dialect::OpenCl, LoopKind::Local(d)) => format!("get_local_id({d})"),
             (Dialect::Cuda, LoopKind::Global(d)) => {
                 let a = AXES[d as usize % 3];
-                if self.index_ty == "int" {
+                if ty == "int" {
                     format!("blockIdx.{a} * blockDim.{a} + threadIdx.{a}")
                 } else {
-                    format!("({})blockIdx.{a} * blockDim.{a} + threadIdx.{a}", self.index_ty)
+                    format!("({ty})blockIdx.{a} * blockDim.{a} + threadIdx.{a}")
                 }
             }
             (Dialect::Cuda, LoopKind::Group(d)) => format!("blockIdx.{}", AXES[d as usize % 3]),
@@ -263,19 +276,20 @@ impl Printer<'_> {
                 self.line(depth, b);
             }
             Stmt::Loop { var, kind, extent, stride, trips, origin, body } => {
+                let ty = self.var_ty(*var);
                 let var = self.k.var_name(*var);
-                let start = self.id(*kind);
+                let start = self.id(*kind, ty);
                 match trips {
                     Trips::One => {
                         let who = if matches!(kind, LoopKind::Group(_)) { "work group" } else { "thread" };
                         self.line(depth, &format!("// {origin}: one index per {who}"));
-                        self.line(depth, &format!("{} {var} = {start};", self.index_ty));
+                        self.line(depth, &format!("{ty} {var} = {start};"));
                         self.block(body, depth)?;
                     }
                     Trips::AtMostOne => {
                         let who = if matches!(kind, LoopKind::Group(_)) { "work group" } else { "thread" };
                         self.line(depth, &format!("// {origin}: at most one index per {who}"));
-                        self.line(depth, &format!("{} {var} = {start};", self.index_ty));
+                        self.line(depth, &format!("{ty} {var} = {start};"));
                         self.line(depth, &format!("if ({var} < {extent}) {{"));
                         self.block(body, depth + 1)?;
                         self.line(depth, "}");
@@ -286,7 +300,6 @@ impl Printer<'_> {
                             self.line(depth, "#pragma unroll");
                         }
                         let step = if *stride == 1 { format!("{var}++") } else { format!("{var} += {stride}") };
-                        let ty = self.index_ty;
                         self.line(depth, &format!("for ({ty} {var} = {start}; {var} < {extent}; {step}) {{"));
                         self.block(body, depth + 1)?;
                         self.line(depth, "}");
@@ -298,13 +311,18 @@ impl Printer<'_> {
     }
 
     fn index(&self, i: &crate::index::Index) -> String {
-        // With 64-bit indices the bounds are cast too: `clamp`, `min` and `max` take operands
+        // With a 64-bit operand the bounds are cast too: `clamp`, `min` and `max` take operands
         // of one type.
-        let t = if self.index_ty == "int" { String::new() } else { format!("({})", self.index_ty) };
-        match self.d {
-            Dialect::OpenCl => i.render(&self.k.vars, &|e, lo, hi| format!("clamp({e}, {t}{lo}, {t}{hi})")),
-            Dialect::Cuda => i.render(&self.k.vars, &|e, lo, hi| format!("min(max({e}, {t}{lo}), {t}{hi})")),
-        }
+        let long = self.long;
+        let cast = |wide: bool| if wide { format!("({long})") } else { String::new() };
+        let opencl = |e: &str, lo, hi, wide| format!("clamp({e}, {t}{lo}, {t}{hi})", t = cast(wide));
+        let cuda = |e: &str, lo, hi, wide| format!("min(max({e}, {t}{lo}), {t}{hi})", t = cast(wide));
+        let clamp: &dyn Fn(&str, i64, i64, bool) -> String = match self.d {
+            Dialect::OpenCl => &opencl,
+            Dialect::Cuda => &cuda,
+        };
+        let wide = |v: VarId| self.k.wide_vars.contains(&v);
+        i.render(&crate::index::Spelling { names: &self.k.vars, long, wide: &wide, clamp })
     }
 
     fn lane(&self, l: u32) -> String {

@@ -11,6 +11,7 @@
 
 use crate::index::{Atom, Index, Ranges};
 use crate::kir::*;
+use crate::visit::{for_each_index, map_indices};
 use std::collections::BTreeSet;
 
 /// Splits every sequential loop whose indices use a chain of moduli of its variable.
@@ -43,7 +44,7 @@ fn stmt(k: &mut Kernel, s: Stmt) -> Stmt {
 /// in `extent`, increasing.
 fn moduli(body: &[Stmt], var: VarId, extent: i64) -> Vec<i64> {
     let mut found = BTreeSet::new();
-    walk(body, &mut |i| collect(i, var, &mut found));
+    for_each_index(body, |i| collect(i, var, &mut found));
     let mut chain: Vec<i64> = Vec::new();
     for m in found {
         let divides_previous = chain.last().is_none_or(|p| m % p == 0);
@@ -64,7 +65,7 @@ fn collect(i: &Index, var: VarId, out: &mut BTreeSet<i64>) {
                 collect(e, var, out);
             }
             Atom::Clamp(e, ..) => collect(e, var, out),
-            Atom::Var(_) => {}
+            Atom::Var(_) | Atom::Wide(_) => {}
         }
     }
 }
@@ -88,7 +89,8 @@ fn nest(k: &mut Kernel, var: VarId, extent: i64, chain: &[i64], origin: String, 
         value = value.add(&Index::var(v).scale(w));
     }
     let subst = |v: VarId| (v == var).then(|| value.clone());
-    let mut body = map_indices(body, &|i| i.rebuild(&subst, &ranges));
+    let mut body = body;
+    map_indices(&mut body, |i| i.rebuild(&subst, &ranges));
     for (depth, &(v, n, _)) in levels.iter().enumerate().rev() {
         let origin = if depth == 0 { origin.clone() } else { format!("{origin} (split)") };
         body = vec![Stmt::Loop { var: v, kind: LoopKind::Seq, extent: n, stride: 1, trips: Trips::Loop, origin, body }];
@@ -108,71 +110,6 @@ fn fresh_var(k: &mut Kernel, var: VarId, level: usize) -> VarId {
     }
     k.vars.push(name);
     VarId(k.vars.len() as u32 - 1)
-}
-
-/// Calls `f` on every index of `body`.
-fn walk(body: &[Stmt], f: &mut dyn FnMut(&Index)) {
-    for s in body {
-        match s {
-            Stmt::Loop { body, .. } | Stmt::Block(body) => walk(body, f),
-            Stmt::Decl(_, Some(e)) => walk_expr(e, f),
-            Stmt::Store(p, e) => {
-                f(&p.index);
-                walk_expr(e, f);
-            }
-            Stmt::Decl(_, None) | Stmt::Comment(_) | Stmt::BarrierSlot(_) | Stmt::Barrier { .. } => {}
-        }
-    }
-}
-
-fn walk_expr(e: &Expr, f: &mut dyn FnMut(&Index)) {
-    match e {
-        Expr::Int(i) | Expr::InRange(i, ..) => f(i),
-        Expr::Load(p) => f(&p.index),
-        Expr::Bin(_, a, b) => {
-            walk_expr(a, f);
-            walk_expr(b, f);
-        }
-        Expr::Un(_, a) | Expr::Cast(_, a) | Expr::Lane(a, _) => walk_expr(a, f),
-        Expr::Select(c, a, b) => {
-            walk_expr(c, f);
-            walk_expr(a, f);
-            walk_expr(b, f);
-        }
-        Expr::Vector(_, es) => es.iter().for_each(|e| walk_expr(e, f)),
-        Expr::Lit(_) | Expr::Splat(..) => {}
-    }
-}
-
-/// `body` with every index replaced by `f` of it.
-fn map_indices(body: Vec<Stmt>, f: &dyn Fn(&Index) -> Index) -> Vec<Stmt> {
-    body.into_iter()
-        .map(|s| match s {
-            Stmt::Loop { var, kind, extent, stride, trips, origin, body } => {
-                Stmt::Loop { var, kind, extent, stride, trips, origin, body: map_indices(body, f) }
-            }
-            Stmt::Block(b) => Stmt::Block(map_indices(b, f)),
-            Stmt::Decl(b, e) => Stmt::Decl(b, e.map(|e| map_expr(e, f))),
-            Stmt::Store(p, e) => Stmt::Store(Place { index: f(&p.index), ..p }, map_expr(e, f)),
-            s @ (Stmt::Comment(_) | Stmt::BarrierSlot(_) | Stmt::Barrier { .. }) => s,
-        })
-        .collect()
-}
-
-fn map_expr(e: Expr, f: &dyn Fn(&Index) -> Index) -> Expr {
-    let bx = |e: Box<Expr>| Box::new(map_expr(*e, f));
-    match e {
-        Expr::Int(i) => Expr::Int(f(&i)),
-        Expr::InRange(i, lo, hi) => Expr::InRange(f(&i), lo, hi),
-        Expr::Load(p) => Expr::Load(Place { index: f(&p.index), ..p }),
-        Expr::Bin(op, a, b) => Expr::Bin(op, bx(a), bx(b)),
-        Expr::Un(op, a) => Expr::Un(op, bx(a)),
-        Expr::Cast(k, a) => Expr::Cast(k, bx(a)),
-        Expr::Lane(a, l) => Expr::Lane(bx(a), l),
-        Expr::Select(c, a, b) => Expr::Select(bx(c), bx(a), bx(b)),
-        Expr::Vector(k, es) => Expr::Vector(k, es.into_iter().map(|e| map_expr(e, f)).collect()),
-        e @ (Expr::Lit(_) | Expr::Splat(..)) => e,
-    }
 }
 
 #[cfg(test)]

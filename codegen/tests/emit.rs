@@ -61,6 +61,14 @@ fn inconsistent_launch_shapes() {
     assert!(e.contains("more than 384 work items"), "{e}");
     assert!(emit(&p, &opts(Some(4096)), Dialect::OpenCl).is_ok());
     assert!(emit(&p, &opts(None), Dialect::OpenCl).is_ok());
+    // The range of the target's size_t (a profile's address_bits), when given: 2^33 work items
+    // in dimension 0 are too many for a 32-bit device.
+    let sizes = mapsat_ir::Sizes::new().with("N", 1 << 33);
+    let opts = |bits| Options { sizes: sizes.clone(), address_bits: bits, ..Options::default() };
+    let e = emit(&p, &opts(Some(32)), Dialect::OpenCl).expect_err("over 32 bits").to_string();
+    assert!(e.contains("global size 8589934592 in dimension 0") && e.contains("at most 4294967295"), "{e}");
+    assert!(emit(&p, &opts(Some(64)), Dialect::OpenCl).is_ok());
+    assert!(emit(&p, &opts(None), Dialect::OpenCl).is_ok());
 }
 
 #[test]

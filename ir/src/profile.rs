@@ -29,6 +29,10 @@ pub struct Profile {
     pub private_mem_bytes: u64,
     /// Preferred float vector width.
     pub vector_width: u32,
+    /// Bits of the device's address space and `size_t` (OpenCL's `CL_DEVICE_ADDRESS_BITS`: 32
+    /// or 64): a global size per dimension must fit. 64 when a profile does not say.
+    #[serde(default = "address_bits_64")]
+    pub address_bits: u32,
     /// Throughput figures for cost models (a `[rates]` table; optional).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub rates: Option<Rates>,
@@ -64,12 +68,16 @@ fn yes() -> bool {
     true
 }
 
+fn address_bits_64() -> u32 {
+    64
+}
+
 /// The fields of [`Rates`] in declaration order.
 const RATE_FIELDS: [&str; 7] =
     ["gflops", "bandwidth_gbs", "launch_us", "simd_width", "line_bytes", "group_us", "lock_step"];
 
 /// The fields of [`Profile`] in declaration order: the order [`Profile::to_toml`] writes them.
-const FIELDS: [&str; 9] = [
+const FIELDS: [&str; 10] = [
     "name",
     "description",
     "compute_units",
@@ -79,6 +87,7 @@ const FIELDS: [&str; 9] = [
     "local_mem_bytes",
     "private_mem_bytes",
     "vector_width",
+    "address_bits",
 ];
 
 /// Why a profile could not be loaded.
@@ -134,6 +143,9 @@ impl Profile {
         }
         if self.max_work_group_size == 0 || self.max_work_item_sizes.contains(&0) {
             return Err(invalid("work-group sizes must be positive"));
+        }
+        if !matches!(self.address_bits, 32 | 64) {
+            return Err(invalid("address_bits must be 32 or 64"));
         }
         if let Some(r) = &self.rates {
             let positive = [r.gflops, r.bandwidth_gbs].iter().all(|x| x.is_finite() && *x > 0.0);
@@ -230,6 +242,7 @@ mod tests {
             assert_eq!(p.name, name);
         }
         assert_eq!(Profile::load("mali-g72-mp12").unwrap().max_work_group_size, 384);
+        assert!(Profile::builtin_names().iter().all(|n| Profile::builtin(n).unwrap().address_bits == 64));
         assert!(matches!(Profile::load("no-such-device"), Err(ProfileError::Unknown { .. })));
     }
 
@@ -245,6 +258,20 @@ mod tests {
             assert!(!text.contains("# x"), "{text}");
             assert_eq!(Profile::from_toml(&text, name).unwrap(), p);
         }
+    }
+
+    #[test]
+    fn address_bits_default_to_64_and_are_32_or_64() {
+        let pocl = include_str!("../profiles/pocl-cpu.toml");
+        let without: String =
+            pocl.lines().filter(|l| !l.starts_with("address_bits")).map(|l| format!("{l}\n")).collect();
+        assert_eq!(Profile::from_toml(&without, "test").unwrap().address_bits, 64);
+        let bits = |b: u32| {
+            Profile::from_toml(&without.replace("max_dims = 3", &format!("max_dims = 3\naddress_bits = {b}")), "test")
+        };
+        assert_eq!(bits(32).unwrap().address_bits, 32);
+        let e = bits(48).unwrap_err().to_string();
+        assert!(e.contains("address_bits must be 32 or 64"), "{e}");
     }
 
     #[test]

@@ -34,6 +34,7 @@ impl Mapped<'_> {
             local,
             max_work_group_size: profile.as_ref().map(|q| q.max_work_group_size as i64),
             max_work_item_sizes: profile.as_ref().map(|q| q.max_work_item_sizes.map(|x| x as i64)),
+            address_bits: profile.as_ref().map(|q| q.address_bits),
         })
     }
 

@@ -64,6 +64,7 @@ fn pocl_profile_matches_independent_figures() {
         "CL_DEVICE_MAX_WORK_ITEM_DIMENSIONS",
         "CL_DEVICE_LOCAL_MEM_SIZE",
         "CL_DEVICE_PREFERRED_VECTOR_WIDTH_FLOAT",
+        "CL_DEVICE_ADDRESS_BITS",
     ] {
         assert!(text.lines().any(|l| l.starts_with('#') && l.contains(query)), "no comment citing {query}:\n{text}");
     }
@@ -81,6 +82,7 @@ fn pocl_profile_matches_independent_figures() {
             assert_eq!(u64::from(p.compute_units), number(&props, "CL_DEVICE_MAX_COMPUTE_UNITS"));
             assert_eq!(u64::from(p.max_dims), number(&props, "CL_DEVICE_MAX_WORK_ITEM_DIMENSIONS"));
             assert_eq!(u64::from(p.vector_width), number(&props, "CL_DEVICE_PREFERRED_VECTOR_WIDTH_FLOAT"));
+            assert_eq!(u64::from(p.address_bits), number(&props, "CL_DEVICE_ADDRESS_BITS"));
             let (_, sizes) = props.iter().find(|(k, _)| k == "CL_DEVICE_MAX_WORK_ITEM_SIZES").expect("item sizes");
             let sizes: Vec<u64> = sizes.split_whitespace().map(|s| s.parse().expect("item size")).collect();
             assert_eq!(p.max_work_item_sizes.to_vec(), sizes);
@@ -90,6 +92,7 @@ fn pocl_profile_matches_independent_figures() {
             let shipped = Profile::builtin("pocl-cpu").expect("shipped pocl-cpu profile");
             assert_eq!(p.max_work_group_size, shipped.max_work_group_size);
             assert_eq!(p.max_work_item_sizes, shipped.max_work_item_sizes);
+            assert_eq!(p.address_bits, shipped.address_bits);
             // pocl sizes local memory from the CPU's cache (the shipped 1 MiB was read on another
             // machine; a 512 KiB-L2 machine reads 512 KiB): only the OpenCL minimum is portable.
             assert!(p.local_mem_bytes >= 32 * 1024, "local memory {} below OpenCL's 32 KiB", p.local_mem_bytes);

@@ -102,6 +102,9 @@ impl<'a> Lower<'a> {
         if let Some(max) = &opts.max_work_item_sizes {
             crate::limits::check_work_items(&launch.local, max)?;
         }
+        if let Some(bits) = opts.address_bits {
+            crate::limits::check_address_bits(&launch.global, bits)?;
+        }
         let subst: HashMap<String, mapsat_ir::Size> = p
             .sizes
             .iter()
@@ -200,6 +203,7 @@ impl<'a> Lower<'a> {
             locals: self.locals,
             body,
             vars: self.vars,
+            wide_vars: Default::default(),
             maps: self.maps,
             launch: self.launch,
             flops: self.flops,

@@ -5,18 +5,18 @@
 extern "C" __global__ void __launch_bounds__(50)
 blur2d(const float* __restrict__ img, float* __restrict__ out) {
   // mapGlb(1)@Y: one index per thread
-  long long g1 = (long long)blockIdx.y * blockDim.y + threadIdx.y;
+  int g1 = blockIdx.y * blockDim.y + threadIdx.y;
   // mapGlb(0)@X: one index per thread
-  long long i_win = (long long)blockIdx.x * blockDim.x + threadIdx.x;
+  int i_win = blockIdx.x * blockDim.x + threadIdx.x;
   float acc = 0.0f;
   // reduceSeq
-  for (long long i_0 = 0; i_0 < 3; i_0++) {
+  for (int i_0 = 0; i_0 < 3; i_0++) {
     // reduceSeq (split)
-    for (long long i_1 = 0; i_1 < 3; i_1++) {
-      acc = acc + img[min(max(g1 + i_0 - 1, (long long)0), (long long)49999) * 50000 + min(max(i_1 + i_win - 1, (long long)0), (long long)49999)];
+    for (int i_1 = 0; i_1 < 3; i_1++) {
+      acc = acc + img[(long long)min(max(g1 + i_0 - 1, 0), 49999) * 50000 + min(max(i_1 + i_win - 1, 0), 49999)];
     }
   }
-  out[g1 * 50000 + i_win] = acc / 9.0f;
+  out[(long long)g1 * 50000 + i_win] = acc / 9.0f;
 }
 
 // manifest:

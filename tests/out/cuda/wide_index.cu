@@ -5,10 +5,10 @@
 extern "C" __global__ void __launch_bounds__(50)
 f(const float* __restrict__ x, float* __restrict__ out) {
   // mapGlb(1)@A: one index per thread
-  long long g1 = (long long)blockIdx.y * blockDim.y + threadIdx.y;
+  int g1 = blockIdx.y * blockDim.y + threadIdx.y;
   // mapGlb(0)@B: one index per thread
-  long long i_v = (long long)blockIdx.x * blockDim.x + threadIdx.x;
-  out[g1 * 50000 + i_v] = x[g1 * 50000 + i_v] + 1.0f;
+  int i_v = blockIdx.x * blockDim.x + threadIdx.x;
+  out[(long long)g1 * 50000 + i_v] = x[(long long)g1 * 50000 + i_v] + 1.0f;
 }
 
 // manifest:

@@ -5,18 +5,18 @@
 __kernel __attribute__((reqd_work_group_size(50, 1, 1)))
 void blur2d(__global const float* restrict img, __global float* restrict out) {
   // mapGlb(1)@Y: one index per thread
-  long g1 = get_global_id(1);
+  int g1 = get_global_id(1);
   // mapGlb(0)@X: one index per thread
-  long i_win = get_global_id(0);
+  int i_win = get_global_id(0);
   float acc = 0.0f;
   // reduceSeq
-  for (long i_0 = 0; i_0 < 3; i_0++) {
+  for (int i_0 = 0; i_0 < 3; i_0++) {
     // reduceSeq (split)
-    for (long i_1 = 0; i_1 < 3; i_1++) {
-      acc = acc + img[clamp(g1 + i_0 - 1, (long)0, (long)49999) * 50000 + clamp(i_1 + i_win - 1, (long)0, (long)49999)];
+    for (int i_1 = 0; i_1 < 3; i_1++) {
+      acc = acc + img[(long)clamp(g1 + i_0 - 1, 0, 49999) * 50000 + clamp(i_1 + i_win - 1, 0, 49999)];
     }
   }
-  out[g1 * 50000 + i_win] = acc / 9.0f;
+  out[(long)g1 * 50000 + i_win] = acc / 9.0f;
 }
 
 // manifest:

@@ -5,10 +5,10 @@
 __kernel __attribute__((reqd_work_group_size(50, 1, 1)))
 void f(__global const float* restrict x, __global float* restrict out) {
   // mapGlb(1)@A: one index per thread
-  long g1 = get_global_id(1);
+  int g1 = get_global_id(1);
   // mapGlb(0)@B: one index per thread
-  long i_v = get_global_id(0);
-  out[g1 * 50000 + i_v] = x[g1 * 50000 + i_v] + 1.0f;
+  int i_v = get_global_id(0);
+  out[(long)g1 * 50000 + i_v] = x[(long)g1 * 50000 + i_v] + 1.0f;
 }
 
 // manifest:

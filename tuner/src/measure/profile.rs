@@ -26,7 +26,8 @@ pub const GPU_PRIVATE_MEM_BYTES: u64 = 255 * 4;
 /// - `local_mem_bytes`: `CL_DEVICE_LOCAL_MEM_SIZE`;
 /// - `private_mem_bytes`: not an OpenCL figure (no query exists): [`CPU_PRIVATE_MEM_BYTES`]
 ///   when `CL_DEVICE_TYPE` includes `CL_DEVICE_TYPE_CPU`, else [`GPU_PRIVATE_MEM_BYTES`];
-/// - `vector_width`: `CL_DEVICE_PREFERRED_VECTOR_WIDTH_FLOAT` (at least 1).
+/// - `vector_width`: `CL_DEVICE_PREFERRED_VECTOR_WIDTH_FLOAT` (at least 1);
+/// - `address_bits`: `CL_DEVICE_ADDRESS_BITS`.
 ///
 /// A CUDA device, a missing OpenCL runtime, platform or device, or figures that make no valid
 /// profile are errors. [`opencl_profile_toml`] writes the result with these sources as comments.
@@ -63,6 +64,7 @@ pub fn opencl_profile_toml(profile: &Profile, device: DeviceSpec) -> R<String> {
         ("local_mem_bytes", "CL_DEVICE_LOCAL_MEM_SIZE."),
         ("private_mem_bytes", private.as_str()),
         ("vector_width", "CL_DEVICE_PREFERRED_VECTOR_WIDTH_FLOAT."),
+        ("address_bits", "CL_DEVICE_ADDRESS_BITS."),
     ];
     Ok(profile.to_toml(&header, &notes)?)
 }

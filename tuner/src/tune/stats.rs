@@ -419,6 +419,8 @@ fn index_ops(i: &Index) -> f64 {
         .map(|(a, _)| {
             1.0 + match a {
                 Atom::Var(_) => 0.0,
+                // The atom itself (the conversion is free): its ops, less the one of its term.
+                Atom::Wide(a) => index_ops(&Index { terms: vec![((**a).clone(), 1)], constant: 0 }) - 1.0,
                 Atom::Div(e, _) | Atom::Rem(e, _) => 4.0 + index_ops(e),
                 Atom::Clamp(e, ..) => 2.0 + index_ops(e),
             }

@@ -475,6 +475,7 @@ impl Task {
             local: (!c.local.is_empty()).then(|| c.local.clone()),
             max_work_group_size: Some(self.profile.max_work_group_size as i64),
             max_work_item_sizes: Some(self.profile.max_work_item_sizes.map(|x| x as i64)),
+            address_bits: Some(self.profile.address_bits),
         };
         let kernel = mapsat_codegen::lower(&q, &opts).map_err(|e| Rejection::Codegen(e.to_string()))?;
         let mem = kernel.memory();

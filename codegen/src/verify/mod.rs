@@ -26,14 +26,22 @@
 //! - **Loops**: sequential and vector loops have stride 1 and are real loops; a parallel loop
 //!   uses a dimension of the launch, its stride is the number of threads (or groups) in that
 //!   dimension, and its trips ([`Trips`]) follow from the stride and the extent.
+//! - **Index widths** (a separate check, [`verify_widths`], once [`crate::width`] has chosen
+//!   them): no loop variable or part of an index that C computes as a 32-bit `int` can leave
+//!   32 bits.
 //! - **Barriers**: no barrier slot is left ([`Stmt::BarrierSlot`]), and no barrier lies inside a
 //!   loop over global or local ids whose trip count differs between the threads of a work
 //!   group (at most one index per thread, or an extent the stride does not divide).
 
 use crate::index::{Index, Ranges};
 use crate::kir::*;
+use crate::visit::{walk_expr, Visit};
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt;
+
+mod widths;
+
+pub use widths::verify_widths;
 
 /// One problem in a kernel.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -84,7 +92,7 @@ pub fn verify(k: &Kernel) -> Result<(), VerifierErrors> {
     v.launch();
     v.buffers();
     v.vars();
-    v.stmts(&k.body);
+    v.visit_stmts(&k.body);
     if v.errors.is_empty() {
         Ok(())
     } else {
@@ -182,9 +190,7 @@ impl Verifier<'_> {
                 self.error_at("kernel", format!("two loop variables are named `{name}`"));
             }
         }
-        let mut bound = BTreeSet::new();
-        loop_vars(&k.body, &mut bound);
-        for v in bound {
+        for v in k.loop_vars() {
             let name = k.var_name(v);
             if v.index() < k.vars.len() && buffers.contains(name.as_ref()) {
                 self.error_at("kernel", format!("loop variable `{name}` has the name of a buffer"));
@@ -192,20 +198,14 @@ impl Verifier<'_> {
         }
     }
 
-    fn stmts(&mut self, stmts: &[Stmt]) {
-        for (i, s) in stmts.iter().enumerate() {
-            self.path.push(format!("[{i}]"));
-            self.stmt(s);
-            self.path.pop();
-        }
-    }
-
     fn scoped(&mut self, stmts: &[Stmt]) {
         self.scopes.push(BTreeSet::new());
-        self.stmts(stmts);
+        self.visit_stmts(stmts);
         self.scopes.pop();
     }
 
+    /// Checks a statement and what it contains (the walk's order, with the facts of the
+    /// enclosing loops and scopes kept on the way).
     fn stmt(&mut self, s: &Stmt) {
         match s {
             Stmt::Comment(_) => {}
@@ -213,7 +213,7 @@ impl Verifier<'_> {
             Stmt::Decl(b, init) => self.decl(*b, init.as_ref()),
             Stmt::Store(p, e) => {
                 self.place(p, true);
-                self.expr(e);
+                self.visit_expr(e);
             }
             Stmt::Block(b) => self.scoped(b),
             Stmt::Barrier { .. } => {
@@ -289,7 +289,7 @@ impl Verifier<'_> {
 
     fn decl(&mut self, b: BufId, init: Option<&Expr>) {
         if let Some(e) = init {
-            self.expr(e);
+            self.visit_expr(e);
         }
         let Some(buf) = self.k.buffers.get(b.0) else {
             self.error(format!("declaration of buffer {}, which does not exist", b.0));
@@ -346,44 +346,43 @@ impl Verifier<'_> {
 
     fn index(&mut self, i: &Index) {
         for v in self.unbound(i) {
-            let shown = i.render(&self.k.vars, &|e, lo, hi| format!("clamp({e}, {lo}, {hi})"));
+            let shown = i.render(&crate::index::Spelling::plain(&self.k.vars));
             self.error(format!("index {shown} uses `{}`, which no enclosing loop binds", self.k.var_name(v)));
-        }
-    }
-
-    fn expr(&mut self, e: &Expr) {
-        match e {
-            Expr::Lit(_) | Expr::Splat(..) => {}
-            Expr::Int(i) | Expr::InRange(i, ..) => self.index(i),
-            Expr::Load(p) => self.place(p, false),
-            Expr::Bin(_, a, b) => {
-                self.expr(a);
-                self.expr(b);
-            }
-            Expr::Un(_, a) | Expr::Cast(_, a) | Expr::Lane(a, _) => self.expr(a),
-            Expr::Select(c, a, b) => {
-                self.expr(c);
-                self.guarded += 1;
-                self.expr(a);
-                self.expr(b);
-                self.guarded -= 1;
-            }
-            Expr::Vector(_, es) => es.iter().for_each(|e| self.expr(e)),
         }
     }
 }
 
-/// The variables of the loops in `stmts`.
-fn loop_vars(stmts: &[Stmt], out: &mut BTreeSet<VarId>) {
-    for s in stmts {
-        match s {
-            Stmt::Loop { var, body, .. } => {
-                out.insert(*var);
-                loop_vars(body, out);
-            }
-            Stmt::Block(b) => loop_vars(b, out),
-            _ => {}
+impl Visit for Verifier<'_> {
+    fn visit_stmts(&mut self, stmts: &[Stmt]) {
+        for (i, s) in stmts.iter().enumerate() {
+            self.path.push(format!("[{i}]"));
+            self.visit_stmt(s);
+            self.path.pop();
         }
+    }
+
+    fn visit_stmt(&mut self, s: &Stmt) {
+        self.stmt(s);
+    }
+
+    fn visit_expr(&mut self, e: &Expr) {
+        if let Expr::Select(c, a, b) = e {
+            self.visit_expr(c);
+            self.guarded += 1;
+            self.visit_expr(a);
+            self.visit_expr(b);
+            self.guarded -= 1;
+        } else {
+            walk_expr(self, e);
+        }
+    }
+
+    fn visit_place(&mut self, p: &Place) {
+        self.place(p, false);
+    }
+
+    fn visit_index(&mut self, i: &Index) {
+        self.index(i);
     }
 }
 
@@ -427,6 +426,7 @@ mod tests {
             locals: vec![],
             body: vec![global_loop(64, 64, Trips::One, vec![body])],
             vars: vec!["i".into()],
+            wide_vars: Default::default(),
             maps: vec![("A".into(), MapLowering::Loop(LoopKind::Global(0)))],
             launch: Launch { dims: 1, global: [64, 1, 1], local: [16, 1, 1] },
             flops: 64,
