@@ -163,6 +163,8 @@ fn summary(input: &Path, sizes: &ir::Sizes, opts: &Options, out: &Outcome, files
             "file": f,
             "cost": v.cost,
             "signature": v.signature,
+            "intermediates": v.intermediates,
+            "kernels": ir::stages::count(&v.program),
         })).collect::<Vec<_>>(),
     })
 }
