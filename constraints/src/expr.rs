@@ -8,6 +8,7 @@
 //! space with its SAT core, much faster here than with integer arithmetic over `ite` chains.
 
 use crate::Code;
+use std::cell::Cell;
 use std::collections::BTreeMap;
 use z3::ast::Bool;
 use z3::Context;
@@ -130,26 +131,42 @@ impl Expr {
 }
 
 /// Values for evaluation: codes (`None`: not assigned yet), parents of variables, tuning values.
+/// Effective codes ([`Term::Eff`]) are computed once per variable and remembered, so that a
+/// constraint over the maps of a deep nest of fused maps costs one step per map, not one per
+/// map and ancestor.
 pub struct Env<'a> {
     /// Code of each variable.
-    pub codes: &'a [Option<i64>],
+    codes: &'a [Option<i64>],
     /// Parent variable of each variable.
-    pub parents: &'a [Option<usize>],
+    parents: &'a [Option<usize>],
     /// Tuning values.
-    pub ls: &'a [Option<i64>],
+    ls: &'a [Option<i64>],
+    /// Effective code of each variable, once computed.
+    effs: Vec<Cell<Option<Option<i64>>>>,
 }
 
-impl Env<'_> {
+impl<'a> Env<'a> {
+    /// Values to evaluate with.
+    pub fn new(codes: &'a [Option<i64>], parents: &'a [Option<usize>], ls: &'a [Option<i64>]) -> Env<'a> {
+        Env { codes, parents, ls, effs: vec![Cell::new(None); codes.len()] }
+    }
+
+    fn eff(&self, i: usize) -> Option<i64> {
+        if let Some(known) = self.effs[i].get() {
+            return known;
+        }
+        let e = match (self.codes[i], self.parents[i]) {
+            (Some(1), Some(p)) => self.eff(p),
+            (c, _) => c,
+        };
+        self.effs[i].set(Some(e));
+        e
+    }
+
     fn term(&self, t: &Term) -> Option<i64> {
         match t {
             Term::Code(i) => self.codes[*i],
-            Term::Eff(i) => {
-                let c = self.codes[*i]?;
-                match (c, self.parents[*i]) {
-                    (1, Some(p)) => self.term(&Term::Eff(p)),
-                    _ => Some(c),
-                }
-            }
+            Term::Eff(i) => self.eff(*i),
             Term::Ls(d) => self.ls.get(*d).copied().flatten(),
             Term::Const(c) => Some(*c),
             Term::Mul(ts) => ts.iter().try_fold(1i64, |acc, t| Some(acc.saturating_mul(self.term(t)?))),

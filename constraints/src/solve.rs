@@ -137,8 +137,10 @@ struct Z3Ctx<'c> {
     tracked: HashMap<Bool<'c>, usize>,
 }
 
-/// Codes tried by one completion without Z3 before Z3 is asked instead.
-const COMPLETION_BUDGET: u32 = 2_000;
+/// Codes tried by one completion without Z3 before Z3 is asked instead (a completion that
+/// succeeds mostly takes the witness's code at each map: a few hundred suffice, and a larger
+/// budget only slows down the completions that fail, on a 60-deep nest most of the time).
+const COMPLETION_BUDGET: u32 = 300;
 
 /// Values of variables (`None`: unassigned).
 type Codes = Vec<Option<i64>>;
@@ -158,7 +160,10 @@ fn values<'c>(model: &z3::Model<'c>, vars: &[Cases<'c>]) -> Result<Codes, Error>
 
 impl<'c> Z3Ctx<'c> {
     fn new(space: &Space, ctx: &'c Context, track: bool) -> Z3Ctx<'c> {
-        let solver = Solver::new(ctx);
+        // The encoding is propositional (`crate::expr`): Z3's incremental SAT solver (the
+        // QF_FD logic) decides it, with push/pop and assumptions, several times faster than its
+        // general SMT core.
+        let solver = Solver::new_for_logic(ctx, "QF_FD").unwrap_or_else(|| Solver::new(ctx));
         let mut p = z3::Params::new(ctx);
         if space.options.timeout_ms > 0 {
             p.set_u32("timeout", space.options.timeout_ms.min(u32::MAX as u64) as u32);
@@ -327,16 +332,19 @@ impl<'s, 'c> Search<'s, 'c> {
         self.nogoods[i].iter().any(|ng| ng.iter().all(|&(x, c)| codes[x] == Some(c)))
     }
 
-    /// Constraints decided by the prefix `0..=i` that the prefix violates?
+    /// Does the prefix `0..=i` violate a constraint on variable `i`? Three-valued evaluation
+    /// decides some constraints before all their variables are assigned (a chain-wide rule
+    /// broken by two maps of the prefix), so every constraint that depends on `i` is evaluated,
+    /// not only those whose last variable it is. (The prefix `0..i` violated none.)
     fn prefix_violates(&self, i: usize) -> bool {
-        let env = Env { codes: &self.assign, parents: &self.space.parents, ls: &self.no_ls };
-        self.idx.by_last[i].iter().any(|&k| env.eval(&self.space.constraints[k].expr) == Some(false))
+        let env = Env::new(&self.assign, &self.space.parents, &self.no_ls);
+        self.idx.by_var[i].iter().any(|&k| env.eval(&self.space.constraints[k].expr) == Some(false))
     }
 
     /// Does the witness stay valid with `v` at `i`? If so, it is changed.
     fn patch(&mut self, i: usize, v: i64) -> bool {
         let old = self.w_codes[i].replace(v);
-        let env = Env { codes: &self.w_codes, parents: &self.space.parents, ls: &self.w_ls };
+        let env = Env::new(&self.w_codes, &self.space.parents, &self.w_ls);
         let ok = self.idx.by_var[i].iter().all(|&k| env.eval(&self.space.constraints[k].expr) == Some(true));
         if !ok {
             self.w_codes[i] = old;
@@ -351,7 +359,7 @@ impl<'s, 'c> Search<'s, 'c> {
     /// evaluated true) becomes the witness; on failure (no completion, or out of budget) Z3
     /// decides.
     fn complete_without_z3(&mut self, i: usize) -> bool {
-        let env = Env { codes: &self.assign, parents: &self.space.parents, ls: &self.w_ls };
+        let env = Env::new(&self.assign, &self.space.parents, &self.w_ls);
         let cs = &self.space.constraints;
         // Constraints on local sizes decided by the prefix (undecided when it was checked).
         let prefix_ok = self.idx.with_ls.iter().all(|&k| env.eval(&cs[k].expr) != Some(false));
@@ -361,7 +369,7 @@ impl<'s, 'c> Search<'s, 'c> {
         let mut cand = self.assign.clone();
         let mut budget = COMPLETION_BUDGET;
         if self.complete_from(i + 1, &mut cand, &mut budget) {
-            let env = Env { codes: &cand, parents: &self.space.parents, ls: &self.w_ls };
+            let env = Env::new(&cand, &self.space.parents, &self.w_ls);
             if self.idx.with_ls.iter().all(|&k| env.eval(&cs[k].expr) == Some(true)) {
                 self.w_codes = cand;
                 return true;
@@ -381,7 +389,7 @@ impl<'s, 'c> Search<'s, 'c> {
             }
             *budget -= 1;
             cand[j] = Some(v);
-            let env = Env { codes: cand, parents: &self.space.parents, ls: &self.w_ls };
+            let env = Env::new(cand, &self.space.parents, &self.w_ls);
             let ok = self.idx.by_last[j].iter().all(|&k| env.eval(&self.space.constraints[k].expr) == Some(true))
                 && !self.learnt_refutes(j, cand);
             if ok && self.complete_from(j + 1, cand, budget) {
@@ -768,7 +776,7 @@ impl Space {
         self.check_len(m.codes.len())?;
         let codes: Vec<Option<i64>> = m.codes.iter().map(|c| Some(c.to_int())).collect();
         let no_ls: Vec<Option<i64>> = vec![None; self.local_size_count()];
-        let env = Env { codes: &codes, parents: &self.parents, ls: &no_ls };
+        let env = Env::new(&codes, &self.parents, &no_ls);
         let mut violated: Vec<usize> =
             (0..self.constraints.len()).filter(|&k| env.eval(&self.constraints[k].expr) == Some(false)).collect();
         let barriers = self
@@ -828,7 +836,7 @@ impl Space {
         for _ in 0..n {
             let m = Mapping { codes: (0..self.len()).map(|_| Code::ALL[rng.gen_range(0..Code::ALL.len())]).collect() };
             let codes: Vec<Option<i64>> = m.codes.iter().map(|c| Some(c.to_int())).collect();
-            let env = Env { codes: &codes, parents: &self.parents, ls: &no_ls };
+            let env = Env::new(&codes, &self.parents, &no_ls);
             let verdicts: Vec<Option<bool>> = self.constraints.iter().map(|c| env.eval(&c.expr)).collect();
             if verdicts.contains(&Some(false)) {
                 continue;
@@ -851,7 +859,7 @@ impl Space {
         self.check_len(m.codes.len())?;
         let codes: Vec<Option<i64>> = m.codes.iter().map(|c| Some(c.to_int())).collect();
         let no_ls: Vec<Option<i64>> = vec![None; self.local_size_count()];
-        let env = Env { codes: &codes, parents: &self.parents, ls: &no_ls };
+        let env = Env::new(&codes, &self.parents, &no_ls);
         let mut undecided = false;
         let mut violated = Vec::new();
         for c in &self.constraints {
