@@ -186,6 +186,9 @@ impl<'c> Z3Ctx<'c> {
                 solver.assert(&e);
             }
         }
+        for d in vars.take_definitions() {
+            solver.assert(&d);
+        }
         Z3Ctx { solver, vars, ctx, checks: 0, tracked }
     }
 
@@ -249,6 +252,7 @@ fn expr_vars(e: &Expr, parents: &[Option<usize>], out: &mut Vec<usize>) {
         Expr::In(a, _) => term_vars(a, parents, out),
         Expr::And(es) | Expr::Or(es) => es.iter().for_each(|e| expr_vars(e, parents, out)),
         Expr::Not(e) => expr_vars(e, parents, out),
+        Expr::Before(i, _) => out.extend(0..*i),
     }
 }
 

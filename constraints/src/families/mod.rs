@@ -13,7 +13,9 @@
 //! - [`sequential`]: families 8 and 9, sequential fusion and vectorization.
 //! - [`sync`]: family 10, synchronizability (barriers).
 //! - [`device`]: family 11, device limits and the local-size tuning parameters.
+//! - [`canonical`]: family 13, symmetry breaking (only with `Options::symmetry_breaking`).
 
+mod canonical;
 mod device;
 mod domain;
 mod indexing;
@@ -60,6 +62,9 @@ pub(crate) fn generate(g: &Gen) -> Generated {
     sequential::vectorization(g, out);
     let sync = sync::synchronizability(g, out);
     let ls_domains = device::device_limits(g, out, sync.needs_local_sizes);
+    if g.options.symmetry_breaking {
+        canonical::dimension_order(g, out);
+    }
     Generated { constraints: std::mem::take(&mut out.0), domains, barriers: sync.barriers, ls_domains }
 }
 
