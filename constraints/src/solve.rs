@@ -142,6 +142,19 @@ struct Z3Ctx<'c> {
 /// budget only slows down the completions that fail, on a 60-deep nest most of the time).
 const COMPLETION_BUDGET: u32 = 300;
 
+/// The permutations of the three dimensions, the identity first.
+const PERMUTATIONS: [[u8; 3]; 6] = [[0, 1, 2], [0, 2, 1], [1, 0, 2], [1, 2, 0], [2, 0, 1], [2, 1, 0]];
+
+/// Code `c` with its dimension `d` renamed to `p[d]`.
+fn rename(c: i64, p: &[u8; 3]) -> i64 {
+    match Code::from_int(c) {
+        Some(Code::Lcl(d)) => Code::Lcl(p[d as usize % 3]).to_int(),
+        Some(Code::Wrg(d)) => Code::Wrg(p[d as usize % 3]).to_int(),
+        Some(Code::Glb(d)) => Code::Glb(p[d as usize % 3]).to_int(),
+        _ => c,
+    }
+}
+
 /// Values of variables (`None`: unassigned).
 type Codes = Vec<Option<i64>>;
 
@@ -306,6 +319,9 @@ struct Search<'s, 'c> {
     nogoods: Vec<Vec<Vec<(usize, i64)>>>,
     /// Local sizes left open (constraints on them undecided), for prefix evaluation.
     no_ls: Vec<Option<i64>>,
+    /// True when every renaming of dimensions maps the space onto itself (interchangeable
+    /// dimensions, no symmetry breaking): a nogood is then learnt with its renamings.
+    symmetric: bool,
 }
 
 impl<'s, 'c> Search<'s, 'c> {
@@ -328,6 +344,7 @@ impl<'s, 'c> Search<'s, 'c> {
             pushed: 0,
             nogoods: vec![Vec::new(); n],
             no_ls: vec![None; space.local_size_count()],
+            symmetric: space.dimensions_interchangeable() && !space.options.symmetry_breaking,
         }))
     }
 
@@ -454,13 +471,26 @@ impl<'s, 'c> Search<'s, 'c> {
                     .filter(|&x| core.contains(&lits[x]))
                     .map(|x| (x, self.assign[x].unwrap_or_default()))
                     .collect();
-                if let Some(&(last, _)) = nogood.last() {
-                    self.nogoods[last].push(nogood);
-                }
+                self.learn(nogood);
                 Ok(false)
             }
             SatResult::Sat => Err(Error::Solver("a prefix was unsat, then sat".into())),
             SatResult::Unknown => Err(Error::Solver(self.z.solver.get_reason_unknown().unwrap_or_default())),
+        }
+    }
+
+    /// Keeps a nogood, and when the space is symmetric its renamings of dimensions too (a
+    /// renaming maps the mappings that extend a prefix onto those that extend the renamed
+    /// prefix: none either way), which a search through several dimensions' subtrees would
+    /// otherwise learn once each, from Z3.
+    fn learn(&mut self, nogood: Vec<(usize, i64)>) {
+        let Some(&(last, _)) = nogood.last() else { return };
+        let renamings: &[[u8; 3]] = if self.symmetric { &PERMUTATIONS } else { &PERMUTATIONS[..1] };
+        for p in renamings {
+            let renamed: Vec<(usize, i64)> = nogood.iter().map(|&(x, c)| (x, rename(c, p))).collect();
+            if !self.nogoods[last].contains(&renamed) {
+                self.nogoods[last].push(renamed);
+            }
         }
     }
 

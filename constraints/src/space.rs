@@ -341,12 +341,15 @@ impl Space {
     }
 
     /// True when renaming dimensions maps valid mappings to valid mappings: no rule depends on
-    /// which dimension a map uses except the device's largest work-item size in each dimension
-    /// (family 11), so the dimensions are interchangeable without a device profile or with one
-    /// whose limits are the same in every dimension (not CUDA's, where `z` is at most 64).
-    /// Only then is [`Options::symmetry_breaking`] a true symmetry breaking.
+    /// which dimension a map uses except the device limits of family 11 (the largest work-item
+    /// size in each dimension, the number of dimensions), so the dimensions are interchangeable
+    /// without a device profile or with one of three dimensions whose limits are the same in
+    /// each (not CUDA's, where `z` is at most 64). Only then is
+    /// [`Options::symmetry_breaking`] a true symmetry breaking.
     pub fn dimensions_interchangeable(&self) -> bool {
-        self.options.profile.as_ref().is_none_or(|p| p.max_work_item_sizes.iter().all(|&m| m == p.max_work_item_sizes[0]))
+        self.options.profile.as_ref().is_none_or(|p| {
+            p.max_dims >= 3 && p.max_work_item_sizes.iter().all(|&m| m == p.max_work_item_sizes[0])
+        })
     }
 
     /// The options the space was generated with.
