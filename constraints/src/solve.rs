@@ -322,6 +322,11 @@ struct Search<'s, 'c> {
     /// True when every renaming of dimensions maps the space onto itself (interchangeable
     /// dimensions, no symmetry breaking): a nogood is then learnt with its renamings.
     symmetric: bool,
+    /// For each variable, the position in `idx.by_var` of the constraint that last refuted a
+    /// patch, and of the one that last refuted a prefix: tried first next time (the same rule
+    /// tends to refute the same map's values again), so a refutation costs one evaluation
+    /// instead of a scan.
+    hints: Vec<(usize, usize)>,
 }
 
 impl<'s, 'c> Search<'s, 'c> {
@@ -345,6 +350,7 @@ impl<'s, 'c> Search<'s, 'c> {
             nogoods: vec![Vec::new(); n],
             no_ls: vec![None; space.local_size_count()],
             symmetric: space.dimensions_interchangeable() && !space.options.symmetry_breaking,
+            hints: vec![(0, 0); n],
         }))
     }
 
@@ -357,16 +363,41 @@ impl<'s, 'c> Search<'s, 'c> {
     /// decides some constraints before all their variables are assigned (a chain-wide rule
     /// broken by two maps of the prefix), so every constraint that depends on `i` is evaluated,
     /// not only those whose last variable it is. (The prefix `0..i` violated none.)
-    fn prefix_violates(&self, i: usize) -> bool {
+    fn prefix_violates(&mut self, i: usize) -> bool {
         let env = Env::new(&self.assign, &self.space.parents, &self.no_ls);
-        self.idx.by_var[i].iter().any(|&k| env.eval(&self.space.constraints[k].expr) == Some(false))
+        let cs = &self.space.constraints;
+        let by_var = &self.idx.by_var[i];
+        let violated = |k: usize| env.eval(&cs[k].expr) == Some(false);
+        if by_var.get(self.hints[i].1).is_some_and(|&k| violated(k)) {
+            return true;
+        }
+        match by_var.iter().position(|&k| violated(k)) {
+            Some(p) => {
+                self.hints[i].1 = p;
+                true
+            }
+            None => false,
+        }
     }
 
     /// Does the witness stay valid with `v` at `i`? If so, it is changed.
     fn patch(&mut self, i: usize, v: i64) -> bool {
         let old = self.w_codes[i].replace(v);
         let env = Env::new(&self.w_codes, &self.space.parents, &self.w_ls);
-        let ok = self.idx.by_var[i].iter().all(|&k| env.eval(&self.space.constraints[k].expr) == Some(true));
+        let cs = &self.space.constraints;
+        let by_var = &self.idx.by_var[i];
+        let fails = |k: usize| env.eval(&cs[k].expr) != Some(true);
+        let ok = if by_var.get(self.hints[i].0).is_some_and(|&k| fails(k)) {
+            false
+        } else {
+            match by_var.iter().position(|&k| fails(k)) {
+                Some(p) => {
+                    self.hints[i].0 = p;
+                    false
+                }
+                None => true,
+            }
+        };
         if !ok {
             self.w_codes[i] = old;
         }
