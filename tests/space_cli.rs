@@ -372,7 +372,10 @@ fn canonical_counts_one_mapping_per_class() {
         explain(LISTING1, m, &[]).exits(0);
     }
     let text = mapsat(&["space", LISTING1, "--canonical"]).exits(0).stdout;
-    assert!(text.contains("canonical mappings (symmetry breaking in the search, one per renaming class): 14"), "{text}");
+    assert!(
+        text.contains("canonical mappings (symmetry breaking in the search, one per renaming class): 14"),
+        "{text}"
+    );
     let cuda = mapsat(&["space", LISTING1, "--canonical", "--target", "h100"]).exits(0).stdout;
     assert!(cuda.contains("renaming is not a symmetry"), "{cuda}");
 }

@@ -91,10 +91,7 @@ impl Family {
     /// only these correctly. A mapping written by hand that violates only these is accepted
     /// (with a warning); every other family is needed for a correct kernel.
     pub fn is_preference(self) -> bool {
-        matches!(
-            self,
-            Family::LocalDims | Family::WrgDims | Family::Exhaustive | Family::SeqFusion | Family::Canonical
-        )
+        matches!(self, Family::LocalDims | Family::WrgDims | Family::Exhaustive | Family::SeqFusion | Family::Canonical)
     }
 
     /// The family's number (0 for the domain).
@@ -347,9 +344,10 @@ impl Space {
     /// each (not CUDA's, where `z` is at most 64). Only then is
     /// [`Options::symmetry_breaking`] a true symmetry breaking.
     pub fn dimensions_interchangeable(&self) -> bool {
-        self.options.profile.as_ref().is_none_or(|p| {
-            p.max_dims >= 3 && p.max_work_item_sizes.iter().all(|&m| m == p.max_work_item_sizes[0])
-        })
+        self.options
+            .profile
+            .as_ref()
+            .is_none_or(|p| p.max_dims >= 3 && p.max_work_item_sizes.iter().all(|&m| m == p.max_work_item_sizes[0]))
     }
 
     /// The options the space was generated with.

@@ -148,11 +148,12 @@ fn one_space(
         }
         outln!("samples:");
         // Streamed: each sample is printed as soon as it is found.
-        sampled_space.sample_each(asked, seed, |m| {
-            outln!("  {}", s.show(m));
-            ControlFlow::Continue(())
-        })
-        .map_err(solver)?
+        sampled_space
+            .sample_each(asked, seed, |m| {
+                outln!("  {}", s.show(m));
+                ControlFlow::Continue(())
+            })
+            .map_err(solver)?
     };
     if sample.is_some() && sampled.produced < asked {
         let why = if sampled.exhausted {
