@@ -37,6 +37,7 @@ mod code;
 mod expr;
 mod families;
 mod local;
+mod nesting;
 pub mod readback;
 mod solve;
 mod space;

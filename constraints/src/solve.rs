@@ -189,7 +189,19 @@ impl<'c> Z3Ctx<'c> {
             solver.assert(d);
         }
         let mut tracked = HashMap::new();
+        // Without tracking (no unsat core over the instances is asked for), rules 3 and 6 are
+        // given in linear size; `explain` gives each pair, so that its core names them.
+        let linear = match track {
+            true => crate::nesting::Linear { rules: Vec::new(), assertions: Vec::new() },
+            false => crate::nesting::linear(ctx, &vars, &space.constraints, space.len()),
+        };
+        for a in &linear.assertions {
+            solver.assert(a);
+        }
         for (i, c) in space.constraints.iter().enumerate() {
+            if c.pair.is_some_and(|(rule, ..)| linear.rules.contains(&rule)) {
+                continue;
+            }
             let e = vars.expr(ctx, &c.expr);
             if track {
                 let literal = Bool::new_const(ctx, format!("k{i}"));

@@ -137,6 +137,19 @@ pub struct Constraint {
     pub text: String,
     /// The predicate.
     pub(crate) expr: Expr,
+    /// For the rules stated for every pair of an outer map and a map nested in it (3 and 6):
+    /// which, and the pair (outer, inner). Z3 reads the whole family through prefix variables
+    /// when the pairs are those of a nesting tree (`crate::nesting`).
+    pub(crate) pair: Option<(PairRule, usize, usize)>,
+}
+
+/// A rule stated for every pair of nested maps, which Z3 can read in linear size.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum PairRule {
+    /// Rule 3: not the same parallel code.
+    Duplicate,
+    /// Rule 6: no `mapWrg(d)` inside a `mapLcl(d)`.
+    Hierarchy,
 }
 
 /// A place where a barrier may be needed: a buffer written by one map nest and read by others.

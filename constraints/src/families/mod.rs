@@ -26,7 +26,7 @@ mod sync;
 
 use crate::analysis::{Analysis, MapIdx, MapInfo};
 use crate::expr::Expr;
-use crate::space::{BarrierSite, Constraint, Family, MapId, Options};
+use crate::space::{BarrierSite, Constraint, Family, MapId, Options, PairRule};
 
 /// What generation produces besides the analysis.
 pub(crate) struct Generated {
@@ -179,7 +179,15 @@ impl Out {
                 ids.push(MapId(i));
             }
         }
-        self.0.push(Constraint { family, maps: ids, text, expr });
+        self.0.push(Constraint { family, maps: ids, text, expr, pair: None });
+    }
+
+    /// Adds a constraint of a rule stated for the pair of nested maps `outer`, `inner`.
+    fn push_pair(&mut self, rule: PairRule, family: Family, (outer, inner): (usize, usize), text: String, expr: Expr) {
+        self.push(family, &[outer, inner], text, expr);
+        if let Some(c) = self.0.last_mut() {
+            c.pair = Some((rule, outer, inner));
+        }
     }
 }
 
