@@ -105,3 +105,38 @@ pub(crate) fn linear<'c>(ctx: &'c Context, vars: &Z3Vars<'c>, constraints: &[Con
     }
     out
 }
+
+#[cfg(test)]
+mod tests {
+    use super::tree;
+    use crate::expr::Expr;
+    use crate::space::{Constraint, Family, MapId, PairRule};
+
+    fn pairs(ps: &[(usize, usize)]) -> Vec<Constraint> {
+        ps.iter()
+            .map(|&(o, i)| Constraint {
+                family: Family::Duplicate,
+                maps: vec![MapId(o), MapId(i)],
+                text: String::new(),
+                expr: Expr::Bool(true),
+                pair: Some((PairRule::Duplicate, o, i)),
+            })
+            .collect()
+    }
+
+    #[test]
+    fn the_pairs_of_a_nesting_tree_give_its_parents() {
+        // 0 around 1 around 2; 0 around 3.
+        let t = tree(&pairs(&[(0, 1), (0, 2), (1, 2), (0, 3)]), PairRule::Duplicate, 4);
+        assert_eq!(t, Some(vec![None, Some(0), Some(1), Some(0)]));
+        assert_eq!(tree(&pairs(&[]), PairRule::Hierarchy, 2), Some(vec![None, None]));
+    }
+
+    #[test]
+    fn pairs_that_are_not_a_nesting_tree_are_refused() {
+        // 2 is under 1 but not under 1's outer map 0: no prefix variable says "around 2".
+        assert_eq!(tree(&pairs(&[(0, 1), (1, 2)]), PairRule::Duplicate, 3), None);
+        // An outer map after its inner one.
+        assert_eq!(tree(&pairs(&[(2, 1)]), PairRule::Duplicate, 3), None);
+    }
+}
