@@ -352,3 +352,30 @@ fn space_at_huge_lengths_ends() {
     let run = mapsat(&["space", "examples/listing3.lift", "--size", sizes]).exits(0);
     assert!(run.stdout.contains("valid mappings: 28 ("), "{}", run.stdout);
 }
+
+/// `--canonical` counts the mappings of the search with symmetry breaking, one per renaming
+/// class: the same number as the count up to renaming by canonicalising (14 of Listing 1's 42),
+/// and samples only canonical mappings (dimensions numbered in order of first use), each valid.
+#[test]
+fn canonical_counts_one_mapping_per_class() {
+    let out = mapsat(&["space", LISTING1, "--json", "--canonical", "--sample", "100"]).exits(0).json();
+    assert_eq!(out["count"], serde_json::json!(LISTING1_COUNT));
+    assert_eq!(out["count_up_to_dimension_renaming"], serde_json::json!(14));
+    assert_eq!(out["count_canonical"], serde_json::json!(14));
+    assert_eq!(out["count_canonical_exact"], serde_json::json!(true));
+    assert_eq!(out["dimensions_interchangeable"], serde_json::json!(true));
+    let samples = strings(&out["samples"]);
+    assert_eq!(samples.len(), 14, "{samples:?}");
+    for m in &samples {
+        // Listing 1's mappings use one dimension: canonical means dimension 0.
+        assert!(!m.contains('1') && !m.contains('2'), "{m}");
+        explain(LISTING1, m, &[]).exits(0);
+    }
+    let text = mapsat(&["space", LISTING1, "--canonical"]).exits(0).stdout;
+    assert!(
+        text.contains("canonical mappings (symmetry breaking in the search, one per renaming class): 14"),
+        "{text}"
+    );
+    let cuda = mapsat(&["space", LISTING1, "--canonical", "--target", "h100"]).exits(0).stdout;
+    assert!(cuda.contains("renaming is not a symmetry"), "{cuda}");
+}

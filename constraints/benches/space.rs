@@ -11,6 +11,12 @@
 //! checks its stream makes (what the search spends besides evaluation).
 //!
 //! `cargo bench -p mapsat-constraints --bench space [-- FILTER]`
+//!
+//! Figures (2-core shared machine, November 2026): `conv_tiled` generation 3.9 ms, first
+//! mapping 61 ms, stream 10,500 mappings/s (3 Z3 checks for 10,000 mappings). The stream is
+//! evaluation bound: about 70% of its cycles are `Env::eval`/`Env::term`, re-evaluating the
+//! constraints on each changed map (the chain-wide rules 4, 5, 7 and 12 look at every map of a
+//! chain); the 100,000/s needs those evaluated incrementally.
 #![allow(missing_docs)]
 
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};

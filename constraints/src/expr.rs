@@ -8,8 +8,9 @@
 //! space with its SAT core, much faster here than with integer arithmetic over `ite` chains.
 
 use crate::Code;
+use std::cell::{Cell, RefCell};
 use std::collections::BTreeMap;
-use z3::ast::Bool;
+use z3::ast::{Ast, Bool};
 use z3::Context;
 
 /// An integer term.
@@ -44,6 +45,10 @@ pub enum Expr {
     Or(Vec<Expr>),
     /// Negation.
     Not(Box<Expr>),
+    /// Some variable before variable `i` (`0..i`) has its code in the set. Z3 reads it through
+    /// one auxiliary Boolean per variable and set ("seen before `i`"), defined from the one
+    /// before it: a rule that looks at every earlier map is then linear in the number of maps.
+    Before(usize, Vec<i64>),
 }
 
 // The levels of the code encoding (`code / 10`, see [`Code`]): the comparisons below name them.
@@ -125,31 +130,48 @@ impl Expr {
             Expr::In(a, _) => t(a),
             Expr::And(es) | Expr::Or(es) => es.iter().any(Expr::has_ls),
             Expr::Not(e) => e.has_ls(),
+            Expr::Before(..) => false,
         }
     }
 }
 
 /// Values for evaluation: codes (`None`: not assigned yet), parents of variables, tuning values.
+/// Effective codes ([`Term::Eff`]) are computed once per variable and remembered, so that a
+/// constraint over the maps of a deep nest of fused maps costs one step per map, not one per
+/// map and ancestor.
 pub struct Env<'a> {
     /// Code of each variable.
-    pub codes: &'a [Option<i64>],
+    codes: &'a [Option<i64>],
     /// Parent variable of each variable.
-    pub parents: &'a [Option<usize>],
+    parents: &'a [Option<usize>],
     /// Tuning values.
-    pub ls: &'a [Option<i64>],
+    ls: &'a [Option<i64>],
+    /// Effective code of each variable, once computed.
+    effs: Vec<Cell<Option<Option<i64>>>>,
 }
 
-impl Env<'_> {
+impl<'a> Env<'a> {
+    /// Values to evaluate with.
+    pub fn new(codes: &'a [Option<i64>], parents: &'a [Option<usize>], ls: &'a [Option<i64>]) -> Env<'a> {
+        Env { codes, parents, ls, effs: vec![Cell::new(None); codes.len()] }
+    }
+
+    fn eff(&self, i: usize) -> Option<i64> {
+        if let Some(known) = self.effs[i].get() {
+            return known;
+        }
+        let e = match (self.codes[i], self.parents[i]) {
+            (Some(1), Some(p)) => self.eff(p),
+            (c, _) => c,
+        };
+        self.effs[i].set(Some(e));
+        e
+    }
+
     fn term(&self, t: &Term) -> Option<i64> {
         match t {
             Term::Code(i) => self.codes[*i],
-            Term::Eff(i) => {
-                let c = self.codes[*i]?;
-                match (c, self.parents[*i]) {
-                    (1, Some(p)) => self.term(&Term::Eff(p)),
-                    _ => Some(c),
-                }
-            }
+            Term::Eff(i) => self.eff(*i),
             Term::Ls(d) => self.ls.get(*d).copied().flatten(),
             Term::Const(c) => Some(*c),
             Term::Mul(ts) => ts.iter().try_fold(1i64, |acc, t| Some(acc.saturating_mul(self.term(t)?))),
@@ -186,6 +208,17 @@ impl Env<'_> {
                 (!unknown).then_some(false)
             }
             Expr::Not(e) => self.eval(e).map(|b| !b),
+            Expr::Before(i, set) => {
+                let mut unknown = false;
+                for c in &self.codes[..*i] {
+                    match c {
+                        Some(c) if set.contains(c) => return Some(true),
+                        None => unknown = true,
+                        Some(_) => {}
+                    }
+                }
+                (!unknown).then_some(false)
+            }
         }
     }
 }
@@ -230,6 +263,12 @@ pub struct Z3Vars<'ctx> {
     pub ls: Vec<Cases<'ctx>>,
     /// Exactly one value per variable and tuning parameter (to be asserted).
     pub domains: Vec<Bool<'ctx>>,
+    /// The auxiliary Booleans of [`Expr::Before`], by set: the `i`-th is true when some
+    /// variable before `i` has its code in the set.
+    seen: RefCell<BTreeMap<Vec<i64>, Vec<Bool<'ctx>>>>,
+    /// The definitions of the auxiliary Booleans made so far (to be asserted, untracked: they
+    /// only name a value, and never conflict with anything).
+    definitions: RefCell<Vec<Bool<'ctx>>>,
 }
 
 fn one_hot<'ctx>(ctx: &'ctx Context, name: &str, values: &[i64], domains: &mut Vec<Bool<'ctx>>) -> Cases<'ctx> {
@@ -271,7 +310,31 @@ impl<'ctx> Z3Vars<'ctx> {
         }
         let ls =
             ls_domains.iter().enumerate().map(|(d, dom)| one_hot(ctx, &format!("ls{d}"), dom, &mut assert)).collect();
-        Z3Vars { codes, effs, ls, domains: assert }
+        Z3Vars { codes, effs, ls, domains: assert, seen: RefCell::default(), definitions: RefCell::default() }
+    }
+
+    /// The definitions of the auxiliary Booleans made by [`Z3Vars::expr`] since the last call.
+    pub fn take_definitions(&self) -> Vec<Bool<'ctx>> {
+        std::mem::take(&mut *self.definitions.borrow_mut())
+    }
+
+    /// "Some variable before `i` has its code in `set`": `seen[0]` is false and `seen[k + 1]`
+    /// is `seen[k]` or variable `k`'s code in the set, one definition per variable.
+    fn before(&self, ctx: &'ctx Context, i: usize, set: &[i64]) -> Bool<'ctx> {
+        let mut seen = self.seen.borrow_mut();
+        let chain = seen.entry(set.to_vec()).or_insert_with(|| {
+            let name = set.iter().map(i64::to_string).collect::<Vec<_>>().join("_");
+            let mut chain = vec![Bool::from_bool(ctx, false)];
+            let mut defs = self.definitions.borrow_mut();
+            for (k, code) in self.codes.iter().enumerate() {
+                let here: Vec<Bool> = code.iter().filter(|(v, _)| set.contains(v)).map(|(_, b)| b.clone()).collect();
+                let next = Bool::new_const(ctx, format!("seen{{{name}}}<{}", k + 1));
+                defs.push(next._eq(&or(ctx, &[chain[k].clone(), or(ctx, &here)])));
+                chain.push(next);
+            }
+            chain
+        });
+        chain[i].clone()
     }
 
     fn term(&self, ctx: &'ctx Context, t: &Term) -> Cases<'ctx> {
@@ -321,6 +384,7 @@ impl<'ctx> Z3Vars<'ctx> {
             Expr::And(es) => and(ctx, &es.iter().map(|e| self.expr(ctx, e)).collect::<Vec<_>>()),
             Expr::Or(es) => or(ctx, &es.iter().map(|e| self.expr(ctx, e)).collect::<Vec<_>>()),
             Expr::Not(e) => self.expr(ctx, e).not(),
+            Expr::Before(i, set) => self.before(ctx, *i, set),
         }
     }
 }

@@ -7,7 +7,9 @@
 //! local, 20–22 work group, 30–32 global, by dimension). [`Space::generate`] builds the map
 //! nesting tree ([`analysis`]) and the constraint instances of thirteen families ([`Family`],
 //! numbered 0–12): the domain (0), the paper's rules (1)–(8), and mapsat's vectorization (9),
-//! synchronizability (10), device limits (11) and single launch shape (12). Each map is named
+//! synchronizability (10), device limits (11) and single launch shape (12); with
+//! [`Options::symmetry_breaking`], a fourteenth (13) keeps one mapping per class of mappings
+//! that differ by a renaming of dimensions (`Mapping::canonical`). Each map is named
 //! by a [`MapId`] (its label is [`Space::label`]). A [`Space`] can then be enumerated (a stream
 //! of distinct mappings), counted, sampled, and asked to [`Space::explain`] a mapping.
 //!
@@ -35,6 +37,7 @@ mod code;
 mod expr;
 mod families;
 mod local;
+mod nesting;
 pub mod readback;
 mod solve;
 mod space;

@@ -20,7 +20,7 @@ impl Space {
         self.check_len(m.codes.len())?;
         let codes: Vec<Option<i64>> = m.codes.iter().map(|c| Some(c.to_int())).collect();
         let unset: Vec<Option<i64>> = vec![None; self.local_size_count()];
-        let env = Env { codes: &codes, parents: &self.parents, ls: &unset };
+        let env = Env::new(&codes, &self.parents, &unset);
         // Constraints on the codes alone first: they rule out every local size at once.
         let (with_ls, without): (Vec<_>, Vec<_>) = self.constraints.iter().partition(|c| c.expr.has_ls());
         if without.iter().any(|c| env.eval(&c.expr) == Some(false)) {
@@ -72,7 +72,7 @@ impl Space {
         }
         let codes: Vec<Option<i64>> = m.codes.iter().map(|c| Some(c.to_int())).collect();
         let values: Vec<Option<i64>> = ls.iter().map(|v| Some(*v)).collect();
-        let env = Env { codes: &codes, parents: &self.parents, ls: &values };
+        let env = Env::new(&codes, &self.parents, &values);
         Ok(self.constraints.iter().all(|c| env.eval(&c.expr) == Some(true)))
     }
 
@@ -89,7 +89,7 @@ impl Space {
         }
         if d == ls.len() {
             let values: Vec<Option<i64>> = ls.iter().map(|v| Some(*v)).collect();
-            let env = Env { codes, parents: &self.parents, ls: &values };
+            let env = Env::new(codes, &self.parents, &values);
             if with_ls.iter().all(|c| env.eval(&c.expr) == Some(true)) {
                 out.push(ls.clone());
             }

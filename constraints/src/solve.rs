@@ -137,8 +137,23 @@ struct Z3Ctx<'c> {
     tracked: HashMap<Bool<'c>, usize>,
 }
 
-/// Codes tried by one completion without Z3 before Z3 is asked instead.
-const COMPLETION_BUDGET: u32 = 2_000;
+/// Codes tried by one completion without Z3 before Z3 is asked instead (a completion that
+/// succeeds mostly takes the witness's code at each map: a few hundred suffice, and a larger
+/// budget only slows down the completions that fail, on a 60-deep nest most of the time).
+const COMPLETION_BUDGET: u32 = 300;
+
+/// The permutations of the three dimensions, the identity first.
+const PERMUTATIONS: [[u8; 3]; 6] = [[0, 1, 2], [0, 2, 1], [1, 0, 2], [1, 2, 0], [2, 0, 1], [2, 1, 0]];
+
+/// Code `c` with its dimension `d` renamed to `p[d]`.
+fn rename(c: i64, p: &[u8; 3]) -> i64 {
+    match Code::from_int(c) {
+        Some(Code::Lcl(d)) => Code::Lcl(p[d as usize % 3]).to_int(),
+        Some(Code::Wrg(d)) => Code::Wrg(p[d as usize % 3]).to_int(),
+        Some(Code::Glb(d)) => Code::Glb(p[d as usize % 3]).to_int(),
+        _ => c,
+    }
+}
 
 /// Values of variables (`None`: unassigned).
 type Codes = Vec<Option<i64>>;
@@ -158,7 +173,10 @@ fn values<'c>(model: &z3::Model<'c>, vars: &[Cases<'c>]) -> Result<Codes, Error>
 
 impl<'c> Z3Ctx<'c> {
     fn new(space: &Space, ctx: &'c Context, track: bool) -> Z3Ctx<'c> {
-        let solver = Solver::new(ctx);
+        // The encoding is propositional (`crate::expr`): Z3's incremental SAT solver (the
+        // QF_FD logic) decides it, with push/pop and assumptions, several times faster than its
+        // general SMT core.
+        let solver = Solver::new_for_logic(ctx, "QF_FD").unwrap_or_else(|| Solver::new(ctx));
         let mut p = z3::Params::new(ctx);
         if space.options.timeout_ms > 0 {
             p.set_u32("timeout", space.options.timeout_ms.min(u32::MAX as u64) as u32);
@@ -171,7 +189,19 @@ impl<'c> Z3Ctx<'c> {
             solver.assert(d);
         }
         let mut tracked = HashMap::new();
+        // Without tracking (no unsat core over the instances is asked for), rules 3 and 6 are
+        // given in linear size; `explain` gives each pair, so that its core names them.
+        let linear = match track {
+            true => crate::nesting::Linear { rules: Vec::new(), assertions: Vec::new() },
+            false => crate::nesting::linear(ctx, &vars, &space.constraints, space.len()),
+        };
+        for a in &linear.assertions {
+            solver.assert(a);
+        }
         for (i, c) in space.constraints.iter().enumerate() {
+            if c.pair.is_some_and(|(rule, ..)| linear.rules.contains(&rule)) {
+                continue;
+            }
             let e = vars.expr(ctx, &c.expr);
             if track {
                 let literal = Bool::new_const(ctx, format!("k{i}"));
@@ -180,6 +210,9 @@ impl<'c> Z3Ctx<'c> {
             } else {
                 solver.assert(&e);
             }
+        }
+        for d in vars.take_definitions() {
+            solver.assert(&d);
         }
         Z3Ctx { solver, vars, ctx, checks: 0, tracked }
     }
@@ -244,6 +277,7 @@ fn expr_vars(e: &Expr, parents: &[Option<usize>], out: &mut Vec<usize>) {
         Expr::In(a, _) => term_vars(a, parents, out),
         Expr::And(es) | Expr::Or(es) => es.iter().for_each(|e| expr_vars(e, parents, out)),
         Expr::Not(e) => expr_vars(e, parents, out),
+        Expr::Before(i, _) => out.extend(0..*i),
     }
 }
 
@@ -297,6 +331,14 @@ struct Search<'s, 'c> {
     nogoods: Vec<Vec<Vec<(usize, i64)>>>,
     /// Local sizes left open (constraints on them undecided), for prefix evaluation.
     no_ls: Vec<Option<i64>>,
+    /// True when every renaming of dimensions maps the space onto itself (interchangeable
+    /// dimensions, no symmetry breaking): a nogood is then learnt with its renamings.
+    symmetric: bool,
+    /// For each variable, the position in `idx.by_var` of the constraint that last refuted a
+    /// patch, and of the one that last refuted a prefix: tried first next time (the same rule
+    /// tends to refute the same map's values again), so a refutation costs one evaluation
+    /// instead of a scan.
+    hints: Vec<(usize, usize)>,
 }
 
 impl<'s, 'c> Search<'s, 'c> {
@@ -319,6 +361,8 @@ impl<'s, 'c> Search<'s, 'c> {
             pushed: 0,
             nogoods: vec![Vec::new(); n],
             no_ls: vec![None; space.local_size_count()],
+            symmetric: space.dimensions_interchangeable() && !space.options.symmetry_breaking,
+            hints: vec![(0, 0); n],
         }))
     }
 
@@ -327,17 +371,45 @@ impl<'s, 'c> Search<'s, 'c> {
         self.nogoods[i].iter().any(|ng| ng.iter().all(|&(x, c)| codes[x] == Some(c)))
     }
 
-    /// Constraints decided by the prefix `0..=i` that the prefix violates?
-    fn prefix_violates(&self, i: usize) -> bool {
-        let env = Env { codes: &self.assign, parents: &self.space.parents, ls: &self.no_ls };
-        self.idx.by_last[i].iter().any(|&k| env.eval(&self.space.constraints[k].expr) == Some(false))
+    /// Does the prefix `0..=i` violate a constraint on variable `i`? Three-valued evaluation
+    /// decides some constraints before all their variables are assigned (a chain-wide rule
+    /// broken by two maps of the prefix), so every constraint that depends on `i` is evaluated,
+    /// not only those whose last variable it is. (The prefix `0..i` violated none.)
+    fn prefix_violates(&mut self, i: usize) -> bool {
+        let env = Env::new(&self.assign, &self.space.parents, &self.no_ls);
+        let cs = &self.space.constraints;
+        let by_var = &self.idx.by_var[i];
+        let violated = |k: usize| env.eval(&cs[k].expr) == Some(false);
+        if by_var.get(self.hints[i].1).is_some_and(|&k| violated(k)) {
+            return true;
+        }
+        match by_var.iter().position(|&k| violated(k)) {
+            Some(p) => {
+                self.hints[i].1 = p;
+                true
+            }
+            None => false,
+        }
     }
 
     /// Does the witness stay valid with `v` at `i`? If so, it is changed.
     fn patch(&mut self, i: usize, v: i64) -> bool {
         let old = self.w_codes[i].replace(v);
-        let env = Env { codes: &self.w_codes, parents: &self.space.parents, ls: &self.w_ls };
-        let ok = self.idx.by_var[i].iter().all(|&k| env.eval(&self.space.constraints[k].expr) == Some(true));
+        let env = Env::new(&self.w_codes, &self.space.parents, &self.w_ls);
+        let cs = &self.space.constraints;
+        let by_var = &self.idx.by_var[i];
+        let fails = |k: usize| env.eval(&cs[k].expr) != Some(true);
+        let ok = if by_var.get(self.hints[i].0).is_some_and(|&k| fails(k)) {
+            false
+        } else {
+            match by_var.iter().position(|&k| fails(k)) {
+                Some(p) => {
+                    self.hints[i].0 = p;
+                    false
+                }
+                None => true,
+            }
+        };
         if !ok {
             self.w_codes[i] = old;
         }
@@ -351,7 +423,7 @@ impl<'s, 'c> Search<'s, 'c> {
     /// evaluated true) becomes the witness; on failure (no completion, or out of budget) Z3
     /// decides.
     fn complete_without_z3(&mut self, i: usize) -> bool {
-        let env = Env { codes: &self.assign, parents: &self.space.parents, ls: &self.w_ls };
+        let env = Env::new(&self.assign, &self.space.parents, &self.w_ls);
         let cs = &self.space.constraints;
         // Constraints on local sizes decided by the prefix (undecided when it was checked).
         let prefix_ok = self.idx.with_ls.iter().all(|&k| env.eval(&cs[k].expr) != Some(false));
@@ -361,7 +433,7 @@ impl<'s, 'c> Search<'s, 'c> {
         let mut cand = self.assign.clone();
         let mut budget = COMPLETION_BUDGET;
         if self.complete_from(i + 1, &mut cand, &mut budget) {
-            let env = Env { codes: &cand, parents: &self.space.parents, ls: &self.w_ls };
+            let env = Env::new(&cand, &self.space.parents, &self.w_ls);
             if self.idx.with_ls.iter().all(|&k| env.eval(&cs[k].expr) == Some(true)) {
                 self.w_codes = cand;
                 return true;
@@ -381,7 +453,7 @@ impl<'s, 'c> Search<'s, 'c> {
             }
             *budget -= 1;
             cand[j] = Some(v);
-            let env = Env { codes: cand, parents: &self.space.parents, ls: &self.w_ls };
+            let env = Env::new(cand, &self.space.parents, &self.w_ls);
             let ok = self.idx.by_last[j].iter().all(|&k| env.eval(&self.space.constraints[k].expr) == Some(true))
                 && !self.learnt_refutes(j, cand);
             if ok && self.complete_from(j + 1, cand, budget) {
@@ -442,13 +514,26 @@ impl<'s, 'c> Search<'s, 'c> {
                     .filter(|&x| core.contains(&lits[x]))
                     .map(|x| (x, self.assign[x].unwrap_or_default()))
                     .collect();
-                if let Some(&(last, _)) = nogood.last() {
-                    self.nogoods[last].push(nogood);
-                }
+                self.learn(nogood);
                 Ok(false)
             }
             SatResult::Sat => Err(Error::Solver("a prefix was unsat, then sat".into())),
             SatResult::Unknown => Err(Error::Solver(self.z.solver.get_reason_unknown().unwrap_or_default())),
+        }
+    }
+
+    /// Keeps a nogood, and when the space is symmetric its renamings of dimensions too (a
+    /// renaming maps the mappings that extend a prefix onto those that extend the renamed
+    /// prefix: none either way), which a search through several dimensions' subtrees would
+    /// otherwise learn once each, from Z3.
+    fn learn(&mut self, nogood: Vec<(usize, i64)>) {
+        let Some(&(last, _)) = nogood.last() else { return };
+        let renamings: &[[u8; 3]] = if self.symmetric { &PERMUTATIONS } else { &PERMUTATIONS[..1] };
+        for p in renamings {
+            let renamed: Vec<(usize, i64)> = nogood.iter().map(|&(x, c)| (x, rename(c, p))).collect();
+            if !self.nogoods[last].contains(&renamed) {
+                self.nogoods[last].push(renamed);
+            }
         }
     }
 
@@ -768,7 +853,7 @@ impl Space {
         self.check_len(m.codes.len())?;
         let codes: Vec<Option<i64>> = m.codes.iter().map(|c| Some(c.to_int())).collect();
         let no_ls: Vec<Option<i64>> = vec![None; self.local_size_count()];
-        let env = Env { codes: &codes, parents: &self.parents, ls: &no_ls };
+        let env = Env::new(&codes, &self.parents, &no_ls);
         let mut violated: Vec<usize> =
             (0..self.constraints.len()).filter(|&k| env.eval(&self.constraints[k].expr) == Some(false)).collect();
         let barriers = self
@@ -828,7 +913,7 @@ impl Space {
         for _ in 0..n {
             let m = Mapping { codes: (0..self.len()).map(|_| Code::ALL[rng.gen_range(0..Code::ALL.len())]).collect() };
             let codes: Vec<Option<i64>> = m.codes.iter().map(|c| Some(c.to_int())).collect();
-            let env = Env { codes: &codes, parents: &self.parents, ls: &no_ls };
+            let env = Env::new(&codes, &self.parents, &no_ls);
             let verdicts: Vec<Option<bool>> = self.constraints.iter().map(|c| env.eval(&c.expr)).collect();
             if verdicts.contains(&Some(false)) {
                 continue;
@@ -851,7 +936,7 @@ impl Space {
         self.check_len(m.codes.len())?;
         let codes: Vec<Option<i64>> = m.codes.iter().map(|c| Some(c.to_int())).collect();
         let no_ls: Vec<Option<i64>> = vec![None; self.local_size_count()];
-        let env = Env { codes: &codes, parents: &self.parents, ls: &no_ls };
+        let env = Env::new(&codes, &self.parents, &no_ls);
         let mut undecided = false;
         let mut violated = Vec::new();
         for c in &self.constraints {

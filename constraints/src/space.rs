@@ -56,11 +56,16 @@ pub enum Family {
     /// no `mapGlb` together with `mapWrg`/`mapLcl`, work-group and global maps outermost, and no
     /// `mapLcl` under a sequential map that is itself under or over a `mapLcl`.
     Launch,
+    /// 13: (only with [`Options::symmetry_breaking`]) dimensions are numbered in the order the
+    /// maps first use them, as [`crate::Mapping::canonical`] numbers them: a map uses dimension
+    /// `d > 0` only when an earlier map uses dimension `d - 1`. Keeps one mapping of each class
+    /// of mappings that differ by a renaming of dimensions.
+    Canonical,
 }
 
 impl Family {
     /// Every family, in order.
-    pub const ALL: [Family; 13] = [
+    pub const ALL: [Family; 14] = [
         Family::Domain,
         Family::PrivateScope,
         Family::LocalScope,
@@ -74,17 +79,19 @@ impl Family {
         Family::Sync,
         Family::DeviceLimits,
         Family::Launch,
+        Family::Canonical,
     ];
 
     /// True for the rules that keep wasteful mappings out of the search space without being
     /// needed for a correct result: the paper's rules 4, 5 and 7 (idle or repeated threads: a
     /// dimension with only one of `mapWrg`/`mapLcl` launches one work group, or one thread per
     /// group; a chain using fewer dimensions runs in every thread of the others) and rule 8
-    /// (unfused sequential nests). `tuner/tests/completeness.rs` runs mappings that violate
+    /// (unfused sequential nests), and the symmetry breaking of family 13 (a renaming of
+    /// dimensions computes the same). `tuner/tests/completeness.rs` runs mappings that violate
     /// only these correctly. A mapping written by hand that violates only these is accepted
     /// (with a warning); every other family is needed for a correct kernel.
     pub fn is_preference(self) -> bool {
-        matches!(self, Family::LocalDims | Family::WrgDims | Family::Exhaustive | Family::SeqFusion)
+        matches!(self, Family::LocalDims | Family::WrgDims | Family::Exhaustive | Family::SeqFusion | Family::Canonical)
     }
 
     /// The family's number (0 for the domain).
@@ -108,6 +115,7 @@ impl Family {
             Family::Sync => "synchronizability",
             Family::DeviceLimits => "device limits",
             Family::Launch => "single launch shape",
+            Family::Canonical => "canonical dimension order",
         }
     }
 }
@@ -129,6 +137,19 @@ pub struct Constraint {
     pub text: String,
     /// The predicate.
     pub(crate) expr: Expr,
+    /// For the rules stated for every pair of an outer map and a map nested in it (3 and 6):
+    /// which, and the pair (outer, inner). Z3 reads the whole family through prefix variables
+    /// when the pairs are those of a nesting tree (`crate::nesting`).
+    pub(crate) pair: Option<(PairRule, usize, usize)>,
+}
+
+/// A rule stated for every pair of nested maps, which Z3 can read in linear size.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum PairRule {
+    /// Rule 3: not the same parallel code.
+    Duplicate,
+    /// Rule 6: no `mapWrg(d)` inside a `mapLcl(d)`.
+    Hierarchy,
 }
 
 /// A place where a barrier may be needed: a buffer written by one map nest and read by others.
@@ -162,6 +183,12 @@ pub struct Options {
     /// The sizes the constraints are evaluated at (lengths, strides, memory footprints, local
     /// size candidates); the program's defaults fill the sizes not given.
     pub sizes: Sizes,
+    /// Symmetry breaking (family 13): only canonical mappings are valid, one per class of
+    /// mappings that differ by a renaming of dimensions ([`crate::Mapping::canonical`]). Off by
+    /// default. The count of such a space is the count up to renaming when the dimensions are
+    /// interchangeable ([`Space::dimensions_interchangeable`]); when they are not, a class
+    /// whose canonical member breaks a per-dimension device limit is not counted.
+    pub symmetry_breaking: bool,
 }
 
 impl Default for Options {
@@ -173,6 +200,7 @@ impl Default for Options {
             timeout_ms: 10_000,
             probes: 200,
             sizes: Sizes::new(),
+            symmetry_breaking: false,
         }
     }
 }
@@ -320,6 +348,19 @@ impl Space {
     /// Candidate values of each local size `ls0..` (empty when [`Space::local_size_count`] is 0).
     pub fn local_size_candidates(&self) -> &[Vec<i64>] {
         &self.ls_domains
+    }
+
+    /// True when renaming dimensions maps valid mappings to valid mappings: no rule depends on
+    /// which dimension a map uses except the device limits of family 11 (the largest work-item
+    /// size in each dimension, the number of dimensions), so the dimensions are interchangeable
+    /// without a device profile or with one of three dimensions whose limits are the same in
+    /// each (not CUDA's, where `z` is at most 64). Only then is
+    /// [`Options::symmetry_breaking`] a true symmetry breaking.
+    pub fn dimensions_interchangeable(&self) -> bool {
+        self.options
+            .profile
+            .as_ref()
+            .is_none_or(|p| p.max_dims >= 3 && p.max_work_item_sizes.iter().all(|&m| m == p.max_work_item_sizes[0]))
     }
 
     /// The options the space was generated with.

@@ -3,6 +3,10 @@
 //! dimensions) compute the same thing with the launch's axes swapped. The space counts them
 //! apart (they differ in coalescing and device limits); [`Space::count_classes`] also counts
 //! them as one, by canonical form: dimensions renamed in the order the maps first use them.
+//! That needs the whole enumeration; for spaces too large for it, [`crate::Options::symmetry_breaking`]
+//! breaks the symmetry in the search itself (family 13): the space then holds only canonical
+//! mappings, and its count (exact or estimated) is the count up to renaming, when
+//! [`Space::dimensions_interchangeable`].
 
 use crate::{Code, Count, Error, Mapping, Space};
 use std::collections::HashSet;

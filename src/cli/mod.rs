@@ -181,6 +181,11 @@ enum Command {
         /// Turn off the sequential map fusion heuristic (rule 8).
         #[arg(long)]
         no_fusion: bool,
+        /// Also search with symmetry breaking (family 13: only canonical mappings, one per
+        /// class of mappings that differ by a renaming of dimensions): count them, and sample
+        /// from them.
+        #[arg(long)]
+        canonical: bool,
     },
     /// Check one mapping: exit 0 and "valid", or 1 and every violated constraint.
     Explain {
@@ -240,12 +245,13 @@ pub fn main() -> ExitCode {
         }
         Command::Worker => tune::worker(),
         Command::Devices { profile } => kernels::devices(profile.as_deref()),
-        Command::Space { file, target, sizes, json, sample, seed, random_baseline, no_fusion } => {
-            let how = space::How { target: target.as_deref(), sizes: &sizes, no_fusion };
+        Command::Space { file, target, sizes, json, sample, seed, random_baseline, no_fusion, canonical } => {
+            let how = space::How { target: target.as_deref(), sizes: &sizes, no_fusion, canonical };
             space::space(&file, &how, json, sample, seed, random_baseline)
         }
         Command::Explain { file, mapping, target, sizes, no_fusion } => {
-            space::explain(&file, &mapping, &space::How { target: target.as_deref(), sizes: &sizes, no_fusion })
+            let how = space::How { target: target.as_deref(), sizes: &sizes, no_fusion, canonical: false };
+            space::explain(&file, &mapping, &how)
         }
         Command::Eval { file, sizes, inputs, random, output } => {
             eval(&file, &sizes, &inputs, random, output.as_deref())

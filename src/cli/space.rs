@@ -15,11 +15,21 @@ pub struct How<'a> {
     pub sizes: &'a SizeArgs,
     /// `--no-fusion`.
     pub no_fusion: bool,
+    /// `--canonical`: also the space with symmetry breaking.
+    pub canonical: bool,
+}
+
+/// One kernel's space, and with `--canonical` its space with symmetry breaking.
+struct Kernel {
+    /// The stage's name, for a program of several kernels.
+    name: Option<String>,
+    space: Space,
+    canonical: Option<Space>,
 }
 
 /// The space of each kernel of the program: one, unnamed, for a program without kernel
 /// boundaries; else one per stage (`ir::stages`), with the stage's name.
-fn load(file: &Path, how: &How) -> CliResult<Vec<(Option<String>, Space)>> {
+fn load(file: &Path, how: &How) -> CliResult<Vec<Kernel>> {
     let src = Source::read(file)?;
     let p = src.parse()?;
     ir::check::check(&p).map_err(|e| src.reject(&e))?;
@@ -35,11 +45,19 @@ fn load(file: &Path, how: &How) -> CliResult<Vec<(Option<String>, Space)>> {
         let options =
             Options { fusion: !how.no_fusion, profile: profile.clone(), sizes: sizes.clone(), ..Options::default() };
         let name = staged.then(|| stage.program.name.clone());
-        let space = Space::generate(&stage.program, options).map_err(|e| match &name {
+        let rejected = |e: mc::Error| match &name {
             Some(n) => Failure::Rejected(format!("error: in the kernel of stage `{n}`: {e}")),
             None => Failure::Rejected(format!("error: {e}")),
-        })?;
-        out.push((name, space));
+        };
+        let canonical = match how.canonical {
+            true => {
+                let options = Options { symmetry_breaking: true, ..options.clone() };
+                Some(Space::generate(&stage.program, options).map_err(rejected)?)
+            }
+            false => None,
+        };
+        let space = Space::generate(&stage.program, options).map_err(rejected)?;
+        out.push(Kernel { name, space, canonical });
     }
     Ok(out)
 }
@@ -59,12 +77,12 @@ pub fn space(
 ) -> CliResult<()> {
     let spaces = load(file, how)?;
     let mut values = Vec::new();
-    for (k, (name, s)) in spaces.iter().enumerate() {
-        if let (Some(name), false) = (name, json) {
+    for (k, kernel) in spaces.iter().enumerate() {
+        if let (Some(name), false) = (&kernel.name, json) {
             outln!("kernel {} of {}: {name}", k + 1, spaces.len());
         }
-        if let Some(mut v) = one_space(s, json, sample, seed, baseline)? {
-            if let Some(name) = name {
+        if let Some(mut v) = one_space(kernel, json, sample, seed, baseline)? {
+            if let Some(name) = &kernel.name {
                 v["kernel"] = serde_json::json!(name);
             }
             values.push(v);
@@ -81,17 +99,28 @@ pub fn space(
     Ok(())
 }
 
-/// One kernel's space: printed as text, or returned as JSON.
+/// One kernel's space: printed as text, or returned as JSON. With `--canonical`, samples come
+/// from the space with symmetry breaking.
 fn one_space(
-    s: &Space,
+    kernel: &Kernel,
     json: bool,
     sample: Option<usize>,
     seed: u64,
     baseline: Option<u64>,
 ) -> CliResult<Option<serde_json::Value>> {
+    let s = &kernel.space;
     let t = std::time::Instant::now();
     let (count, classes) = s.count_both(seed).map_err(solver)?;
     let count_ms = t.elapsed().as_secs_f64() * 1e3;
+    let canonical = match &kernel.canonical {
+        Some(c) => {
+            let t = std::time::Instant::now();
+            let n = c.count(seed).map_err(solver)?;
+            Some((n, t.elapsed().as_secs_f64() * 1e3))
+        }
+        None => None,
+    };
+    let sampled_space = kernel.canonical.as_ref().unwrap_or(s);
     let base = match baseline {
         Some(n) if n > 0 => Some((s.random_baseline(n, seed).map_err(solver)?, n)),
         _ => None,
@@ -100,23 +129,31 @@ fn one_space(
     let mut value = None;
     let sampled = if json {
         let mut samples = Vec::new();
-        let sampled = s
+        let sampled = sampled_space
             .sample_each(asked, seed, |m| {
                 samples.push(s.show(m).to_string());
                 ControlFlow::Continue(())
             })
             .map_err(solver)?;
-        value = Some(to_json(s, (count, classes), &samples, base));
+        let mut v = to_json(s, (count, classes), &samples, base);
+        if let Some((n, _)) = canonical {
+            add_canonical_json(&mut v, s, n);
+        }
+        value = Some(v);
         sampled
     } else {
         print_text(s, (count, classes), count_ms, base);
+        if let Some((n, ms)) = canonical {
+            print_canonical(s, n, ms);
+        }
         outln!("samples:");
         // Streamed: each sample is printed as soon as it is found.
-        s.sample_each(asked, seed, |m| {
-            outln!("  {}", s.show(m));
-            ControlFlow::Continue(())
-        })
-        .map_err(solver)?
+        sampled_space
+            .sample_each(asked, seed, |m| {
+                outln!("  {}", s.show(m));
+                ControlFlow::Continue(())
+            })
+            .map_err(solver)?
     };
     if sample.is_some() && sampled.produced < asked {
         let why = if sampled.exhausted {
@@ -158,6 +195,29 @@ fn to_json(
     out
 }
 
+/// The count of the space with symmetry breaking, in the JSON of [`to_json`].
+fn add_canonical_json(v: &mut serde_json::Value, s: &Space, n: Count) {
+    let (count, exact, std_error) = match n {
+        Count::Exact(n) => (serde_json::json!(n), true, 0.0),
+        Count::Estimate { value, std_error, .. } => (serde_json::json!(value), false, std_error),
+    };
+    v["count_canonical"] = count;
+    v["count_canonical_exact"] = serde_json::json!(exact);
+    v["count_canonical_std_error"] = serde_json::json!(std_error);
+    v["dimensions_interchangeable"] = serde_json::json!(s.dimensions_interchangeable());
+}
+
+/// The count of the space with symmetry breaking, and what it means for this target.
+fn print_canonical(s: &Space, n: Count, ms: f64) {
+    outln!("canonical mappings (symmetry breaking in the search, one per renaming class): {n} ({ms:.1} ms)");
+    if !s.dimensions_interchangeable() {
+        outln!(
+            "  note: the target's work-item limits differ by dimension, so renaming is not a symmetry: \
+             a class whose canonical mapping breaks a limit is not counted"
+        );
+    }
+}
+
 fn print_text(s: &Space, (count, classes): (Count, Option<u64>), count_ms: f64, base: Option<(u64, u64)>) {
     outln!("maps: {}", s.labels().join(" "));
     if !s.layout_maps().is_empty() {
@@ -184,14 +244,14 @@ fn print_text(s: &Space, (count, classes): (Count, Option<u64>), count_ms: f64, 
 pub fn explain(file: &Path, mapping: &str, how: &How) -> CliResult<()> {
     let spaces = load(file, how)?;
     let labels: Vec<Vec<String>> =
-        spaces.iter().map(|(_, s)| s.labels().iter().chain(s.layout_maps()).cloned().collect()).collect();
+        spaces.iter().map(|k| k.space.labels().iter().chain(k.space.layout_maps()).cloned().collect()).collect();
     let parts = match spaces.len() {
         1 => vec![mapping.to_string()],
         _ => super::stages::split_mapping(mapping, &labels)?,
     };
     let mut report = Vec::new();
     let mut invalid = Vec::new();
-    for ((name, s), part) in spaces.iter().zip(&parts) {
+    for (Kernel { name, space: s, .. }, part) in spaces.iter().zip(&parts) {
         let m = s.parse_mapping(part).map_err(|e| Failure::Usage(in_kernel(name, e.to_string())))?;
         let e = s.explain(&m).map_err(solver)?;
         if !e.valid {

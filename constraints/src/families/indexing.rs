@@ -5,7 +5,7 @@
 
 use super::{Gen, Out};
 use crate::expr::{Expr, Term};
-use crate::space::Family;
+use crate::space::{Family, PairRule};
 use crate::Code;
 
 /// (3) Nested maps are not parallel in the same domain and dimension. Both would iterate over
@@ -14,9 +14,10 @@ use crate::Code;
 pub(super) fn duplicate(g: &Gen, out: &mut Out) {
     for i in 0..g.len() {
         for inner in g.nested(i) {
-            out.push(
+            out.push_pair(
+                PairRule::Duplicate,
                 Family::Duplicate,
-                &[i, inner],
+                (i, inner),
                 format!(
                     "maps {} and {} are nested: they cannot be parallel in the same domain and dimension",
                     g.label(i),
@@ -94,9 +95,10 @@ pub(super) fn local_hierarchy(g: &Gen, out: &mut Out) {
             let bad = (0..3)
                 .map(|d| Expr::And(vec![Expr::code_is(i, Code::Lcl(d)), Expr::code_is(inner, Code::Wrg(d))]))
                 .collect();
-            out.push(
+            out.push_pair(
+                PairRule::Hierarchy,
                 Family::LocalHierarchy,
-                &[i, inner],
+                (i, inner),
                 format!("map {} is nested in map {}: no mapWrg(d) inside a mapLcl(d)", g.label(inner), g.label(i)),
                 Expr::negate(Expr::Or(bad)),
             );

@@ -13,7 +13,9 @@
 //! - [`sequential`]: families 8 and 9, sequential fusion and vectorization.
 //! - [`sync`]: family 10, synchronizability (barriers).
 //! - [`device`]: family 11, device limits and the local-size tuning parameters.
+//! - [`canonical`]: family 13, symmetry breaking (only with `Options::symmetry_breaking`).
 
+mod canonical;
 mod device;
 mod domain;
 mod indexing;
@@ -24,7 +26,7 @@ mod sync;
 
 use crate::analysis::{Analysis, MapIdx, MapInfo};
 use crate::expr::Expr;
-use crate::space::{BarrierSite, Constraint, Family, MapId, Options};
+use crate::space::{BarrierSite, Constraint, Family, MapId, Options, PairRule};
 
 /// What generation produces besides the analysis.
 pub(crate) struct Generated {
@@ -60,6 +62,9 @@ pub(crate) fn generate(g: &Gen) -> Generated {
     sequential::vectorization(g, out);
     let sync = sync::synchronizability(g, out);
     let ls_domains = device::device_limits(g, out, sync.needs_local_sizes);
+    if g.options.symmetry_breaking {
+        canonical::dimension_order(g, out);
+    }
     Generated { constraints: std::mem::take(&mut out.0), domains, barriers: sync.barriers, ls_domains }
 }
 
@@ -174,7 +179,15 @@ impl Out {
                 ids.push(MapId(i));
             }
         }
-        self.0.push(Constraint { family, maps: ids, text, expr });
+        self.0.push(Constraint { family, maps: ids, text, expr, pair: None });
+    }
+
+    /// Adds a constraint of a rule stated for the pair of nested maps `outer`, `inner`.
+    fn push_pair(&mut self, rule: PairRule, family: Family, (outer, inner): (usize, usize), text: String, expr: Expr) {
+        self.push(family, &[outer, inner], text, expr);
+        if let Some(c) = self.0.last_mut() {
+            c.pair = Some((rule, outer, inner));
+        }
     }
 }
 
