@@ -178,3 +178,37 @@ def f(xs: [[f32]N]N) =
     let e = error(transposed, None);
     assert!(e.contains("`mapGlb(0)@A` writes a global buffer that is read again by other work groups"), "{e}");
 }
+
+/// A `mapGlb` thread that writes a whole row (a sequential map) and then reads only that row
+/// (its sum, or neighbours within it) reads its own writes: lowered. The space accepts it
+/// (each dimension is written and read by the same threads); issue #9's differential test
+/// (`tuner/tests/differential`) found it refused, as if other threads' rows were read.
+#[test]
+fn reading_the_row_a_thread_wrote_is_lowered() {
+    let lowers = |src: &str| {
+        let p = mapsat_ir::parse(src).unwrap_or_else(|e| panic!("{e:?}"));
+        emit(&p, &Options::default(), Dialect::OpenCl).map(|_| ()).map_err(|e| e.to_string())
+    };
+    let summed = "size H = 24, W = 16
+def f(xs: [[f32]W]H) =
+  let y = mapGlb@A(1, mapSeq@B(fun(x => x * 2.0)), xs) in
+  mapGlb@C(1, fun(r => reduceSeq(add, 0.0, r)), y)";
+    assert_eq!(lowers(summed), Ok(()));
+    let neighbours = "size H = 24, W = 16
+def f(xs: [[f32]W]H) =
+  let y = mapGlb@A(0, mapSeq@B(fun(x => x * 2.0)), xs) in
+  mapGlb@C(0, fun(r => mapSeq@D(fun(w => reduceSeq(add, 0.0, w)), slide(3, 1, padClamp(1, 1, r)))), y)";
+    assert_eq!(lowers(neighbours), Ok(()));
+    // Still refused: a row read by another thread (the next row), or a row written by several
+    // threads (B parallel) and read by one.
+    let next_row = "size H = 24, W = 16
+def f(xs: [[f32]W]H) =
+  let y = mapGlb@A(0, mapSeq@B(fun(x => x * 2.0)), xs) in
+  mapGlb@C(0, fun(rs => reduceSeq(add, 0.0, at(1, rs))), slide(2, 1, padClamp(0, 1, y)))";
+    assert!(lowers(next_row).is_err_and(|e| e.contains("grid-wide synchronization")));
+    let split_row = "size H = 24, W = 16
+def f(xs: [[f32]W]H) =
+  let y = mapGlb@A(1, mapGlb@B(0, fun(x => x * 2.0)), xs) in
+  mapGlb@C(1, fun(r => reduceSeq(add, 0.0, r)), y)";
+    assert!(lowers(split_row).is_err_and(|e| e.contains("grid-wide synchronization")));
+}

@@ -9,7 +9,7 @@
 
 use super::{Lower, R};
 use crate::error::{CodegenError, CodegenErrorKind as K};
-use crate::index::Index;
+use crate::index::{Atom, Index};
 use crate::kir::*;
 use mapsat_ir::ast::Span;
 use std::collections::BTreeSet;
@@ -47,8 +47,25 @@ pub(super) struct GridWrite {
     extent: i64,
     stride: i64,
     var: VarId,
-    /// Every (flat index, vector width) it wrote the buffer at.
-    writes: Vec<(Index, u32)>,
+    /// Every place it wrote the buffer at.
+    writes: Vec<TempWrite>,
+}
+
+/// A write of a global temporary: the flat index, the vector width, and the variables of the
+/// sequential loops around it (iterations of the writing thread's own).
+pub(super) struct TempWrite {
+    at: Index,
+    vec: u32,
+    own: BTreeSet<VarId>,
+}
+
+/// `e` as `c * var + rest`, `rest` free of `var`; `None` when `var` appears otherwise (in a
+/// division, a remainder or a clamp) or not at all.
+fn split_var(e: &Index, var: VarId) -> Option<(i64, Index)> {
+    let c = e.terms.iter().find(|(a, _)| *a == Atom::Var(var)).map(|(_, c)| *c)?;
+    let rest =
+        Index { terms: e.terms.iter().filter(|(a, _)| *a != Atom::Var(var)).cloned().collect(), constant: e.constant };
+    (!rest.mentions(var)).then_some((c, rest))
 }
 
 /// A parallel loop just lowered: how it distributed its indices, and its variable.
@@ -95,13 +112,60 @@ impl Lower<'_> {
         }
     }
 
-    /// The read at `at` is, in every thread, of an element that thread wrote in `g`'s loop.
+    /// The read at `at` is, in every thread, of an element that thread wrote in `g`'s loop:
+    /// at the same index, or in a block of elements the thread wrote whole.
     fn reads_own_write(&self, g: &GridWrite, (flat, vec): (&Index, u32)) -> bool {
         let same = |l: &&super::LoopCtx| l.kind == g.kind && l.extent == g.extent && l.stride == g.stride;
         let Some(reader) = self.loops.iter().find(same) else { return false };
         let mine = Index::var(reader.var);
-        let own = |(w, v): &(Index, u32)| *v == vec && w.subst(g.var, &mine, &self.ranges) == *flat;
-        !g.writes.is_empty() && g.writes.iter().all(own)
+        let own = |w: &TempWrite| w.vec == vec && w.at.subst(g.var, &mine, &self.ranges) == *flat;
+        !g.writes.is_empty() && (g.writes.iter().all(own) || self.reads_own_block(g, reader.var, flat, vec))
+    }
+
+    /// A `mapGlb` thread wrote, for its index `i`, the whole block `c*i .. c*i + c` and nothing
+    /// else (every write is `c*i + u`, `u` in `0..c`, and one write's `u` runs over all of
+    /// `0..c` in the thread's own sequential loops), and the read, in the reading loop's
+    /// variable `i`, is `c*i + v` with `v .. v + vec` in `0..c`: a row written by one thread and
+    /// then read (reduced, or its neighbours within the row) by the same thread.
+    fn reads_own_block(&self, g: &GridWrite, reader: VarId, flat: &Index, vec: u32) -> bool {
+        if !matches!(g.kind, LoopKind::Global(_)) {
+            return false;
+        }
+        let Some((c, v)) = split_var(flat, reader) else { return false };
+        let within = |u: &Index, width: u32| {
+            let (lo, hi) = self.ranges.of(u);
+            c > 0 && lo >= 0 && hi + i64::from(width) <= c
+        };
+        let blocks: Option<Vec<(Index, &TempWrite)>> = g
+            .writes
+            .iter()
+            .map(|w| split_var(&w.at, g.var).filter(|(cw, u)| *cw == c && within(u, w.vec)).map(|(_, u)| (u, w)))
+            .collect();
+        let Some(blocks) = blocks else { return false };
+        within(&v, vec) && blocks.iter().any(|(u, w)| self.covers(u, w, c))
+    }
+
+    /// `u` (with the write's vector lanes) takes every value of `0..c` exactly once over the
+    /// write's own sequential loops: a mixed-radix number of them.
+    fn covers(&self, u: &Index, w: &TempWrite, c: i64) -> bool {
+        let mut digits = vec![(1i64, i64::from(w.vec))];
+        for (a, coef) in &u.terms {
+            let Atom::Var(x) = a else { return false };
+            let (lo, hi) = self.ranges.atom(a);
+            if !w.own.contains(x) || lo != 0 {
+                return false;
+            }
+            digits.push((*coef, hi + 1));
+        }
+        digits.sort_unstable();
+        let mut next = 1i64;
+        for (coef, extent) in digits {
+            if coef != next {
+                return false;
+            }
+            next = coef.saturating_mul(extent);
+        }
+        u.constant == 0 && next == c
     }
 
     /// A write of buffer `b` at `(flat index, vector width)`, remembered for global temporaries
@@ -109,7 +173,9 @@ impl Lower<'_> {
     pub(super) fn on_write(&mut self, b: BufId, (flat, vec): (&Index, u32)) {
         let buf = &self.bufs[b.0];
         if buf.role == Role::Temp && buf.space == Space::Global {
-            self.temp_writes.entry(b).or_default().push((flat.clone(), vec));
+            let own =
+                self.loops.iter().filter(|l| matches!(l.kind, LoopKind::Seq | LoopKind::Vec)).map(|l| l.var).collect();
+            self.temp_writes.entry(b).or_default().push(TempWrite { at: flat.clone(), vec, own });
         }
     }
 
