@@ -167,13 +167,14 @@ fn check_kernel(case: &Case, profile: &Profile, n: usize, seed: u64, device: boo
         Err(e) => panic!("{}: {e}", case.name),
     };
     tally.kernels += 1;
+    let mut runner = verdict::Runner::new(device);
     for m in draws(&space, n, seed) {
         let v = verdict::space_verdict(&space, &m);
         let local = match &v {
             SpaceVerdict::Valid(l) => l.clone(),
             _ => None,
         };
-        let o = verdict::outcome(case, &space, &m, local, profile, device);
+        let o = runner.outcome(case, &space, &m, local, profile);
         let doc = match &v {
             SpaceVerdict::Hard(fs) => documented(&space, &m, fs),
             _ => false,

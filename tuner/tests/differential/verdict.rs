@@ -2,11 +2,13 @@
 //! preferences, or invalid by a family needed for correctness) and code generation's (applied
 //! and lowered, or refused), and, for a lowered one, what it computes on the device.
 
+use mapsat_codegen::{Dialect, Manifest};
 use mapsat_constraints::{Family, Mapping, Space};
 use mapsat_ir::interp::Tensor;
 use mapsat_ir::profile::Profile;
 use mapsat_ir::{Program, Sizes};
-use mapsat_tuner::measure::{self, DeviceSpec, RunConfig};
+use mapsat_tuner::measure::{self, DeviceSpec, RunConfig, Session};
+use std::collections::HashMap;
 
 /// A program with what running it needs: its sizes, random inputs and the interpreter's result.
 pub struct Case {
@@ -64,35 +66,64 @@ pub fn space_verdict(space: &Space, m: &Mapping) -> SpaceVerdict {
     }
 }
 
-/// Applies `m`, lowers it with `local` (the space's proposal for a valid mapping, else code
-/// generation's default, as `mapsat emit --mapping` does) and the profile's limits, and runs
-/// it on the first OpenCL device when `device`.
-pub fn outcome(
-    case: &Case,
-    space: &Space,
-    m: &Mapping,
-    local: Option<Vec<i64>>,
-    profile: &Profile,
-    device: bool,
-) -> Outcome {
-    let q = match space.apply(&case.program, m) {
-        Ok(q) => q,
-        Err(e) => return Outcome::Refused(format!("apply: {e}")),
-    };
-    let opts = mapsat_codegen::Options {
-        sizes: case.sizes.clone(),
-        local: local.clone(),
-        max_work_group_size: Some(profile.max_work_group_size as i64),
-        max_work_item_sizes: Some(profile.max_work_item_sizes.map(|x| x as i64)),
-    };
-    if let Err(e) = mapsat_codegen::lower(&q, &opts) {
-        return Outcome::Refused(format!("codegen: {e}"));
+/// Lowers and runs the mappings of one kernel: one device session (which builds each distinct
+/// kernel once), and the outcome of each distinct kernel and launch shape, run once.
+pub struct Runner {
+    session: Option<Session>,
+    seen: HashMap<(String, String), Outcome>,
+}
+
+impl Runner {
+    /// A runner on the first OpenCL device, or one that only lowers when `device` is false.
+    pub fn new(device: bool) -> Runner {
+        let session = device.then(|| Session::open(DeviceSpec::OpenCl(0, 0)).expect("the OpenCL device"));
+        Runner { session, seen: HashMap::new() }
     }
-    if !device {
-        return Outcome::Lowered;
+
+    /// Applies `m`, lowers it with `local` (the space's proposal for a valid mapping, else code
+    /// generation's default, as `mapsat emit --mapping` does) and the profile's limits, and
+    /// runs it when there is a device.
+    pub fn outcome(
+        &mut self,
+        case: &Case,
+        space: &Space,
+        m: &Mapping,
+        local: Option<Vec<i64>>,
+        profile: &Profile,
+    ) -> Outcome {
+        let q = match space.apply(&case.program, m) {
+            Ok(q) => q,
+            Err(e) => return Outcome::Refused(format!("apply: {e}")),
+        };
+        let opts = mapsat_codegen::Options {
+            sizes: case.sizes.clone(),
+            local,
+            max_work_group_size: Some(profile.max_work_group_size as i64),
+            max_work_item_sizes: Some(profile.max_work_item_sizes.map(|x| x as i64)),
+        };
+        let (src, manifest) = match mapsat_codegen::emit(&q, &opts, Dialect::OpenCl) {
+            Ok(k) => k,
+            Err(e) => return Outcome::Refused(format!("codegen: {e}")),
+        };
+        let Some(session) = self.session.as_mut() else { return Outcome::Lowered };
+        let key = (src, format!("{:?}", manifest.launch));
+        if let Some(o) = self.seen.get(&key) {
+            return o.clone();
+        }
+        let o = run(session, &key.0, &manifest, case, &q);
+        self.seen.insert(key, o.clone());
+        o
     }
+}
+
+/// Runs a lowered kernel once and compares its output with the interpreter's.
+fn run(session: &mut Session, src: &str, manifest: &Manifest, case: &Case, q: &Program) -> Outcome {
     let cfg = RunConfig { warmup: 0, runs: 1, check: false, ..RunConfig::default() };
-    match measure::run(&q, &case.sizes, local, &case.inputs, DeviceSpec::OpenCl(0, 0), &cfg) {
+    let shape = match measure::result_shape(q, &case.sizes) {
+        Ok(s) => s,
+        Err(e) => return Outcome::Wrong(format!("result shape: {e}")),
+    };
+    match session.run(src, manifest, &case.inputs, shape, &cfg) {
         Ok(r) => {
             let c = r.output.compare(&case.want, 1e-3, 1e-4);
             if c.ok {
