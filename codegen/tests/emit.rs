@@ -212,3 +212,22 @@ def f(xs: [[f32]W]H) =
   mapGlb@C(1, fun(r => reduceSeq(add, 0.0, r)), y)";
     assert!(lowers(split_row).is_err_and(|e| e.contains("grid-wide synchronization")));
 }
+
+/// A nest of two parallel maps writes a global temporary that a nest of the same shape reads
+/// at the same element: each thread reads its own write (in every parallel dimension), so it
+/// is lowered. The space accepts these; issue #9's differential test found them refused (only
+/// one parallel loop around the write was compared, or none was left on record).
+#[test]
+fn reading_back_ones_own_element_in_a_nest_is_lowered() {
+    for (o, i) in [("mapGlb@A(1", "mapGlb@B(2"), ("mapWrg@A(1", "mapLcl@B(1"), ("mapWrg@A(2", "mapLcl@B(2")] {
+        let (c, d) = (o.replace("@A", "@C"), i.replace("@B", "@D"));
+        let text = format!(
+            "size H = 9, W = 5
+def f(xs: [[f32]W]H) =
+  let y = {o}, fun(r => {i}, fun(x => x * 0.5 + 1.0), r)), xs) in
+  {c}, fun(p => {d}, fun(q => q.0 * q.1), zip(p.0, p.1))), zip(y, y))"
+        );
+        let p = mapsat_ir::parse(&text).unwrap_or_else(|e| panic!("{e:?}"));
+        assert!(emit(&p, &Options::default(), Dialect::OpenCl).is_ok(), "{text}");
+    }
+}

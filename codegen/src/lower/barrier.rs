@@ -12,7 +12,7 @@ use crate::error::{CodegenError, CodegenErrorKind as K};
 use crate::index::{Atom, Index};
 use crate::kir::*;
 use mapsat_ir::ast::Span;
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 
 /// A place where a barrier may be needed: after a `mapLcl` loop that wrote shared memory.
 pub(super) struct Slot {
@@ -51,12 +51,14 @@ pub(super) struct GridWrite {
     writes: Vec<TempWrite>,
 }
 
-/// A write of a global temporary: the flat index, the vector width, and the variables of the
-/// sequential loops around it (iterations of the writing thread's own).
+/// A write of a global temporary: the flat index, the vector width, the variables of the
+/// sequential loops around it (iterations of the writing thread's own), and the parallel loops
+/// around it (kind, extent, stride, variable: which thread wrote).
 pub(super) struct TempWrite {
     at: Index,
     vec: u32,
     own: BTreeSet<VarId>,
+    par: Vec<(LoopKind, i64, i64, VarId)>,
 }
 
 /// `e` as `c * var + rest`, `rest` free of `var`; `None` when `var` appears otherwise (in a
@@ -119,7 +121,24 @@ impl Lower<'_> {
         let Some(reader) = self.loops.iter().find(same) else { return false };
         let mine = Index::var(reader.var);
         let own = |w: &TempWrite| w.vec == vec && w.at.subst(g.var, &mine, &self.ranges) == *flat;
-        !g.writes.is_empty() && (g.writes.iter().all(own) || self.reads_own_block(g, reader.var, flat, vec))
+        !g.writes.is_empty()
+            && (g.writes.iter().all(own)
+                || g.writes.iter().all(|w| self.reads_same_element(w, flat, vec))
+                || self.reads_own_block(g, reader.var, flat, vec))
+    }
+
+    /// The read is of the element `w` wrote, by the same thread: every parallel loop around
+    /// the write has a reading loop that hands out its indices alike (a nest of `mapGlb` or of
+    /// `mapWrg`/`mapLcl` written and read in the same shape), and the write's index in the
+    /// reading loops' variables is the read's.
+    fn reads_same_element(&self, w: &TempWrite, flat: &Index, vec: u32) -> bool {
+        let mut subst = BTreeMap::new();
+        for &(kind, extent, stride, var) in &w.par {
+            let same = |l: &&super::LoopCtx| l.kind == kind && l.extent == extent && l.stride == stride;
+            let Some(reader) = self.loops.iter().find(same) else { return false };
+            subst.insert(var, Index::var(reader.var));
+        }
+        !w.par.is_empty() && w.vec == vec && w.at.rebuild(&|v| subst.get(&v).cloned(), &self.ranges) == *flat
     }
 
     /// A `mapGlb` thread wrote, for its index `i`, the whole block `c*i .. c*i + c` and nothing
@@ -175,7 +194,13 @@ impl Lower<'_> {
         if buf.role == Role::Temp && buf.space == Space::Global {
             let own =
                 self.loops.iter().filter(|l| matches!(l.kind, LoopKind::Seq | LoopKind::Vec)).map(|l| l.var).collect();
-            self.temp_writes.entry(b).or_default().push(TempWrite { at: flat.clone(), vec, own });
+            let par = self
+                .loops
+                .iter()
+                .filter(|l| !matches!(l.kind, LoopKind::Seq | LoopKind::Vec))
+                .map(|l| (l.kind, l.extent, l.stride, l.var))
+                .collect();
+            self.temp_writes.entry(b).or_default().push(TempWrite { at: flat.clone(), vec, own, par });
         }
     }
 
@@ -237,7 +262,11 @@ impl Lower<'_> {
                     self.dirty.insert(b, Dirty::Slot(slot));
                 }
                 LoopKind::Global(_) | LoopKind::Group(_) if self.bufs[b.0].role == Role::Temp => {
-                    let writes = self.temp_writes.remove(&b).unwrap_or_default();
+                    let mut writes = self.temp_writes.remove(&b).unwrap_or_default();
+                    // The writes of a nest were handed to its inner parallel loop's record.
+                    if let Some(Dirty::Grid(inner)) = self.dirty.remove(&b) {
+                        writes.extend(inner.writes);
+                    }
                     let (writer, extent, stride, var) = (origin.to_string(), l.extent, l.stride, l.var);
                     self.dirty.insert(b, Dirty::Grid(GridWrite { writer, kind, extent, stride, var, writes }));
                 }
