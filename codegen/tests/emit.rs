@@ -231,3 +231,27 @@ def f(xs: [[f32]W]H) =
         assert!(emit(&p, &Options::default(), Dialect::OpenCl).is_ok(), "{text}");
     }
 }
+
+/// Sequential stages before a `mapLcl` one run alike in every work item: each writes the whole
+/// global temporaries at once with the others, a data race that pocl's work-group vectorizer
+/// turned into wrong results (issue #9's differential test). Refused; one thread, or writers
+/// spread over the launched dimension, are lowered.
+#[test]
+fn global_temporaries_written_alike_by_every_thread_are_refused() {
+    let racy = "size N = 5
+def f(y0: [f32]N) =
+  let y1 = mapSeq@A(fun(x => x * 2.5 + 1.0), y0) in
+  let y2 = mapSeq@B(fun(p => p.0 * at(0, p.1)), zip(y1, slide(2, 1, padClamp(1, 0, y1)))) in
+  let y3 = mapLcl@C(2, fun(x => x * x), y2) in mapSeq@D(fun(x => x * x), y3)";
+    let e = error(racy, None);
+    assert!(e.contains("`mapSeq@A` writes `tmp_A`") && e.contains("dimension 2") && e.contains("data race"), "{e}");
+    // With one work item the same kernel is lowered.
+    assert!(error_or_ok(racy, Some(vec![1, 1, 1])).is_ok());
+    let spread = racy.replace("mapSeq@A(", "mapLcl@A(2, ").replace("mapSeq@B(", "mapLcl@B(2, ");
+    assert!(error_or_ok(&spread, None).is_ok(), "{spread}");
+}
+
+fn error_or_ok(src: &str, local: Option<Vec<i64>>) -> Result<(), String> {
+    let p = mapsat_ir::parse(src).unwrap_or_else(|e| panic!("{e:?}"));
+    emit(&p, &Options { local, ..Options::default() }, Dialect::OpenCl).map(|_| ()).map_err(|e| e.to_string())
+}

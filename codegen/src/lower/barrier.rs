@@ -188,10 +188,16 @@ impl Lower<'_> {
     }
 
     /// A write of buffer `b` at `(flat index, vector width)`, remembered for global temporaries
-    /// (see [`GridWrite`]).
-    pub(super) fn on_write(&mut self, b: BufId, (flat, vec): (&Index, u32)) {
+    /// (see [`GridWrite`]). A write of a global temporary that the threads of some launched
+    /// dimension all make (no parallel loop of that dimension around it) is refused: they would
+    /// all write the same elements at once, a data race.
+    pub(super) fn on_write(&mut self, b: BufId, (flat, vec): (&Index, u32)) -> R<()> {
         let buf = &self.bufs[b.0];
         if buf.role == Role::Temp && buf.space == Space::Global {
+            if let Some(d) = self.redundant_dimension() {
+                let writer = self.loops.last().map_or("a sequential map".to_string(), |l| l.origin.clone());
+                return Err(K::RacyWrite { writer, buffer: buf.name.clone(), dim: d }.into());
+            }
             let own =
                 self.loops.iter().filter(|l| matches!(l.kind, LoopKind::Seq | LoopKind::Vec)).map(|l| l.var).collect();
             let par = self
@@ -202,6 +208,21 @@ impl Lower<'_> {
                 .collect();
             self.temp_writes.entry(b).or_default().push(TempWrite { at: flat.clone(), vec, own, par });
         }
+        Ok(())
+    }
+
+    /// A dimension of the launch whose threads all run the current code alike: more than one
+    /// thread in it, and no loop around that hands out its global ids, or its group ids (when
+    /// there are several groups) and its local ids (when there are several work items).
+    fn redundant_dimension(&self) -> Option<u8> {
+        let has = |k: LoopKind| self.loops.iter().any(|l| l.kind == k);
+        (0..3u8).find(|&d| {
+            let (global, local) = (self.launch.global[d as usize], self.launch.local[d as usize]);
+            let groups = global / local.max(1);
+            let spread = has(LoopKind::Global(d))
+                || ((groups <= 1 || has(LoopKind::Group(d))) && (local <= 1 || has(LoopKind::Local(d))));
+            global > 1 && !spread
+        })
     }
 
     /// Work-group loops that run again reuse local memory other threads may still read: the
