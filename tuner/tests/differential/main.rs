@@ -37,15 +37,18 @@
 //!   no vectorization. The space keeps `V` for where it means something (a mapping would
 //!   otherwise promise a vectorization it does not get, and the search would try the same
 //!   sequential kernel twice).
-//! - Families 2 and 10 (local memory scoping, synchronizability), alone or with 9, when no
-//!   buffer is written by threads spread over work groups or the grid (every writer is `S`, `V`,
-//!   `mapLcl`, or fused into one of these): each work group (or each thread) then computes the
-//!   whole buffer itself before reading it, so the reads find the values they expect, but the
-//!   work is repeated in every group or thread and they all write the same values to the shared
-//!   buffer at once: a race of equal values, undefined by OpenCL's memory model though harmless
-//!   on pocl. The space rightly rejects such kernels (a read of elements written by other
-//!   threads without a barrier); code generation, which sees only writes by parallel loops as
-//!   shared, lowers them. `tuner/tests/completeness.rs` documents the same difference.
+//! - Families 2 and 10 (local memory scoping, synchronizability), alone or with 9, when every
+//!   map writing a buffer another map reads runs within one work group (`S`, `V`, `mapLcl`, or
+//!   fused into one of these): each work group (or work item) then computes the buffer it reads
+//!   itself, in its own local memory (or its own slice of it), so the reads the space rejects
+//!   ("elements written by other work groups or threads") find the values they expect. The
+//!   space rejects them without asking whether the writer was repeated: the result is right,
+//!   the work repeated in every group. A global buffer written alike by every thread of a
+//!   launched dimension is different: a data race, which pocl did get wrong (issue #9's
+//!   pipe31); both refuse it (family 10 since this test, `RacyWrite` in code generation), but
+//!   the space, which does not know the work-group size code generation picks, also rejects
+//!   it where that dimension has a single work item, which lowers and runs correctly. The same
+//!   difference is documented in `tuner/tests/completeness.rs`.
 //!
 //! Every other hard family is a correctness rule: where code generation lowers a mapping it
 //! rejects, the kernel must be wrong (or the family too strict: a disagreement to fix).
