@@ -255,3 +255,26 @@ fn error_or_ok(src: &str, local: Option<Vec<i64>>) -> Result<(), String> {
     let p = mapsat_ir::parse(src).unwrap_or_else(|e| panic!("{e:?}"));
     emit(&p, &Options { local, ..Options::default() }, Dialect::OpenCl).map(|_| ()).map_err(|e| e.to_string())
 }
+
+/// A `mapWrg`/`mapLcl` nest writes a global temporary row by row, and a nest of the same shape
+/// reads each row back in the work group that wrote it, neighbours within the row included:
+/// the barrier after the writing `mapLcl` suffices, as the space says. Issue #9's differential
+/// test found it refused (pipe52); reading another work group's row still is.
+#[test]
+fn a_work_group_reads_back_the_row_it_wrote_after_a_barrier() {
+    let text = "size H = 12, W = 8
+def f(xs: [[f32]W]H) =
+  let y = mapWrg@A(0, fun(r => mapLcl@B(0, fun(x => x * 3.0), r)), xs) in
+  mapWrg@C(0, fun(row => mapLcl@D(0, fun(w => reduceSeq(add, 0.0, w)), slide(3, 1, padClamp(1, 1, row)))), y)";
+    let p = mapsat_ir::parse(text).expect("parse");
+    let (src, _) = emit(&p, &Options::default(), Dialect::OpenCl).expect("lowers");
+    assert!(
+        src.contains("barrier(CLK_LOCAL_MEM_FENCE | CLK_GLOBAL_MEM_FENCE)") || src.contains("CLK_GLOBAL_MEM_FENCE"),
+        "{src}"
+    );
+    let other_rows = "size H = 12, W = 8
+def f(xs: [[f32]W]H) =
+  let y = mapWrg@A(0, fun(r => mapLcl@B(0, fun(x => x * 3.0), r)), xs) in
+  mapWrg@C(0, fun(rows => mapLcl@D(0, fun(x => x * 2.0), at(1, rows))), slide(2, 1, padClamp(0, 1, y)))";
+    assert!(error(other_rows, None).contains("grid-wide synchronization"));
+}

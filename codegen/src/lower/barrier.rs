@@ -49,6 +49,9 @@ pub(super) struct GridWrite {
     var: VarId,
     /// Every place it wrote the buffer at.
     writes: Vec<TempWrite>,
+    /// The barrier slot after the `mapLcl` loop inside it that wrote the buffer, if any: what a
+    /// read by the same work group needs.
+    slot: Option<SlotId>,
 }
 
 /// A write of a global temporary: the flat index, the vector width, the variables of the
@@ -89,29 +92,64 @@ impl Lower<'_> {
     /// slot for becomes needed; a read of what other threads of the grid wrote is refused.
     pub(super) fn on_read(&mut self, b: BufId, at: (&Index, u32)) -> R<()> {
         if let Some(Dirty::Grid(g)) = self.dirty.get(&b) {
-            return match self.reads_own_write(g, at) {
-                true => Ok(()),
-                false => Err(K::GridSync { writer: g.writer.clone() }.into()),
+            if self.reads_own_write(g, at) {
+                return Ok(());
+            }
+            return match g.slot.filter(|_| self.reads_own_group(g, at)) {
+                Some(s) => self.activate(s),
+                None => Err(K::GridSync { writer: g.writer.clone() }.into()),
             };
         }
         match self.dirty.remove(&b) {
             Some(Dirty::Slot(s)) => {
-                let slot = &mut self.slots[s.0];
-                if let Some((loop_, reason)) = &slot.divergent {
-                    return Err(K::DivergentBarrier {
-                        map: slot.writer.clone(),
-                        loop_: loop_.clone(),
-                        reason: reason.clone(),
-                    }
-                    .into());
-                }
-                slot.active = true;
+                self.activate(s)?;
                 // One barrier serves every buffer the same loop wrote.
                 self.dirty.retain(|_, d| !matches!(d, Dirty::Slot(x) if *x == s));
                 Ok(())
             }
             _ => Ok(()),
         }
+    }
+
+    /// The barrier of slot `s` becomes needed (refused when it would lie in a loop whose trip
+    /// count differs between the threads of a work group).
+    fn activate(&mut self, s: SlotId) -> R<()> {
+        let slot = &mut self.slots[s.0];
+        if let Some((loop_, reason)) = &slot.divergent {
+            return Err(
+                K::DivergentBarrier { map: slot.writer.clone(), loop_: loop_.clone(), reason: reason.clone() }.into()
+            );
+        }
+        slot.active = true;
+        Ok(())
+    }
+
+    /// A `mapWrg` nest wrote the buffer, each work group for its index `g` only in the block
+    /// `c*g .. c*g + c` (every write is `c*g + u`, `u` in `0..c`, by its local threads), and the
+    /// read, in a work-group loop handing out its indices alike, is `c*g + v` with `v` in `0..c`:
+    /// an element the reading work group wrote itself, which the barrier after the local
+    /// loop that wrote it makes visible (a row written by a work group and read back, neighbours
+    /// included, by the same work group).
+    fn reads_own_group(&self, g: &GridWrite, (flat, vec): (&Index, u32)) -> bool {
+        let groups = |w: &TempWrite| -> Vec<(LoopKind, i64, i64, VarId)> {
+            w.par.iter().copied().filter(|p| matches!(p.0, LoopKind::Group(_))).collect()
+        };
+        let Some(first) = g.writes.first() else { return false };
+        let [(kind, extent, stride, _)] = groups(first)[..] else { return false };
+        let same = |l: &&super::LoopCtx| l.kind == kind && l.extent == extent && l.stride == stride;
+        let Some(reader) = self.loops.iter().find(same) else { return false };
+        let Some((c, v)) = split_var(flat, reader.var) else { return false };
+        let within = |u: &Index, width: u32| {
+            let (lo, hi) = self.ranges.of(u);
+            c > 0 && lo >= 0 && hi + i64::from(width) <= c
+        };
+        within(&v, vec)
+            && g.writes.iter().all(|w| {
+                let one = groups(w);
+                one.len() == 1
+                    && (one[0].0, one[0].1, one[0].2) == (kind, extent, stride)
+                    && split_var(&w.at, one[0].3).is_some_and(|(cw, u)| cw == c && within(&u, w.vec))
+            })
     }
 
     /// The read at `at` is, in every thread, of an element that thread wrote in `g`'s loop:
@@ -284,12 +322,18 @@ impl Lower<'_> {
                 }
                 LoopKind::Global(_) | LoopKind::Group(_) if self.bufs[b.0].role == Role::Temp => {
                     let mut writes = self.temp_writes.remove(&b).unwrap_or_default();
-                    // The writes of a nest were handed to its inner parallel loop's record.
-                    if let Some(Dirty::Grid(inner)) = self.dirty.remove(&b) {
-                        writes.extend(inner.writes);
-                    }
+                    // The writes of a nest were handed to its inner parallel loop's record; a
+                    // mapLcl inside left a barrier slot.
+                    let slot = match self.dirty.remove(&b) {
+                        Some(Dirty::Grid(inner)) => {
+                            writes.extend(inner.writes);
+                            inner.slot
+                        }
+                        Some(Dirty::Slot(s)) => Some(s),
+                        None => None,
+                    };
                     let (writer, extent, stride, var) = (origin.to_string(), l.extent, l.stride, l.var);
-                    self.dirty.insert(b, Dirty::Grid(GridWrite { writer, kind, extent, stride, var, writes }));
+                    self.dirty.insert(b, Dirty::Grid(GridWrite { writer, kind, extent, stride, var, writes, slot }));
                 }
                 _ => {}
             }
