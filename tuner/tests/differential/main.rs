@@ -8,9 +8,10 @@
 //! is cut into its kernels (`mapsat_ir::stages`), each a program of its own, with its own
 //! random inputs.
 //!
-//! Mappings, for each kernel: valid ones sampled by the solver, each of them with one code
-//! changed at random (near misses, mostly invalid by one family), and uniformly random
-//! assignments of the 12 codes (mostly invalid by several). Each is classified twice:
+//! Mappings, for each kernel: the one written in it (a hand-mapped file test), valid ones
+//! sampled by the solver, each of them with one code changed at random (near misses, mostly
+//! invalid by one family), and uniformly random assignments of the 12 codes (mostly invalid
+//! by several). Each is classified twice:
 //!
 //! - the space's verdict (`Space::explain`, with the `pocl-cpu` profile): valid, invalid only by
 //!   the preference families 4, 5, 7, 8 (`Family::is_preference`: `--mapping` lowers those as
@@ -40,15 +41,14 @@
 //! - Families 2 and 10 (local memory scoping, synchronizability), alone or with 9, when every
 //!   map writing a buffer another map reads runs within one work group (`S`, `V`, `mapLcl`, or
 //!   fused into one of these): each work group (or work item) then computes the buffer it reads
-//!   itself, in its own local memory (or its own slice of it), so the reads the space rejects
-//!   ("elements written by other work groups or threads") find the values they expect. The
-//!   space rejects them without asking whether the writer was repeated: the result is right,
-//!   the work repeated in every group. A global buffer written alike by every thread of a
-//!   launched dimension is different: a data race, which pocl did get wrong (issue #9's
-//!   pipe31); both refuse it (family 10 since this test, `RacyWrite` in code generation), but
-//!   the space, which does not know the work-group size code generation picks, also rejects
-//!   it where that dimension has a single work item, which lowers and runs correctly. The same
-//!   difference is documented in `tuner/tests/completeness.rs`.
+//!   itself, so the reads the space rejects ("elements written by other work groups or
+//!   threads") find the values they expect: the work is repeated in every group. Where the
+//!   repeated writes go to one buffer shared by the threads that repeat them, they race (with
+//!   equal values). Code generation refuses that race for global temporaries (`RacyWrite`,
+//!   after pocl computed a wrong result for one, issue #9's pipe31; family 10 rejects it too),
+//!   not yet for local memory or the output (a temporary mapLcl writes in a single work group
+//!   is kept in local memory: `twostage` with `A=L0,B=L1`), which pocl runs correctly here.
+//!   The space, which rejects these, is right; code generation is the one to tighten.
 //!
 //! Every other hard family is a correctness rule: where code generation lowers a mapping it
 //! rejects, the kernel must be wrong (or the family too strict: a disagreement to fix).
@@ -68,7 +68,7 @@ mod verdict;
 use generate::Rng;
 use mapsat_constraints::{Code, Error as SpaceError, Family, MapId, Mapping, Options, Space};
 use mapsat_ir::profile::Profile;
-use mapsat_ir::Sizes;
+use mapsat_ir::{Program, Sizes};
 use std::collections::HashSet;
 use std::path::Path;
 use tally::Tally;
@@ -90,8 +90,8 @@ fn documented(space: &Space, m: &Mapping, families: &[Family]) -> bool {
     if hard == [Vectorization] {
         return true;
     }
-    let redundant = hard.iter().all(|f| matches!(f, LocalScope | Sync | Vectorization));
-    redundant && space.barriers().iter().all(|b| within_group(space, m, b.writer))
+    let repeated = hard.iter().all(|f| matches!(f, LocalScope | Sync | Vectorization));
+    repeated && space.barriers().iter().all(|b| within_group(space, m, b.writer))
 }
 
 /// Does map `id` run within one work group (S, V, mapLcl, or fused into such a map)?
@@ -123,11 +123,17 @@ fn corpus(generated: usize) -> Vec<(String, String)> {
 
 /// The kernels of a program, each ready to run: `None` for those too large.
 fn cases(name: &str, text: &str) -> Vec<Option<Case>> {
-    let whole = mapsat_ir::parse(text).unwrap_or_else(|e| panic!("{name}: {e:?}"));
-    let whole = mapsat_constraints::readback::unmapped(&whole);
+    let written = mapsat_ir::parse(text).unwrap_or_else(|e| panic!("{name}: {e:?}"));
+    let whole = mapsat_constraints::readback::unmapped(&written);
+    // A hand-mapped program's own mapping, stage by stage, is one of the mappings drawn.
+    let hand: Vec<Option<Program>> = match mapsat_constraints::readback::is_hand_mapped(&written) {
+        true => mapsat_ir::stages::split(&written).expect("stages").into_iter().map(|s| Some(s.program)).collect(),
+        false => Vec::new(),
+    };
     let mut out = Vec::new();
     for (k, stage) in mapsat_ir::stages::split(&whole).expect("stages").into_iter().enumerate() {
         let p = stage.program;
+        let written = hand.get(k).cloned().flatten();
         let sizes = p.resolve_sizes(&Sizes::new()).expect("sizes");
         let inputs = mapsat_ir::interp::random_inputs(&p, &sizes, 9 + k as u64).expect("inputs");
         if inputs.iter().map(|t| t.shape.iter().product::<usize>()).sum::<usize>() > MAX_ELEMENTS {
@@ -135,17 +141,18 @@ fn cases(name: &str, text: &str) -> Vec<Option<Case>> {
             continue;
         }
         let want = mapsat_ir::interp::eval(&p, &sizes, &inputs).expect("interpreter");
-        out.push(Some(Case { name: format!("{name}/{}", p.name), program: p, sizes, inputs, want }));
+        out.push(Some(Case { name: format!("{name}/{}", p.name), program: p, written, sizes, inputs, want }));
     }
     out
 }
 
-/// The mappings drawn for one kernel: `n` valid samples, a near miss of each, `n` random
-/// assignments; distinct.
-fn draws(space: &Space, n: usize, seed: u64) -> Vec<Mapping> {
+/// The mappings drawn for one kernel: the one written in it (a hand-mapped file test), `n`
+/// valid samples, a near miss of each, `n` random assignments; distinct.
+fn draws(space: &Space, case: &Case, n: usize, seed: u64) -> Vec<Mapping> {
     let mut rng = Rng(seed);
     let valid = space.sample(n, seed).expect("sample");
-    let mut out: Vec<Mapping> = valid.clone();
+    let mut out: Vec<Mapping> = case.written.iter().filter_map(|w| space.written_mapping(w).ok()).collect();
+    out.extend(valid.iter().cloned());
     for m in &valid {
         let mut near = m.clone();
         let i = rng.below(near.codes.len() as u64) as usize;
@@ -171,7 +178,7 @@ fn check_kernel(case: &Case, profile: &Profile, n: usize, seed: u64, device: boo
     };
     tally.kernels += 1;
     let mut runner = verdict::Runner::new(device);
-    for m in draws(&space, n, seed) {
+    for m in draws(&space, case, n, seed) {
         let v = verdict::space_verdict(&space, &m);
         let local = match &v {
             SpaceVerdict::Valid(l) => l.clone(),

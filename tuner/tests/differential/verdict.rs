@@ -16,6 +16,8 @@ pub struct Case {
     pub name: String,
     /// The program (high level: every map abstract).
     pub program: Program,
+    /// The hand-mapped program it was read back from, if it was one.
+    pub written: Option<Program>,
     /// Its sizes.
     pub sizes: Sizes,
     /// Random inputs.
