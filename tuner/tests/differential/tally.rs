@@ -67,8 +67,9 @@ pub struct Tally {
     /// Hard-invalid mappings that lowered and ran correctly, by the families that reject them
     /// (documented ones included): count and an example.
     stricter: BTreeMap<String, (usize, String)>,
-    /// Refusals of hard-invalid mappings, by the families that reject them.
-    agreed_refusals: BTreeMap<String, usize>,
+    /// Refusals of hard-invalid mappings, by family (a mapping counts once for each family
+    /// that rejects it).
+    agreed_refusals: BTreeMap<Family, usize>,
     /// Disagreements: count, and the first few examples.
     disagreements: BTreeMap<Disagreement, (usize, Vec<String>)>,
 }
@@ -109,7 +110,9 @@ impl Tally {
                 (!documented).then_some(Disagreement::HardCorrectUndocumented)
             }
             (SpaceVerdict::Hard(fs), Outcome::Refused(_)) => {
-                *self.agreed_refusals.entry(families(fs)).or_default() += 1;
+                for f in fs {
+                    *self.agreed_refusals.entry(*f).or_default() += 1;
+                }
                 None
             }
             _ => None,
@@ -154,9 +157,9 @@ impl fmt::Display for Tally {
         writeln!(f, "  refused                       {:>6}", self.refused)?;
         writeln!(f, "  ran                           {:>6}", self.ran)?;
         writeln!(f, "  correct                       {:>6}", self.correct)?;
-        writeln!(f, "  hard-invalid, refused, by violated families:")?;
-        for (fs, n) in &self.agreed_refusals {
-            writeln!(f, "    {fs:<27} {n:>6}")?;
+        writeln!(f, "  hard-invalid and refused, by violated family (once per family):")?;
+        for (fam, n) in &self.agreed_refusals {
+            writeln!(f, "    {:<27} {n:>6}", fam.number())?;
         }
         writeln!(f, "  hard-invalid, lowered and correct (space stricter), by violated families:")?;
         for (fs, (n, ex)) in &self.stricter {
