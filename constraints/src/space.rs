@@ -81,7 +81,8 @@ impl Family {
     /// dimension with only one of `mapWrg`/`mapLcl` launches one work group, or one thread per
     /// group; a chain using fewer dimensions runs in every thread of the others) and rule 8
     /// (unfused sequential nests). `tuner/tests/completeness.rs` runs mappings that violate
-    /// only these correctly. A mapping written by hand that violates only these is accepted
+    /// only these correctly. (Where rule 7's repeated threads would write a global buffer the
+    /// kernel reads again, at once and alike, family 10 rejects the mapping: a data race.) A mapping written by hand that violates only these is accepted
     /// (with a warning); every other family is needed for a correct kernel.
     pub fn is_preference(self) -> bool {
         matches!(self, Family::LocalDims | Family::WrgDims | Family::Exhaustive | Family::SeqFusion)
