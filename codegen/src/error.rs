@@ -53,6 +53,16 @@ pub enum CodegenErrorKind {
         /// The writing map.
         writer: String,
     },
+    /// Every thread of a launched dimension writes the same elements of a global temporary.
+    #[error("`{writer}` writes `{buffer}`, a global buffer read again in the kernel, in every thread of dimension {dim} alike (no parallel map of that dimension around it): the threads would write the same elements at once, a data race; map it over that dimension too")]
+    RacyWrite {
+        /// The innermost loop around the write.
+        writer: String,
+        /// The buffer.
+        buffer: String,
+        /// The dimension.
+        dim: u8,
+    },
     /// A construct this code generator does not support yet.
     #[error("unsupported: {0}")]
     Unsupported(String),

@@ -88,7 +88,9 @@ impl Family {
     /// group; a chain using fewer dimensions runs in every thread of the others) and rule 8
     /// (unfused sequential nests), and the symmetry breaking of family 13 (a renaming of
     /// dimensions computes the same). `tuner/tests/completeness.rs` runs mappings that violate
-    /// only these correctly. A mapping written by hand that violates only these is accepted
+    /// only these correctly. (Where rule 7's repeated threads would write a global buffer the
+    /// kernel reads again, at once and alike, family 10 rejects the mapping: a data race.) A
+    /// mapping written by hand that violates only these is accepted
     /// (with a warning); every other family is needed for a correct kernel.
     pub fn is_preference(self) -> bool {
         matches!(self, Family::LocalDims | Family::WrgDims | Family::Exhaustive | Family::SeqFusion | Family::Canonical)
@@ -177,8 +179,9 @@ pub struct Options {
     /// Z3 timeout per check, in milliseconds (0: none).
     pub timeout_ms: u64,
     /// Random descents of the search tree for Knuth's estimate, when the count is not exact
-    /// (200: with fewer, the true count fell outside two standard errors in more than 5% of
-    /// seeds; `constraints/tests/estimate_coverage.rs`).
+    /// (400: with fewer, the true count fell outside two standard errors in more than 5% of
+    /// seeds, `constraints/tests/estimate_coverage.rs`; 200 sufficed until family 10's rule on
+    /// the writers of global buffers and family 12's on fused local maps changed the spaces).
     pub probes: u32,
     /// The sizes the constraints are evaluated at (lengths, strides, memory footprints, local
     /// size candidates); the program's defaults fill the sizes not given.
@@ -198,7 +201,7 @@ impl Default for Options {
             profile: None,
             count_limit: 10_000,
             timeout_ms: 10_000,
-            probes: 200,
+            probes: 400,
             sizes: Sizes::new(),
             symmetry_breaking: false,
         }

@@ -9,10 +9,10 @@
 
 use super::{Lower, R};
 use crate::error::{CodegenError, CodegenErrorKind as K};
-use crate::index::Index;
+use crate::index::{Atom, Index};
 use crate::kir::*;
 use mapsat_ir::ast::Span;
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 
 /// A place where a barrier may be needed: after a `mapLcl` loop that wrote shared memory.
 pub(super) struct Slot {
@@ -47,8 +47,30 @@ pub(super) struct GridWrite {
     extent: i64,
     stride: i64,
     var: VarId,
-    /// Every (flat index, vector width) it wrote the buffer at.
-    writes: Vec<(Index, u32)>,
+    /// Every place it wrote the buffer at.
+    writes: Vec<TempWrite>,
+    /// The barrier slot after the `mapLcl` loop inside it that wrote the buffer, if any: what a
+    /// read by the same work group needs.
+    slot: Option<SlotId>,
+}
+
+/// A write of a global temporary: the flat index, the vector width, the variables of the
+/// sequential loops around it (iterations of the writing thread's own), and the parallel loops
+/// around it (kind, extent, stride, variable: which thread wrote).
+pub(super) struct TempWrite {
+    at: Index,
+    vec: u32,
+    own: BTreeSet<VarId>,
+    par: Vec<(LoopKind, i64, i64, VarId)>,
+}
+
+/// `e` as `c * var + rest`, `rest` free of `var`; `None` when `var` appears otherwise (in a
+/// division, a remainder or a clamp) or not at all.
+fn split_var(e: &Index, var: VarId) -> Option<(i64, Index)> {
+    let c = e.terms.iter().find(|(a, _)| *a == Atom::Var(var)).map(|(_, c)| *c)?;
+    let rest =
+        Index { terms: e.terms.iter().filter(|(a, _)| *a != Atom::Var(var)).cloned().collect(), constant: e.constant };
+    (!rest.mentions(var)).then_some((c, rest))
 }
 
 /// A parallel loop just lowered: how it distributed its indices, and its variable.
@@ -70,23 +92,17 @@ impl Lower<'_> {
     /// slot for becomes needed; a read of what other threads of the grid wrote is refused.
     pub(super) fn on_read(&mut self, b: BufId, at: (&Index, u32)) -> R<()> {
         if let Some(Dirty::Grid(g)) = self.dirty.get(&b) {
-            return match self.reads_own_write(g, at) {
-                true => Ok(()),
-                false => Err(K::GridSync { writer: g.writer.clone() }.into()),
+            if self.reads_own_write(g, at) {
+                return Ok(());
+            }
+            return match g.slot.filter(|_| self.reads_own_group(g, at)) {
+                Some(s) => self.activate(s),
+                None => Err(K::GridSync { writer: g.writer.clone() }.into()),
             };
         }
         match self.dirty.remove(&b) {
             Some(Dirty::Slot(s)) => {
-                let slot = &mut self.slots[s.0];
-                if let Some((loop_, reason)) = &slot.divergent {
-                    return Err(K::DivergentBarrier {
-                        map: slot.writer.clone(),
-                        loop_: loop_.clone(),
-                        reason: reason.clone(),
-                    }
-                    .into());
-                }
-                slot.active = true;
+                self.activate(s)?;
                 // One barrier serves every buffer the same loop wrote.
                 self.dirty.retain(|_, d| !matches!(d, Dirty::Slot(x) if *x == s));
                 Ok(())
@@ -95,22 +111,156 @@ impl Lower<'_> {
         }
     }
 
-    /// The read at `at` is, in every thread, of an element that thread wrote in `g`'s loop.
+    /// The barrier of slot `s` becomes needed (refused when it would lie in a loop whose trip
+    /// count differs between the threads of a work group).
+    fn activate(&mut self, s: SlotId) -> R<()> {
+        let slot = &mut self.slots[s.0];
+        if let Some((loop_, reason)) = &slot.divergent {
+            return Err(
+                K::DivergentBarrier { map: slot.writer.clone(), loop_: loop_.clone(), reason: reason.clone() }.into()
+            );
+        }
+        slot.active = true;
+        Ok(())
+    }
+
+    /// A `mapWrg` nest wrote the buffer, each work group for its index `g` only in the block
+    /// `c*g .. c*g + c` (every write is `c*g + u`, `u` in `0..c`, by its local threads), and the
+    /// read, in a work-group loop handing out its indices alike, is `c*g + v` with `v` in `0..c`:
+    /// an element the reading work group wrote itself, which the barrier after the local
+    /// loop that wrote it makes visible (a row written by a work group and read back, neighbours
+    /// included, by the same work group).
+    fn reads_own_group(&self, g: &GridWrite, (flat, vec): (&Index, u32)) -> bool {
+        let groups = |w: &TempWrite| -> Vec<(LoopKind, i64, i64, VarId)> {
+            w.par.iter().copied().filter(|p| matches!(p.0, LoopKind::Group(_))).collect()
+        };
+        let Some(first) = g.writes.first() else { return false };
+        let [(kind, extent, stride, _)] = groups(first)[..] else { return false };
+        let same = |l: &&super::LoopCtx| l.kind == kind && l.extent == extent && l.stride == stride;
+        let Some(reader) = self.loops.iter().find(same) else { return false };
+        let Some((c, v)) = split_var(flat, reader.var) else { return false };
+        let within = |u: &Index, width: u32| {
+            let (lo, hi) = self.ranges.of(u);
+            c > 0 && lo >= 0 && hi + i64::from(width) <= c
+        };
+        within(&v, vec)
+            && g.writes.iter().all(|w| {
+                let one = groups(w);
+                one.len() == 1
+                    && (one[0].0, one[0].1, one[0].2) == (kind, extent, stride)
+                    && split_var(&w.at, one[0].3).is_some_and(|(cw, u)| cw == c && within(&u, w.vec))
+            })
+    }
+
+    /// The read at `at` is, in every thread, of an element that thread wrote in `g`'s loop:
+    /// at the same index, or in a block of elements the thread wrote whole.
     fn reads_own_write(&self, g: &GridWrite, (flat, vec): (&Index, u32)) -> bool {
         let same = |l: &&super::LoopCtx| l.kind == g.kind && l.extent == g.extent && l.stride == g.stride;
         let Some(reader) = self.loops.iter().find(same) else { return false };
         let mine = Index::var(reader.var);
-        let own = |(w, v): &(Index, u32)| *v == vec && w.subst(g.var, &mine, &self.ranges) == *flat;
-        !g.writes.is_empty() && g.writes.iter().all(own)
+        let own = |w: &TempWrite| w.vec == vec && w.at.subst(g.var, &mine, &self.ranges) == *flat;
+        !g.writes.is_empty()
+            && (g.writes.iter().all(own)
+                || g.writes.iter().all(|w| self.reads_same_element(w, flat, vec))
+                || self.reads_own_block(g, reader.var, flat, vec))
+    }
+
+    /// The read is of the element `w` wrote, by the same thread: every parallel loop around
+    /// the write has a reading loop that hands out its indices alike (a nest of `mapGlb` or of
+    /// `mapWrg`/`mapLcl` written and read in the same shape), and the write's index in the
+    /// reading loops' variables is the read's.
+    fn reads_same_element(&self, w: &TempWrite, flat: &Index, vec: u32) -> bool {
+        let mut subst = BTreeMap::new();
+        for &(kind, extent, stride, var) in &w.par {
+            let same = |l: &&super::LoopCtx| l.kind == kind && l.extent == extent && l.stride == stride;
+            let Some(reader) = self.loops.iter().find(same) else { return false };
+            subst.insert(var, Index::var(reader.var));
+        }
+        !w.par.is_empty() && w.vec == vec && w.at.rebuild(&|v| subst.get(&v).cloned(), &self.ranges) == *flat
+    }
+
+    /// A `mapGlb` thread wrote, for its index `i`, the whole block `c*i .. c*i + c` and nothing
+    /// else (every write is `c*i + u`, `u` in `0..c`, and one write's `u` runs over all of
+    /// `0..c` in the thread's own sequential loops), and the read, in the reading loop's
+    /// variable `i`, is `c*i + v` with `v .. v + vec` in `0..c`: a row written by one thread and
+    /// then read (reduced, or its neighbours within the row) by the same thread.
+    fn reads_own_block(&self, g: &GridWrite, reader: VarId, flat: &Index, vec: u32) -> bool {
+        if !matches!(g.kind, LoopKind::Global(_)) {
+            return false;
+        }
+        let Some((c, v)) = split_var(flat, reader) else { return false };
+        let within = |u: &Index, width: u32| {
+            let (lo, hi) = self.ranges.of(u);
+            c > 0 && lo >= 0 && hi + i64::from(width) <= c
+        };
+        let blocks: Option<Vec<(Index, &TempWrite)>> = g
+            .writes
+            .iter()
+            .map(|w| split_var(&w.at, g.var).filter(|(cw, u)| *cw == c && within(u, w.vec)).map(|(_, u)| (u, w)))
+            .collect();
+        let Some(blocks) = blocks else { return false };
+        within(&v, vec) && blocks.iter().any(|(u, w)| self.covers(u, w, c))
+    }
+
+    /// `u` (with the write's vector lanes) takes every value of `0..c` exactly once over the
+    /// write's own sequential loops: a mixed-radix number of them.
+    fn covers(&self, u: &Index, w: &TempWrite, c: i64) -> bool {
+        let mut digits = vec![(1i64, i64::from(w.vec))];
+        for (a, coef) in &u.terms {
+            let Atom::Var(x) = a else { return false };
+            let (lo, hi) = self.ranges.atom(a);
+            if !w.own.contains(x) || lo != 0 {
+                return false;
+            }
+            digits.push((*coef, hi + 1));
+        }
+        digits.sort_unstable();
+        let mut next = 1i64;
+        for (coef, extent) in digits {
+            if coef != next {
+                return false;
+            }
+            next = coef.saturating_mul(extent);
+        }
+        u.constant == 0 && next == c
     }
 
     /// A write of buffer `b` at `(flat index, vector width)`, remembered for global temporaries
-    /// (see [`GridWrite`]).
-    pub(super) fn on_write(&mut self, b: BufId, (flat, vec): (&Index, u32)) {
+    /// (see [`GridWrite`]). A write of a global temporary that the threads of some launched
+    /// dimension all make (no parallel loop of that dimension around it) is refused: they would
+    /// all write the same elements at once, a data race.
+    pub(super) fn on_write(&mut self, b: BufId, (flat, vec): (&Index, u32)) -> R<()> {
         let buf = &self.bufs[b.0];
         if buf.role == Role::Temp && buf.space == Space::Global {
-            self.temp_writes.entry(b).or_default().push((flat.clone(), vec));
+            if let Some(d) = self.redundant_dimension() {
+                let writer = self.loops.last().map_or("a sequential map".to_string(), |l| l.origin.clone());
+                return Err(K::RacyWrite { writer, buffer: buf.name.clone(), dim: d }.into());
+            }
+            let own =
+                self.loops.iter().filter(|l| matches!(l.kind, LoopKind::Seq | LoopKind::Vec)).map(|l| l.var).collect();
+            let par = self
+                .loops
+                .iter()
+                .filter(|l| !matches!(l.kind, LoopKind::Seq | LoopKind::Vec))
+                .map(|l| (l.kind, l.extent, l.stride, l.var))
+                .collect();
+            self.temp_writes.entry(b).or_default().push(TempWrite { at: flat.clone(), vec, own, par });
         }
+        Ok(())
+    }
+
+    /// A dimension of the launch whose threads all run the current code alike: more than one
+    /// thread in it, and no loop around that hands out its global ids, or its group ids (when
+    /// there are several groups) and its local ids (when there are several work items).
+    fn redundant_dimension(&self) -> Option<u8> {
+        let has = |k: LoopKind| self.loops.iter().any(|l| l.kind == k);
+        (0..3u8).find(|&d| {
+            let (global, local) = (self.launch.global[d as usize], self.launch.local[d as usize]);
+            let groups = global / local.max(1);
+            let spread = has(LoopKind::Global(d))
+                || ((groups <= 1 || has(LoopKind::Group(d))) && (local <= 1 || has(LoopKind::Local(d))));
+            global > 1 && !spread
+        })
     }
 
     /// Work-group loops that run again reuse local memory other threads may still read: the
@@ -171,9 +321,19 @@ impl Lower<'_> {
                     self.dirty.insert(b, Dirty::Slot(slot));
                 }
                 LoopKind::Global(_) | LoopKind::Group(_) if self.bufs[b.0].role == Role::Temp => {
-                    let writes = self.temp_writes.remove(&b).unwrap_or_default();
+                    let mut writes = self.temp_writes.remove(&b).unwrap_or_default();
+                    // The writes of a nest were handed to its inner parallel loop's record; a
+                    // mapLcl inside left a barrier slot.
+                    let slot = match self.dirty.remove(&b) {
+                        Some(Dirty::Grid(inner)) => {
+                            writes.extend(inner.writes);
+                            inner.slot
+                        }
+                        Some(Dirty::Slot(s)) => Some(s),
+                        None => None,
+                    };
                     let (writer, extent, stride, var) = (origin.to_string(), l.extent, l.stride, l.var);
-                    self.dirty.insert(b, Dirty::Grid(GridWrite { writer, kind, extent, stride, var, writes }));
+                    self.dirty.insert(b, Dirty::Grid(GridWrite { writer, kind, extent, stride, var, writes, slot }));
                 }
                 _ => {}
             }

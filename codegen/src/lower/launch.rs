@@ -97,11 +97,9 @@ pub(super) fn launch_shape(maps: &[MapInfo], local: Option<&[i64]>, max_group: O
     if !grp.is_empty() {
         let groups = max_ext(&|k| matches!(k, MapKind::Wrg(_)));
         let lcl = max_ext(&|k| matches!(k, MapKind::Lcl(_)));
-        if let Some(m) = grp.iter().find(|m| matches!(m.kind, MapKind::Lcl(_))) {
-            if !grp.iter().any(|w| matches!(w.kind, MapKind::Wrg(_))) {
-                return Err(launch_err(m, "mapLcl needs an enclosing mapWrg".into()));
-            }
-        }
+        // A dimension without mapWrg has one work group (`groups` is 1 there): mapLcl without
+        // any mapWrg runs in a single work group (the space's rule 4 leaves it out as a
+        // preference, `--mapping` lowers it as written).
         match local {
             Some(l) => {
                 for d in 0..3 {
@@ -165,8 +163,9 @@ fn largest_divisor_at_most(n: i64, cap: i64) -> i64 {
 
 impl Lower<'_> {
     /// Refuses a parallel map nested where it cannot run: a dimension used twice, a `mapWrg`
-    /// or `mapGlb` inside one thread, a `mapLcl` outside a `mapWrg` or under a sequential loop
-    /// inside a `mapLcl`.
+    /// or `mapGlb` inside one thread, a `mapLcl` under a sequential loop inside a `mapLcl`. A
+    /// `mapLcl` outside every `mapWrg` runs in each work group (in a single one when the kernel
+    /// has no `mapWrg`).
     pub(super) fn check_nesting(&self, kind: MapKind, name: &str, span: Option<Span>) -> R<()> {
         let err = |reason: String| CodegenError::new(K::Launch { map: name.to_string(), reason }, span);
         for l in &self.loops {
@@ -194,9 +193,6 @@ impl Lower<'_> {
             }
         }
         if matches!(kind, MapKind::Lcl(_)) {
-            if !self.loops.iter().any(|l| matches!(l.kind, LoopKind::Group(_))) {
-                return Err(err("mapLcl must be nested in a mapWrg".into()));
-            }
             if let Some(l) = self.loops.iter().find(|l| matches!(l.kind, LoopKind::Seq | LoopKind::Vec)) {
                 if self.loops.iter().any(|o| matches!(o.kind, LoopKind::Local(_))) {
                     return Err(err(format!("it is nested in the sequential `{}` inside a mapLcl", l.origin)));

@@ -29,7 +29,7 @@ mod types;
 mod view;
 
 use crate::error::{CodegenError, CodegenErrorKind as K};
-use crate::index::{Index, Ranges};
+use crate::index::Ranges;
 use crate::kir::*;
 use crate::Options;
 use barrier::{Dirty, Slot};
@@ -68,7 +68,7 @@ pub(crate) struct Lower<'a> {
     slots: Vec<Slot>,
     dirty: BTreeMap<BufId, Dirty>,
     /// Where global temporaries were written since the last parallel loop ended.
-    temp_writes: BTreeMap<BufId, Vec<(Index, u32)>>,
+    temp_writes: BTreeMap<BufId, Vec<barrier::TempWrite>>,
     /// Shared buffers written inside the current outermost parallel loop.
     written: BTreeSet<BufId>,
     /// Every size variable's value.

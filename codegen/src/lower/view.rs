@@ -301,7 +301,7 @@ impl Lower<'_> {
         }
         match write {
             false => self.on_read(b, (&flat, st.vec))?,
-            true => self.on_write(b, (&flat, st.vec)),
+            true => self.on_write(b, (&flat, st.vec))?,
         }
         let w = buf.width;
         let place = |index: Index, width: u32, lane: Option<u32>| Place { buf: b, index, width, lane };

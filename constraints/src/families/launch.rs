@@ -4,6 +4,7 @@
 use super::{Gen, Out};
 use crate::expr::{Expr, Term};
 use crate::space::Family;
+use crate::Code;
 
 /// The rules of family 12, in generation order.
 pub(super) fn one_launch(g: &Gen, out: &mut Out) {
@@ -78,6 +79,8 @@ fn one_local_level(g: &Gen, out: &mut Out, i: usize, outer: &[usize]) {
         ),
         Expr::negate(Expr::And(vec![
             Expr::local(Term::Eff(i)),
+            // A map fused into its outer map is that map's loop, checked by its own instance.
+            Expr::negate(Expr::code_is(i, Code::Fused)),
             Expr::Or(outer.iter().map(|&o| Expr::within_thread(Term::Eff(o))).collect()),
             Expr::Or(outer.iter().map(|&o| Expr::local(Term::Eff(o))).collect()),
         ])),

@@ -26,6 +26,9 @@ pub(super) fn synchronizability(g: &Gen, out: &mut Out) -> Sync {
     for b in &g.a.buffers {
         let Some(site) = Site::of(g, b) else { continue };
         no_reads_across_groups(g, out, b, &site);
+        if b.space() == AddressSpace::Global {
+            no_redundant_writers(g, out, b, &site);
+        }
         if let Some(c) = barrier_in_loops(g, b, &site) {
             in_loops.push(c);
             sync.needs_local_sizes = true;
@@ -138,6 +141,45 @@ fn no_reads_across_groups(g: &Gen, out: &mut Out, b: &Buffer, site: &Site) {
             g.label(site.top)
         ),
         Expr::negate(Expr::Or(site.cross.clone())),
+    );
+}
+
+/// The maps writing a global temporary use every thread dimension the kernel uses (of each of
+/// `mapGlb`, `mapWrg`, `mapLcl`). A dimension they leave out runs them in every thread of it:
+/// all those threads write the same elements of the shared buffer at once, then read it back,
+/// a data race (of equal values) that OpenCL leaves undefined, and that pocl's work-group
+/// vectorizer does turn into wrong results (issue #9's differential test: a sequential
+/// pipeline stage before a `mapLcl` one read uninitialized elements). Rule 7, a preference,
+/// says the same of every chain; for the writers of a buffer read again it is a correctness
+/// rule.
+fn no_redundant_writers(g: &Gen, out: &mut Out, b: &Buffer, site: &Site) {
+    let mut writers = g.context(b.top);
+    writers.push(site.top);
+    for w in &b.writers {
+        if let Writer::Maps(ws) = w {
+            writers.extend(g.as_vars(ws));
+        }
+    }
+    writers.sort_unstable();
+    writers.dedup();
+    let all: Vec<usize> = (0..g.len()).collect();
+    let mut parts = Vec::new();
+    for d in 0..3u8 {
+        for code in [Code::Glb(d), Code::Wrg(d), Code::Lcl(d)] {
+            parts.push(Expr::implies(Expr::any_code(&all, code), Expr::any_code(&writers, code)));
+        }
+    }
+    out.push(
+        Family::Sync,
+        &all,
+        format!(
+            "the global buffer written by map {} is read again in the kernel: the maps writing it ({}) use every \
+             thread dimension the kernel uses (else every thread of a missing dimension writes the same \
+             elements at once, a data race)",
+            g.label(site.top),
+            g.names(&writers)
+        ),
+        Expr::And(parts),
     );
 }
 
