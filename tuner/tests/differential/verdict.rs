@@ -102,6 +102,7 @@ impl Runner {
             local,
             max_work_group_size: Some(profile.max_work_group_size as i64),
             max_work_item_sizes: Some(profile.max_work_item_sizes.map(|x| x as i64)),
+            address_bits: Some(profile.address_bits),
         };
         let (src, manifest) = match mapsat_codegen::emit(&q, &opts, Dialect::OpenCl) {
             Ok(k) => k,
