@@ -23,11 +23,12 @@ pub(super) struct Sync {
 pub(super) fn synchronizability(g: &Gen, out: &mut Out) -> Sync {
     let mut sync = Sync { barriers: Vec::new(), needs_local_sizes: g.options.profile.is_some() };
     let mut in_loops = Vec::new();
+    let mut reread = Vec::new();
     for b in &g.a.buffers {
         let Some(site) = Site::of(g, b) else { continue };
         no_reads_across_groups(g, out, b, &site);
         if b.space() == AddressSpace::Global {
-            no_redundant_writers(g, out, b, &site);
+            reread.push((site.top, writers(g, b, &site)));
         }
         if let Some(c) = barrier_in_loops(g, b, &site) {
             in_loops.push(c);
@@ -36,6 +37,7 @@ pub(super) fn synchronizability(g: &Gen, out: &mut Out) -> Sync {
         let readers = site.readers.iter().map(|&r| MapId(r)).collect();
         sync.barriers.push(BarrierSite { writer: MapId(site.top), readers, space: b.space(), needed: site.needed });
     }
+    no_redundant_writers(g, out, &reread);
     for (maps, text, e) in in_loops {
         out.push(Family::Sync, &maps, text, e);
     }
@@ -144,15 +146,9 @@ fn no_reads_across_groups(g: &Gen, out: &mut Out, b: &Buffer, site: &Site) {
     );
 }
 
-/// The maps writing a global temporary use every thread dimension the kernel uses (of each of
-/// `mapGlb`, `mapWrg`, `mapLcl`). A dimension they leave out runs them in every thread of it:
-/// all those threads write the same elements of the shared buffer at once, then read it back,
-/// a data race (of equal values) that OpenCL leaves undefined, and that pocl's work-group
-/// vectorizer does turn into wrong results (issue #9's differential test: a sequential
-/// pipeline stage before a `mapLcl` one read uninitialized elements). Rule 7, a preference,
-/// says the same of every chain; for the writers of a buffer read again it is a correctness
-/// rule.
-fn no_redundant_writers(g: &Gen, out: &mut Out, b: &Buffer, site: &Site) {
+/// The maps writing buffer `b`: the maps around its outermost writer, that writer, and the
+/// writers of its elements, increasing.
+fn writers(g: &Gen, b: &Buffer, site: &Site) -> Vec<usize> {
     let mut writers = g.context(b.top);
     writers.push(site.top);
     for w in &b.writers {
@@ -162,22 +158,40 @@ fn no_redundant_writers(g: &Gen, out: &mut Out, b: &Buffer, site: &Site) {
     }
     writers.sort_unstable();
     writers.dedup();
+    writers
+}
+
+/// The maps writing a global temporary use every thread dimension the kernel uses (of each of
+/// `mapGlb`, `mapWrg`, `mapLcl`). A dimension they leave out runs them in every thread of it:
+/// all those threads write the same elements of the shared buffer at once, then read it back,
+/// a data race (of equal values) that OpenCL leaves undefined, and that pocl's work-group
+/// vectorizer does turn into wrong results (issue #9's differential test: a sequential
+/// pipeline stage before a `mapLcl` one read uninitialized elements). Rule 7, a preference,
+/// says the same of every chain; for the writers of a buffer read again it is a correctness
+/// rule. One constraint for all such buffers of the kernel (`reread`: each buffer's outermost
+/// writer and its writers), so that its size grows with the maps and the writers, not with
+/// their product (a pipeline of 160 maps has 159 such buffers).
+fn no_redundant_writers(g: &Gen, out: &mut Out, reread: &[(usize, Vec<usize>)]) {
+    if reread.is_empty() {
+        return;
+    }
     let all: Vec<usize> = (0..g.len()).collect();
     let mut parts = Vec::new();
     for d in 0..3u8 {
         for code in [Code::Glb(d), Code::Wrg(d), Code::Lcl(d)] {
-            parts.push(Expr::implies(Expr::any_code(&all, code), Expr::any_code(&writers, code)));
+            let each = reread.iter().map(|(_, ws)| Expr::any_code(ws, code)).collect();
+            parts.push(Expr::implies(Expr::any_code(&all, code), Expr::And(each)));
         }
     }
+    let tops: Vec<usize> = reread.iter().map(|(t, _)| *t).collect();
     out.push(
         Family::Sync,
         &all,
         format!(
-            "the global buffer written by map {} is read again in the kernel: the maps writing it ({}) use every \
+            "the global buffers written by maps {} are read again in the kernel: the maps writing each use every \
              thread dimension the kernel uses (else every thread of a missing dimension writes the same \
              elements at once, a data race)",
-            g.label(site.top),
-            g.names(&writers)
+            g.names(&tops)
         ),
         Expr::And(parts),
     );
