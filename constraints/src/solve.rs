@@ -250,6 +250,9 @@ struct Index {
     by_var: Vec<Vec<usize>>,
     /// Constraints on tuning parameters.
     with_ls: Vec<usize>,
+    /// For each constraint without tuning parameters, its last variable (`None`: it has
+    /// tuning parameters, or no variable).
+    last: Vec<Option<usize>>,
 }
 
 fn term_vars(t: &Term, parents: &[Option<usize>], out: &mut Vec<usize>) {
@@ -285,21 +288,23 @@ impl Index {
     fn new(space: &Space) -> Index {
         let mut by_last = vec![Vec::new(); space.len()];
         let mut by_var = vec![Vec::new(); space.len()];
+        let mut last = vec![None; space.constraints.len()];
         for (k, c) in space.constraints.iter().enumerate() {
             let mut vars = Vec::new();
             expr_vars(&c.expr, &space.parents, &mut vars);
             vars.sort_unstable();
             vars.dedup();
             // Constraints without code variables hold in every witness (Z3 checked them).
-            if let Some(&last) = vars.last() {
-                by_last[last].push(k);
+            if let Some(&l) = vars.last() {
+                by_last[l].push(k);
+                last[k] = Some(l).filter(|_| !c.expr.has_ls());
             }
             for v in vars {
                 by_var[v].push(k);
             }
         }
         let with_ls = (0..space.constraints.len()).filter(|&k| space.constraints[k].expr.has_ls()).collect();
-        Index { by_last, by_var, with_ls }
+        Index { by_last, by_var, with_ls, last }
     }
 }
 
@@ -392,28 +397,29 @@ impl<'s, 'c> Search<'s, 'c> {
         }
     }
 
-    /// Does the witness stay valid with `v` at `i`? If so, it is changed.
-    fn patch(&mut self, i: usize, v: i64) -> bool {
+    /// Does the witness stay valid with `v` at `i`? If so, it is changed. If not, `Err(true)`
+    /// when the constraint that fails is one the prefix `0..=i` decides (no tuning parameters,
+    /// no later variable): the witness agrees with the prefix, so the prefix violates it too.
+    fn patch(&mut self, i: usize, v: i64) -> Result<(), bool> {
         let old = self.w_codes[i].replace(v);
         let env = Env::new(&self.w_codes, &self.space.parents, &self.w_ls);
         let cs = &self.space.constraints;
         let by_var = &self.idx.by_var[i];
         let fails = |k: usize| env.eval(&cs[k].expr) != Some(true);
-        let ok = if by_var.get(self.hints[i].0).is_some_and(|&k| fails(k)) {
-            false
-        } else {
-            match by_var.iter().position(|&k| fails(k)) {
-                Some(p) => {
-                    self.hints[i].0 = p;
-                    false
-                }
-                None => true,
-            }
+        let failed = match by_var.get(self.hints[i].0).filter(|&&k| fails(k)) {
+            Some(&k) => Some(k),
+            None => by_var.iter().position(|&k| fails(k)).map(|p| {
+                self.hints[i].0 = p;
+                by_var[p]
+            }),
         };
-        if !ok {
-            self.w_codes[i] = old;
+        match failed {
+            None => Ok(()),
+            Some(k) => {
+                self.w_codes[i] = old;
+                Err(self.idx.last[k].is_some_and(|l| l <= i))
+            }
         }
-        ok
     }
 
     /// Completes the prefix `0..=i` without Z3: a depth-first search over the later variables,
@@ -479,8 +485,13 @@ impl<'s, 'c> Search<'s, 'c> {
     fn extensible(&mut self, i: usize, v: i64) -> Result<bool, Error> {
         // A valid full assignment that agrees with the prefix proves it extensible, so the
         // cheaper tests go first.
-        if self.w_codes[i] == Some(v) || self.patch(i, v) {
+        if self.w_codes[i] == Some(v) {
             return Ok(true);
+        }
+        match self.patch(i, v) {
+            Ok(()) => return Ok(true),
+            Err(true) => return Ok(false),
+            Err(false) => {}
         }
         if self.prefix_violates(i) || self.learnt_refutes(i, &self.assign) {
             return Ok(false);
