@@ -284,6 +284,24 @@ fn expr_vars(e: &Expr, parents: &[Option<usize>], out: &mut Vec<usize>) {
     }
 }
 
+/// Number of nodes of an expression (its cost to evaluate).
+fn expr_size(e: &Expr) -> usize {
+    fn term(t: &Term) -> usize {
+        match t {
+            Term::Mul(ts) => 1 + ts.iter().map(term).sum::<usize>(),
+            _ => 1,
+        }
+    }
+    match e {
+        Expr::Bool(_) => 1,
+        Expr::Eq(a, b) | Expr::Lt(a, b) => 1 + term(a) + term(b),
+        Expr::In(a, _) => 1 + term(a),
+        Expr::And(es) | Expr::Or(es) => 1 + es.iter().map(expr_size).sum::<usize>(),
+        Expr::Not(e) => 1 + expr_size(e),
+        Expr::Before(i, _) => 1 + i,
+    }
+}
+
 impl Index {
     fn new(space: &Space) -> Index {
         let mut by_last = vec![Vec::new(); space.len()];
@@ -302,6 +320,11 @@ impl Index {
             for v in vars {
                 by_var[v].push(k);
             }
+        }
+        // Smallest first: a refutation (most evaluations refute) then mostly costs a small one.
+        let sizes: Vec<usize> = space.constraints.iter().map(|c| expr_size(&c.expr)).collect();
+        for ks in &mut by_var {
+            ks.sort_by_key(|&k| sizes[k]);
         }
         let with_ls = (0..space.constraints.len()).filter(|&k| space.constraints[k].expr.has_ls()).collect();
         Index { by_last, by_var, with_ls, last }
