@@ -142,6 +142,14 @@ struct Z3Ctx<'c> {
 /// budget only slows down the completions that fail, on a 60-deep nest most of the time).
 const COMPLETION_BUDGET: u32 = 300;
 
+/// Refutation hints kept per map ([`Search`]'s `hints`): one per code.
+const HINT_SLOTS: usize = 12;
+
+/// The hint slot of code `v` (distinct for the 12 codes; a hint only orders evaluations).
+fn hint_slot(v: i64) -> usize {
+    (v.rem_euclid(10) + 3 * (v.rem_euclid(40) / 10)) as usize % HINT_SLOTS
+}
+
 /// The permutations of the three dimensions, the identity first.
 const PERMUTATIONS: [[u8; 3]; 6] = [[0, 1, 2], [0, 2, 1], [1, 0, 2], [1, 2, 0], [2, 0, 1], [2, 1, 0]];
 
@@ -362,11 +370,11 @@ struct Search<'s, 'c> {
     /// True when every renaming of dimensions maps the space onto itself (interchangeable
     /// dimensions, no symmetry breaking): a nogood is then learnt with its renamings.
     symmetric: bool,
-    /// For each variable, the position in `idx.by_var` of the constraint that last refuted a
-    /// patch, and of the one that last refuted a prefix: tried first next time (the same rule
-    /// tends to refute the same map's values again), so a refutation costs one evaluation
-    /// instead of a scan.
-    hints: Vec<(usize, usize)>,
+    /// For each variable and value (by [`hint_slot`]), the position in `idx.by_var` of the
+    /// constraint that last refuted a patch, and of the one that last refuted a prefix: tried
+    /// first next time (the same rule tends to refute the same map's value again), so a
+    /// refutation costs one evaluation instead of a scan.
+    hints: Vec<[(u32, u32); HINT_SLOTS]>,
 }
 
 impl<'s, 'c> Search<'s, 'c> {
@@ -390,7 +398,7 @@ impl<'s, 'c> Search<'s, 'c> {
             nogoods: vec![Vec::new(); n],
             no_ls: vec![None; space.local_size_count()],
             symmetric: space.dimensions_interchangeable() && !space.options.symmetry_breaking,
-            hints: vec![(0, 0); n],
+            hints: vec![[(0, 0); HINT_SLOTS]; n],
         }))
     }
 
@@ -408,12 +416,13 @@ impl<'s, 'c> Search<'s, 'c> {
         let cs = &self.space.constraints;
         let by_var = &self.idx.by_var[i];
         let violated = |k: usize| env.eval(&cs[k].expr) == Some(false);
-        if by_var.get(self.hints[i].1).is_some_and(|&k| violated(k)) {
+        let slot = hint_slot(self.assign[i].unwrap_or_default());
+        if by_var.get(self.hints[i][slot].1 as usize).is_some_and(|&k| violated(k)) {
             return true;
         }
         match by_var.iter().position(|&k| violated(k)) {
             Some(p) => {
-                self.hints[i].1 = p;
+                self.hints[i][slot].1 = p as u32;
                 true
             }
             None => false,
@@ -429,10 +438,11 @@ impl<'s, 'c> Search<'s, 'c> {
         let cs = &self.space.constraints;
         let by_var = &self.idx.by_var[i];
         let fails = |k: usize| env.eval(&cs[k].expr) != Some(true);
-        let failed = match by_var.get(self.hints[i].0).filter(|&&k| fails(k)) {
+        let slot = hint_slot(v);
+        let failed = match by_var.get(self.hints[i][slot].0 as usize).filter(|&&k| fails(k)) {
             Some(&k) => Some(k),
             None => by_var.iter().position(|&k| fails(k)).map(|p| {
-                self.hints[i].0 = p;
+                self.hints[i][slot].0 = p as u32;
                 by_var[p]
             }),
         };
