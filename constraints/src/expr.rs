@@ -8,7 +8,7 @@
 //! space with its SAT core, much faster here than with integer arithmetic over `ite` chains.
 
 use crate::Code;
-use std::cell::{Cell, RefCell};
+use std::cell::{Cell, OnceCell, RefCell};
 use std::collections::BTreeMap;
 use z3::ast::{Ast, Bool};
 use z3::Context;
@@ -146,25 +146,27 @@ pub struct Env<'a> {
     parents: &'a [Option<usize>],
     /// Tuning values.
     ls: &'a [Option<i64>],
-    /// Effective code of each variable, once computed.
-    effs: Vec<Cell<Option<Option<i64>>>>,
+    /// Effective code of each variable, once computed (allocated by the first [`Term::Eff`]:
+    /// most evaluations in the search meet none).
+    effs: OnceCell<Vec<Cell<Option<Option<i64>>>>>,
 }
 
 impl<'a> Env<'a> {
     /// Values to evaluate with.
     pub fn new(codes: &'a [Option<i64>], parents: &'a [Option<usize>], ls: &'a [Option<i64>]) -> Env<'a> {
-        Env { codes, parents, ls, effs: vec![Cell::new(None); codes.len()] }
+        Env { codes, parents, ls, effs: OnceCell::new() }
     }
 
     fn eff(&self, i: usize) -> Option<i64> {
-        if let Some(known) = self.effs[i].get() {
+        let effs = self.effs.get_or_init(|| vec![Cell::new(None); self.codes.len()]);
+        if let Some(known) = effs[i].get() {
             return known;
         }
         let e = match (self.codes[i], self.parents[i]) {
             (Some(1), Some(p)) => self.eff(p),
             (c, _) => c,
         };
-        self.effs[i].set(Some(e));
+        effs[i].set(Some(e));
         e
     }
 

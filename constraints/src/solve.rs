@@ -142,6 +142,14 @@ struct Z3Ctx<'c> {
 /// budget only slows down the completions that fail, on a 60-deep nest most of the time).
 const COMPLETION_BUDGET: u32 = 300;
 
+/// Refutation hints kept per map ([`Search`]'s `hints`): one per code.
+const HINT_SLOTS: usize = 12;
+
+/// The hint slot of code `v` (distinct for the 12 codes; a hint only orders evaluations).
+fn hint_slot(v: i64) -> usize {
+    (v.rem_euclid(10) + 3 * (v.rem_euclid(40) / 10)) as usize % HINT_SLOTS
+}
+
 /// The permutations of the three dimensions, the identity first.
 const PERMUTATIONS: [[u8; 3]; 6] = [[0, 1, 2], [0, 2, 1], [1, 0, 2], [1, 2, 0], [2, 0, 1], [2, 1, 0]];
 
@@ -250,6 +258,9 @@ struct Index {
     by_var: Vec<Vec<usize>>,
     /// Constraints on tuning parameters.
     with_ls: Vec<usize>,
+    /// For each constraint without tuning parameters, its last variable (`None`: it has
+    /// tuning parameters, or no variable).
+    last: Vec<Option<usize>>,
 }
 
 fn term_vars(t: &Term, parents: &[Option<usize>], out: &mut Vec<usize>) {
@@ -281,25 +292,50 @@ fn expr_vars(e: &Expr, parents: &[Option<usize>], out: &mut Vec<usize>) {
     }
 }
 
+/// Number of nodes of an expression (its cost to evaluate).
+fn expr_size(e: &Expr) -> usize {
+    fn term(t: &Term) -> usize {
+        match t {
+            Term::Mul(ts) => 1 + ts.iter().map(term).sum::<usize>(),
+            _ => 1,
+        }
+    }
+    match e {
+        Expr::Bool(_) => 1,
+        Expr::Eq(a, b) | Expr::Lt(a, b) => 1 + term(a) + term(b),
+        Expr::In(a, _) => 1 + term(a),
+        Expr::And(es) | Expr::Or(es) => 1 + es.iter().map(expr_size).sum::<usize>(),
+        Expr::Not(e) => 1 + expr_size(e),
+        Expr::Before(i, _) => 1 + i,
+    }
+}
+
 impl Index {
     fn new(space: &Space) -> Index {
         let mut by_last = vec![Vec::new(); space.len()];
         let mut by_var = vec![Vec::new(); space.len()];
+        let mut last = vec![None; space.constraints.len()];
         for (k, c) in space.constraints.iter().enumerate() {
             let mut vars = Vec::new();
             expr_vars(&c.expr, &space.parents, &mut vars);
             vars.sort_unstable();
             vars.dedup();
             // Constraints without code variables hold in every witness (Z3 checked them).
-            if let Some(&last) = vars.last() {
-                by_last[last].push(k);
+            if let Some(&l) = vars.last() {
+                by_last[l].push(k);
+                last[k] = Some(l).filter(|_| !c.expr.has_ls());
             }
             for v in vars {
                 by_var[v].push(k);
             }
         }
+        // Smallest first: a refutation (most evaluations refute) then mostly costs a small one.
+        let sizes: Vec<usize> = space.constraints.iter().map(|c| expr_size(&c.expr)).collect();
+        for ks in &mut by_var {
+            ks.sort_by_key(|&k| sizes[k]);
+        }
         let with_ls = (0..space.constraints.len()).filter(|&k| space.constraints[k].expr.has_ls()).collect();
-        Index { by_last, by_var, with_ls }
+        Index { by_last, by_var, with_ls, last }
     }
 }
 
@@ -334,11 +370,11 @@ struct Search<'s, 'c> {
     /// True when every renaming of dimensions maps the space onto itself (interchangeable
     /// dimensions, no symmetry breaking): a nogood is then learnt with its renamings.
     symmetric: bool,
-    /// For each variable, the position in `idx.by_var` of the constraint that last refuted a
-    /// patch, and of the one that last refuted a prefix: tried first next time (the same rule
-    /// tends to refute the same map's values again), so a refutation costs one evaluation
-    /// instead of a scan.
-    hints: Vec<(usize, usize)>,
+    /// For each variable and value (by [`hint_slot`]), the position in `idx.by_var` of the
+    /// constraint that last refuted a patch, and of the one that last refuted a prefix: tried
+    /// first next time (the same rule tends to refute the same map's value again), so a
+    /// refutation costs one evaluation instead of a scan.
+    hints: Vec<[(u32, u32); HINT_SLOTS]>,
 }
 
 impl<'s, 'c> Search<'s, 'c> {
@@ -362,7 +398,7 @@ impl<'s, 'c> Search<'s, 'c> {
             nogoods: vec![Vec::new(); n],
             no_ls: vec![None; space.local_size_count()],
             symmetric: space.dimensions_interchangeable() && !space.options.symmetry_breaking,
-            hints: vec![(0, 0); n],
+            hints: vec![[(0, 0); HINT_SLOTS]; n],
         }))
     }
 
@@ -380,40 +416,43 @@ impl<'s, 'c> Search<'s, 'c> {
         let cs = &self.space.constraints;
         let by_var = &self.idx.by_var[i];
         let violated = |k: usize| env.eval(&cs[k].expr) == Some(false);
-        if by_var.get(self.hints[i].1).is_some_and(|&k| violated(k)) {
+        let slot = hint_slot(self.assign[i].unwrap_or_default());
+        if by_var.get(self.hints[i][slot].1 as usize).is_some_and(|&k| violated(k)) {
             return true;
         }
         match by_var.iter().position(|&k| violated(k)) {
             Some(p) => {
-                self.hints[i].1 = p;
+                self.hints[i][slot].1 = p as u32;
                 true
             }
             None => false,
         }
     }
 
-    /// Does the witness stay valid with `v` at `i`? If so, it is changed.
-    fn patch(&mut self, i: usize, v: i64) -> bool {
+    /// Does the witness stay valid with `v` at `i`? If so, it is changed. If not, `Err(true)`
+    /// when the constraint that fails is one the prefix `0..=i` decides (no tuning parameters,
+    /// no later variable): the witness agrees with the prefix, so the prefix violates it too.
+    fn patch(&mut self, i: usize, v: i64) -> Result<(), bool> {
         let old = self.w_codes[i].replace(v);
         let env = Env::new(&self.w_codes, &self.space.parents, &self.w_ls);
         let cs = &self.space.constraints;
         let by_var = &self.idx.by_var[i];
         let fails = |k: usize| env.eval(&cs[k].expr) != Some(true);
-        let ok = if by_var.get(self.hints[i].0).is_some_and(|&k| fails(k)) {
-            false
-        } else {
-            match by_var.iter().position(|&k| fails(k)) {
-                Some(p) => {
-                    self.hints[i].0 = p;
-                    false
-                }
-                None => true,
-            }
+        let slot = hint_slot(v);
+        let failed = match by_var.get(self.hints[i][slot].0 as usize).filter(|&&k| fails(k)) {
+            Some(&k) => Some(k),
+            None => by_var.iter().position(|&k| fails(k)).map(|p| {
+                self.hints[i][slot].0 = p as u32;
+                by_var[p]
+            }),
         };
-        if !ok {
-            self.w_codes[i] = old;
+        match failed {
+            None => Ok(()),
+            Some(k) => {
+                self.w_codes[i] = old;
+                Err(self.idx.last[k].is_some_and(|l| l <= i))
+            }
         }
-        ok
     }
 
     /// Completes the prefix `0..=i` without Z3: a depth-first search over the later variables,
@@ -479,8 +518,13 @@ impl<'s, 'c> Search<'s, 'c> {
     fn extensible(&mut self, i: usize, v: i64) -> Result<bool, Error> {
         // A valid full assignment that agrees with the prefix proves it extensible, so the
         // cheaper tests go first.
-        if self.w_codes[i] == Some(v) || self.patch(i, v) {
+        if self.w_codes[i] == Some(v) {
             return Ok(true);
+        }
+        match self.patch(i, v) {
+            Ok(()) => return Ok(true),
+            Err(true) => return Ok(false),
+            Err(false) => {}
         }
         if self.prefix_violates(i) || self.learnt_refutes(i, &self.assign) {
             return Ok(false);
