@@ -135,7 +135,11 @@ pub fn rewrite(p: &Program, opts: &Options) -> Result<Outcome, RewriteError> {
     }
     let last = phases::Phase {
         name: "rules".into(),
-        rules: opts.rules.clone().unwrap_or(all_names),
+        // `map-fission` makes every term `map-fission-nest` makes (the stage phase's narrower form).
+        rules: opts
+            .rules
+            .clone()
+            .unwrap_or_else(|| all_names.into_iter().filter(|n| n != "map-fission-nest").collect()),
         iterations: opts.budget.iterations,
     };
     let has_let = p.nodes.iter().any(|n| matches!(n, mapsat_ir::Node::Let(..)));

@@ -75,8 +75,7 @@ impl Rule for MapFission {
                         continue;
                     }
                     let Some(ff1) = cx.shifted(*ff, -1) else { continue };
-                    let inner =
-                        Build::map(&super::derived(&label, "_f"), Build::lam(Build::Class(*g)), Build::Class(xs));
+                    let inner = Build::map(&format!("{label}_f"), Build::lam(Build::Class(*g)), Build::Class(xs));
                     out.push(Build::map(&label, ff1, inner));
                 }
             }

@@ -248,8 +248,10 @@ impl<'a> Ctx<'a> {
 
 /// The label of a map a rule creates from the map labelled `label`: `label` and the rule's
 /// suffix, once (a map made by the same rule from a map it made keeps its label, so that
-/// repeated fission or fusion meets terms already in the e-graph instead of new labels without
-/// end; extraction makes the labels of a variant unique).
+/// repeating the rule meets terms already in the e-graph instead of new labels without end;
+/// extraction makes the labels of a variant unique). `slide-map` uses it; fission does not:
+/// there it merges so many classes that the matches of one iteration on matmul at 100k
+/// e-nodes took 2.3 GB instead of 0.5 GB.
 pub fn derived(label: &str, suffix: &str) -> String {
     match label.ends_with(suffix) {
         true => label.to_string(),
