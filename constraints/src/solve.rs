@@ -58,7 +58,8 @@ pub struct Sampled {
     pub produced: usize,
     /// True when they are every valid mapping of the space: a sample of fewer than asked is
     /// then the whole space; false with fewer than asked means the descents stopped finding
-    /// new mappings (20n + 100 of them).
+    /// new mappings (20n + 100 of them) in a space too large to enumerate (more than
+    /// `Options::count_limit` mappings; a smaller one fills the sample from its enumeration).
     pub exhausted: bool,
     /// Random descents of the search tree made.
     pub descents: usize,
@@ -796,7 +797,7 @@ impl Space {
         seed: u64,
         mut f: impl FnMut(&Mapping) -> ControlFlow<()>,
     ) -> Result<Sampled, Error> {
-        let all = self.all_if_at_most(n)?;
+        let mut all = self.all_if_at_most(n)?;
         let target = all.as_ref().map_or(n, |a| a.len().min(n));
         let ctx = Context::new(&Config::new());
         let Some(mut s) = Search::new(self, &ctx)? else {
@@ -812,16 +813,22 @@ impl Space {
                 return Ok(Sampled { produced: seen.len(), exhausted: false, descents: attempts });
             }
         }
+        if all.is_none() && seen.len() < target {
+            // The descents missed some mappings (they are not uniform): when the space is small
+            // enough to enumerate, the rest come from the enumeration.
+            all = self.all_if_at_most(usize::try_from(self.options.count_limit).unwrap_or(usize::MAX))?;
+        }
         if let Some(mut rest) = all {
+            let exhausted = rest.len() <= n;
             rest.retain(|m| !seen.contains(m));
             rest.shuffle(&mut rng);
             for m in rest.into_iter().take(target - seen.len().min(target)) {
                 seen.insert(m.clone());
                 if f(&m).is_break() {
-                    break;
+                    return Ok(Sampled { produced: seen.len(), exhausted: false, descents: attempts });
                 }
             }
-            return Ok(Sampled { produced: seen.len(), exhausted: true, descents: attempts });
+            return Ok(Sampled { produced: seen.len(), exhausted, descents: attempts });
         }
         Ok(Sampled { produced: seen.len(), exhausted: false, descents: attempts })
     }
