@@ -2,16 +2,11 @@
 //! rejected, with their messages and locations, are the file tests of
 //! `tests/filetests/errors/` (run by `tests/filetests.rs`).
 
+mod common;
+
+use common::{mapsat, root};
 use std::path::PathBuf;
 use std::process::{Command, Output};
-
-fn root() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-}
-
-fn mapsat(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_mapsat")).args(args).current_dir(root()).output().expect("run mapsat")
-}
 
 #[test]
 fn rendered_diagnostic_shape() {

@@ -1,15 +1,9 @@
 //! `mapsat devices --profile DEVICE`: the limits of an OpenCL device as a profile file.
 
-use std::path::PathBuf;
-use std::process::{Command, Output};
+mod common;
 
-fn root() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-}
-
-fn mapsat(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_mapsat")).args(args).current_dir(root()).output().expect("run mapsat")
-}
+use common::mapsat;
+use std::process::Output;
 
 fn stderr(out: &Output) -> String {
     String::from_utf8_lossy(&out.stderr).into_owned()

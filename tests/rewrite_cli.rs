@@ -1,17 +1,11 @@
 //! `mapsat rewrite`: exit codes, the files it writes, and that every variant parses, checks and
 //! computes what the input computes.
 
+mod common;
+
+use common::{mapsat, opencl, root};
 use mapsat::ir::{self, interp, Sizes};
 use std::path::PathBuf;
-use std::process::{Command, Output};
-
-fn root() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-}
-
-fn mapsat(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_mapsat")).args(args).current_dir(root()).output().expect("run mapsat")
-}
 
 fn temp(name: &str) -> PathBuf {
     let dir = std::env::temp_dir().join(format!("mapsat-rewrite-{name}-{}", std::process::id()));
@@ -107,16 +101,6 @@ fn bad_input_and_usage() {
     assert_eq!(mapsat(&["rewrite", "examples/dot.lift"]).status.code(), Some(2), "-o is required");
     assert_eq!(mapsat(&["rewrite", "examples/dot.lift", "--size", "Q=3", "-o", d]).status.code(), Some(2));
     assert!(!dir.exists(), "nothing written on an error");
-}
-
-fn opencl() -> bool {
-    let out = mapsat(&["devices"]);
-    let present = String::from_utf8_lossy(&out.stdout).lines().any(|l| l.starts_with("opencl:0:0"));
-    if !present {
-        assert!(std::env::var("MAPSAT_REQUIRE_OPENCL").is_err(), "no OpenCL device");
-        eprintln!("skipped: no OpenCL device");
-    }
-    present
 }
 
 /// Variants are ordinary programs for the rest of the pipeline: each one's sampled valid mapping

@@ -7,9 +7,10 @@
 //! Exit codes: 0 success (a valid mapping), 1 the input was rejected (an invalid mapping, a
 //! program without maps), 2 bad usage (a malformed mapping, an unknown device profile).
 
+mod common;
+
+use common::root;
 use std::collections::HashSet;
-use std::path::PathBuf;
-use std::process::Command;
 
 /// Listing 1 of the paper: map A around two nests B/C and D/E that share a local buffer.
 const LISTING1: &str = "examples/listing1.lift";
@@ -28,10 +29,6 @@ const M6: &str = "A=W0,B=L0,C=V,D=S,E=L0";
 /// pocl-cpu profile: a brute force over every assignment (`constraints/tests/brute.rs`,
 /// `listing1_brute_force`) finds 42.
 const LISTING1_COUNT: u64 = 42;
-
-fn root() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-}
 
 /// One run of the binary.
 struct Run {
@@ -61,7 +58,7 @@ impl Run {
 }
 
 fn mapsat(args: &[&str]) -> Run {
-    let out = Command::new(env!("CARGO_BIN_EXE_mapsat")).args(args).current_dir(root()).output().expect("run mapsat");
+    let out = common::mapsat(args);
     let run = Run {
         args: args.iter().map(|a| a.to_string()).collect(),
         code: out.status.code(),
