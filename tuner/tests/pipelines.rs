@@ -8,7 +8,7 @@
 
 mod common;
 
-use common::opencl_present;
+use common::{opencl_present, Rng};
 use mapsat_constraints::{Options, Space};
 use mapsat_ir::Sizes;
 use mapsat_tuner::measure::{self, DeviceSpec, MappedStage, RunConfig};
@@ -16,23 +16,10 @@ use mapsat_tuner::measure::{self, DeviceSpec, MappedStage, RunConfig};
 const PROGRAMS: u64 = 16;
 const PER_PROGRAM: usize = 8;
 
-/// A small deterministic generator (SplitMix64), so that the programs are the same everywhere.
-struct Gen(u64);
-
-impl Gen {
-    fn next(&mut self, n: u64) -> u64 {
-        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        (z ^ (z >> 31)) % n
-    }
-}
-
 /// One stage reading `prev` (and the input `xs`).
-fn stage(g: &mut Gen, prev: &str) -> String {
-    match g.next(4) {
-        0 => format!("map(fun(x => x * {}.5 + 1.0), {prev})", g.next(3)),
+fn stage(g: &mut Rng, prev: &str) -> String {
+    match g.below(4) {
+        0 => format!("map(fun(x => x * {}.5 + 1.0), {prev})", g.below(3)),
         1 => format!("map(fun(p => p.0 + p.1), zip(xs, {prev}))"),
         2 => format!("map(fun(w => reduce(add, 0.0, w)), slide(3, 1, padClamp(1, 1, {prev})))"),
         _ => format!("map(fun(p => p.0 * at(0, p.1)), zip({prev}, slide(2, 1, padClamp(1, 0, {prev}))))"),
@@ -41,13 +28,13 @@ fn stage(g: &mut Gen, prev: &str) -> String {
 
 /// A pipeline of 2 to 5 stages over `xs: [f32]N`.
 fn pipeline(seed: u64) -> String {
-    let mut g = Gen(seed);
-    let stages = 2 + g.next(4);
+    let mut g = Rng(seed);
+    let stages = 2 + g.below(4);
     let mut body = String::new();
     let mut prev = "xs".to_string();
     for k in 0..stages - 1 {
         let s = stage(&mut g, &prev);
-        let s = if g.next(2) == 0 { format!("toGlobal({s})") } else { s };
+        let s = if g.below(2) == 0 { format!("toGlobal({s})") } else { s };
         body += &format!("  let y{k} = {s} in\n");
         prev = format!("y{k}");
     }

@@ -5,24 +5,7 @@
 //! products. Each intermediate value is a top-level `let`, kept in a default buffer or
 //! materialized with `toGlobal` (a kernel boundary, `mapsat_ir::stages`), at random.
 
-/// A small deterministic generator (SplitMix64), so that the programs are the same everywhere.
-pub struct Rng(pub u64);
-
-impl Rng {
-    /// A number in `0..n` (`n > 0`).
-    pub fn below(&mut self, n: u64) -> u64 {
-        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        (z ^ (z >> 31)) % n
-    }
-
-    /// One of `xs` (not empty).
-    pub fn pick<T: Clone>(&mut self, xs: &[T]) -> T {
-        xs[self.below(xs.len() as u64) as usize].clone()
-    }
-}
+use crate::common::Rng;
 
 /// A length: its size expression and its value.
 #[derive(Clone, Debug, PartialEq)]

@@ -65,7 +65,7 @@ mod generate;
 mod tally;
 mod verdict;
 
-use generate::Rng;
+use common::Rng;
 use mapsat_constraints::{Code, Error as SpaceError, Family, MapId, Mapping, Options, Space};
 use mapsat_ir::profile::Profile;
 use mapsat_ir::{Program, Sizes};
