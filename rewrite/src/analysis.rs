@@ -90,6 +90,12 @@ impl Analysis<Lift> for Meta {
     }
 }
 
+/// True when class `c` holds a `toX` primitive (whose argument must stay a map or reduce
+/// application).
+pub fn is_to(eg: &LiftGraph, c: Id) -> bool {
+    eg[c].nodes.iter().any(|n| matches!(n, Lift::Prim(mapsat_ir::Prim::To(_))))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

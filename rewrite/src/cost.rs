@@ -65,7 +65,7 @@ pub const LOOP: usize = 8;
 
 /// The weight of one node alone: 1, or [`LOOP`] for a reduction (a map's weight depends on its
 /// function, see [`StaticCost`]).
-pub fn weight(n: &Lift) -> usize {
+fn weight(n: &Lift) -> usize {
     match n {
         Lift::Prim(Prim::Reduce { .. }) => LOOP,
         _ => 1,

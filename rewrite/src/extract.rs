@@ -16,9 +16,9 @@
 
 use crate::analysis::LiftGraph;
 use crate::convert::{self, Term};
-use crate::cost::{weight, StaticCost};
+use crate::cost::StaticCost;
 use crate::lang::Lift;
-use egg::{Extractor, Id, Language, RecExpr};
+use egg::{CostFunction, Extractor, Id, Language, RecExpr};
 use mapsat_ir::ast::{Node, Prim};
 use mapsat_ir::{Program, Sizes};
 use std::collections::{BTreeMap, BTreeSet, HashSet};
@@ -251,7 +251,7 @@ impl Builder<'_> {
         let node = match node {
             // `toX(e)`: `e` must be a map or reduce application (other forms of its class, added
             // by rules where it is read elsewhere, are not taken here).
-            Lift::App([f, a]) if self.is_to(f) => {
+            Lift::App([f, a]) if crate::analysis::is_to(self.eg, f) => {
                 let f = self.go(self.eg.find(f), forced, t, visited, stack);
                 let a = self.go_applied(self.eg.find(a), 3, forced, t, visited, stack);
                 Lift::App([f, a])
@@ -272,14 +272,10 @@ impl Builder<'_> {
         t.expr.add(node)
     }
 
-    fn is_to(&self, c: Id) -> bool {
-        self.eg[c].nodes.iter().any(|n| matches!(n, Lift::Prim(Prim::To(_))))
-    }
-
     /// The cheapest node of class `c` that is a map or reduce primitive applied to at most
     /// `depth` arguments, if the class has one.
     fn applied_node(&self, c: Id, depth: usize) -> Option<&Lift> {
-        let cost = |n: &Lift| n.fold(weight(n), |s, ch| s.saturating_add(self.ext.find_best_cost(ch).total));
+        let cost = |n: &Lift| StaticCost.cost(n, |ch| self.ext.find_best_cost(ch)).total;
         self.eg[c]
             .nodes
             .iter()

@@ -122,7 +122,7 @@ impl<'a> Ctx<'a> {
 
     /// True when class `c` is a `toX` primitive (which must stay applied to a map or reduce).
     pub fn is_to(&self, c: Id) -> bool {
-        self.eg[c].nodes.iter().any(|n| matches!(n, Lift::Prim(Prim::To(_))))
+        crate::analysis::is_to(self.eg, c)
     }
 
     /// A class's analysis data.
