@@ -56,6 +56,23 @@ pub struct Options {
     pub address_bits: Option<u32>,
 }
 
+impl Options {
+    /// Options at `sizes` with work-group size `local` and every limit of `profile` checked.
+    pub fn for_profile(
+        sizes: mapsat_ir::Sizes,
+        local: Option<Vec<i64>>,
+        profile: &mapsat_ir::profile::Profile,
+    ) -> Options {
+        Options {
+            sizes,
+            local,
+            max_work_group_size: Some(profile.max_work_group_size as i64),
+            max_work_item_sizes: Some(profile.max_work_item_sizes.map(|x| x as i64)),
+            address_bits: Some(profile.address_bits),
+        }
+    }
+}
+
 /// Lowers a program to the kernel IR at concrete sizes, then cleans it up (one-iteration loops
 /// elided, indices simplified again, small private arrays promoted to registers) and decides
 /// which variables and index parts are 64-bit ([`width`](mod@width)). In debug builds the

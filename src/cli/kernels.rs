@@ -29,12 +29,9 @@ impl Mapped<'_> {
             Some(name) => Some(Profile::load(name).map_err(|e| Failure::Usage(e.to_string()))?),
             None => None,
         };
-        Ok(Options {
-            sizes,
-            local,
-            max_work_group_size: profile.as_ref().map(|q| q.max_work_group_size as i64),
-            max_work_item_sizes: profile.as_ref().map(|q| q.max_work_item_sizes.map(|x| x as i64)),
-            address_bits: profile.as_ref().map(|q| q.address_bits),
+        Ok(match profile {
+            Some(q) => Options::for_profile(sizes, local, &q),
+            None => Options { sizes, local, ..Options::default() },
         })
     }
 

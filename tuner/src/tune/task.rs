@@ -470,13 +470,8 @@ impl Task {
             return Err(Rejection::Invalid(format!("work-group size {:?} is not valid with this mapping", c.local)));
         }
         let q = p.space.apply(&self.program, &m).map_err(|e| Rejection::Codegen(e.to_string()))?;
-        let opts = mapsat_codegen::Options {
-            sizes: self.sizes_at(&c.tuning),
-            local: (!c.local.is_empty()).then(|| c.local.clone()),
-            max_work_group_size: Some(self.profile.max_work_group_size as i64),
-            max_work_item_sizes: Some(self.profile.max_work_item_sizes.map(|x| x as i64)),
-            address_bits: Some(self.profile.address_bits),
-        };
+        let local = (!c.local.is_empty()).then(|| c.local.clone());
+        let opts = mapsat_codegen::Options::for_profile(self.sizes_at(&c.tuning), local, &self.profile);
         let kernel = mapsat_codegen::lower(&q, &opts).map_err(|e| Rejection::Codegen(e.to_string()))?;
         let mem = kernel.memory();
         if mem.local_bytes > self.profile.local_mem_bytes {

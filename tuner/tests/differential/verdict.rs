@@ -97,13 +97,7 @@ impl Runner {
             Ok(q) => q,
             Err(e) => return Outcome::Refused(format!("apply: {e}")),
         };
-        let opts = mapsat_codegen::Options {
-            sizes: case.sizes.clone(),
-            local,
-            max_work_group_size: Some(profile.max_work_group_size as i64),
-            max_work_item_sizes: Some(profile.max_work_item_sizes.map(|x| x as i64)),
-            address_bits: Some(profile.address_bits),
-        };
+        let opts = mapsat_codegen::Options::for_profile(case.sizes.clone(), local, profile);
         let (src, manifest) = match mapsat_codegen::emit(&q, &opts, Dialect::OpenCl) {
             Ok(k) => k,
             Err(e) => return Outcome::Refused(format!("codegen: {e}")),
