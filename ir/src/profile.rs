@@ -62,6 +62,14 @@ pub struct Rates {
     /// accesses allow it, and runs them one lane at a time otherwise (CPU drivers).
     #[serde(default = "yes")]
     pub lock_step: bool,
+    /// Bytes of the cache that serves global memory (`CL_DEVICE_GLOBAL_MEM_CACHE_SIZE`; a GPU's
+    /// L2): a kernel whose global buffers fit in it moves its lines at `cache_bandwidth_gbs`,
+    /// from memory only once. 0: unknown.
+    #[serde(default)]
+    pub cache_bytes: u64,
+    /// Bandwidth of that cache in GB/s, for reads of a buffer that fits in it. 0: unknown.
+    #[serde(default)]
+    pub cache_bandwidth_gbs: f64,
 }
 
 fn yes() -> bool {
@@ -73,8 +81,17 @@ fn address_bits_64() -> u32 {
 }
 
 /// The fields of [`Rates`] in declaration order.
-const RATE_FIELDS: [&str; 7] =
-    ["gflops", "bandwidth_gbs", "launch_us", "simd_width", "line_bytes", "group_us", "lock_step"];
+const RATE_FIELDS: [&str; 9] = [
+    "gflops",
+    "bandwidth_gbs",
+    "launch_us",
+    "simd_width",
+    "line_bytes",
+    "group_us",
+    "lock_step",
+    "cache_bytes",
+    "cache_bandwidth_gbs",
+];
 
 /// The fields of [`Profile`] in declaration order: the order [`Profile::to_toml`] writes them.
 const FIELDS: [&str; 10] = [

@@ -7,7 +7,12 @@
 //!   (2 × 8 × `R` operations per work item / time);
 //! - **launch**: a kernel of one work item that stores one float (its whole time);
 //! - **work groups**: `2^16` work items that each store one float, in groups of one and in
-//!   groups of 256 (the difference per extra group).
+//!   groups of 256 (the difference per extra group);
+//! - **cache**: `2^20` work items in groups of 256 that each read 256 floats of a buffer of
+//!   `2^16` floats (256 KiB, which stays in the device's cache), the work items of a group
+//!   reading consecutive floats, written out without a loop; the bandwidth is counted as the analytical model
+//!   counts a kernel's traffic: lines moved by `simd_width`-wide groups of work items.
+//!   The cache's size is the device's (`CL_DEVICE_GLOBAL_MEM_CACHE_SIZE`, CUDA's L2 size).
 //!
 //! A CPU device packs work items into vector lanes only where their code allows it
 //! (`lock_step = false`): its lanes are the ratio of the arithmetic rate to that of the same
@@ -31,6 +36,12 @@ const FMA_R: i64 = 64;
 const GROUP: i64 = 256;
 /// Work items of the work-group kernels.
 const GROUPS_N: i64 = 1 << 16;
+/// Floats of the buffer the cache kernel reads (256 KiB).
+const CACHED_N: i64 = 1 << 16;
+/// Work items of the cache kernel.
+const CACHE_ITEMS: i64 = 1 << 20;
+/// Reads per work item of the cache kernel: [`CACHED_N`] over the work-group size.
+const CACHE_READS: i64 = CACHED_N / GROUP;
 
 fn source(d: Dialect, name: &str, params: &str, body: &str) -> String {
     match d {
@@ -122,23 +133,46 @@ pub fn calibrate(device: DeviceSpec, base: &Profile) -> Result<Rates, MeasureErr
     let m = manifest(d, "mapsat_empty", GROUPS_N, GROUP, None, GROUPS_N, 0);
     let full_ms = time(&mut s, &empty, &m, &[], GROUPS_N as usize)?;
     let group_us = ((ones_ms - full_ms) * 1e3 / (GROUPS_N - GROUPS_N / GROUP) as f64).max(0.0);
+    let cached_ms = time_cache_reads(&mut s, d)?;
     let given = base.rates.clone();
+    let line_bytes = given.as_ref().map_or(64, |r| r.line_bytes);
+    let simd_width = if cpu {
+        // The lanes a CPU driver gains by packing work items: the two rates' ratio, as a
+        // power of two.
+        let ratio = (loop_ms / fma_ms.max(1e-9)).clamp(1.0, 64.0);
+        1 << ratio.log2().round() as u32
+    } else {
+        given.as_ref().map_or(base.vector_width.max(1), |r| r.simd_width)
+    };
+    // Lines moved as the model counts them: per group of `simd_width` work items reading
+    // consecutive floats, the lines those floats span.
+    let lines_per_group = (f64::from(simd_width) * 4.0 / f64::from(line_bytes)).ceil().max(1.0);
+    let moved = (CACHE_ITEMS * CACHE_READS) as f64 / f64::from(simd_width) * lines_per_group * f64::from(line_bytes);
     Ok(Rates {
         gflops: flops as f64 / (fma_ms.max(1e-6) * 1e6),
         bandwidth_gbs: (2 * 4 * COPY_N) as f64 / (copy_ms.max(1e-6) * 1e6),
         launch_us: launch_ms * 1e3,
-        simd_width: if cpu {
-            // The lanes a CPU driver gains by packing work items: the two rates' ratio, as a
-            // power of two.
-            let ratio = (loop_ms / fma_ms.max(1e-9)).clamp(1.0, 64.0);
-            1 << ratio.log2().round() as u32
-        } else {
-            given.as_ref().map_or(base.vector_width.max(1), |r| r.simd_width)
-        },
-        line_bytes: given.as_ref().map_or(64, |r| r.line_bytes),
+        simd_width,
+        line_bytes,
         group_us,
         lock_step: !cpu,
+        cache_bytes: measure::cache_bytes(device)?,
+        cache_bandwidth_gbs: moved / (cached_ms.max(1e-6) * 1e6),
     })
+}
+
+/// The cache kernel's time in ms (see the module documentation).
+fn time_cache_reads(s: &mut Session, d: Dialect) -> Result<f64, MeasureError> {
+    let lid = match d {
+        Dialect::OpenCl => "get_local_id(0)",
+        Dialect::Cuda => "threadIdx.x",
+    };
+    let reads: String = (0..CACHE_READS).map(|r| format!("  acc += x[l + {}];\n", r * GROUP)).collect();
+    let body = format!("  int l = {lid};\n  float acc = 0.0f;\n{reads}  out[i] = acc;\n");
+    let src = source(d, "mapsat_cached", "const PTR x, PTR out", &body);
+    let x = Tensor::f32(vec![CACHED_N as usize], vec![1.0; CACHED_N as usize]);
+    let m = manifest(d, "mapsat_cached", CACHE_ITEMS, GROUP, Some(CACHED_N), CACHE_ITEMS, 0);
+    time(s, &src, &m, std::slice::from_ref(&x), CACHE_ITEMS as usize)
 }
 
 /// Notes for the profile file, naming how each rate was obtained.
@@ -150,6 +184,8 @@ pub fn notes() -> Vec<(&'static str, &'static str)> {
         ("rates.simd_width", "A CPU's: the arithmetic rate over that of the same chains in a loop (which keeps work items out of vector lanes), as a power of two, measured by `mapsat calibrate`. A GPU's: from the base profile (or its vector width)."),
         ("rates.line_bytes", "Not measured: from the base profile (or 64 bytes)."),
         ("rates.group_us", "Measured by `mapsat calibrate`: 2^16 work items storing one float each, in groups of 1 against groups of 256 (time per extra group)."),
+        ("rates.cache_bytes", "CL_DEVICE_GLOBAL_MEM_CACHE_SIZE (OpenCL) or the L2 size (CUDA), read by `mapsat calibrate`."),
+        ("rates.cache_bandwidth_gbs", "Measured by `mapsat calibrate`: 2^20 work items reading 256 floats each of a 256 KiB buffer, counted as the model counts lines (median of 9 runs)."),
         ("rates.lock_step", "false for a CPU device (CL_DEVICE_TYPE_CPU): its compiler packs work items into vector lanes only where their accesses allow it."),
     ]
 }

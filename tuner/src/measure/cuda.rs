@@ -63,6 +63,15 @@ pub(super) fn list() -> Vec<String> {
     out
 }
 
+/// The L2 cache size of device `n`.
+pub(super) fn cache_bytes(n: usize) -> Result<u64, MeasureError> {
+    let ctx = context(n)?;
+    let bytes = ctx
+        .attribute(cudarc::driver::sys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_L2_CACHE_SIZE)
+        .map_err(|err| MeasureError::Cuda(format!("{err:?}")))?;
+    Ok(u64::try_from(bytes).unwrap_or(0))
+}
+
 enum D {
     F32(CudaSlice<f32>),
     I32(CudaSlice<i32>),

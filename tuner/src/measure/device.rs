@@ -57,6 +57,15 @@ pub fn is_cpu(device: DeviceSpec) -> Result<bool, MeasureError> {
     }
 }
 
+/// Bytes of the cache in front of the device's global memory: `CL_DEVICE_GLOBAL_MEM_CACHE_SIZE`
+/// for OpenCL, the L2 size for CUDA.
+pub fn cache_bytes(device: DeviceSpec) -> Result<u64, MeasureError> {
+    match device {
+        DeviceSpec::OpenCl(p, d) => opencl::cache_bytes(p, d),
+        DeviceSpec::Cuda(n) => cuda::cache_bytes(n),
+    }
+}
+
 /// One line per device, or a line saying why a runtime is missing.
 pub fn list_devices() -> Vec<String> {
     let mut out = opencl::list();

@@ -20,7 +20,7 @@ mod opencl;
 pub mod profile;
 pub mod session;
 
-pub use device::{is_cpu, list_devices, DeviceSpec};
+pub use device::{cache_bytes, is_cpu, list_devices, DeviceSpec};
 pub use profile::{opencl_profile, opencl_profile_toml, CPU_PRIVATE_MEM_BYTES, GPU_PRIVATE_MEM_BYTES};
 pub use session::{DeviceRun, Session};
 

@@ -123,6 +123,13 @@ pub(super) fn is_cpu(pi: usize, di: usize) -> R<bool> {
     Ok(d.dev_type().map_err(e)? & CL_DEVICE_TYPE_CPU != 0)
 }
 
+/// `CL_DEVICE_GLOBAL_MEM_CACHE_SIZE` of the device.
+pub(super) fn cache_bytes(pi: usize, di: usize) -> R<u64> {
+    let _guard = lock();
+    let (_, d) = find(pi, di)?;
+    d.global_mem_cache_size().map_err(e)
+}
+
 enum DevBuf {
     F32(Buffer<cl_float>),
     I32(Buffer<cl_int>),

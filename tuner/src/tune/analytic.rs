@@ -8,8 +8,9 @@
 //! lane_util = T / (ceil(T / lanes) * lanes)        idle lanes of the last lock-step group
 //! tail      = ceil(G / CU) / (G / CU)              idle compute units in the last wave
 //! compute   = lane_ops / gflops / (lane_util * busy) * tail          (lock-step lanes: GPUs)
-//!           = (vector_ops / lane_util + scalar_ops * lanes) / gflops * tail    (CPUs)
-//! global    = max(footprint / bw, transactions * line / (bw * CACHE_REUSE)) * tail
+//!           = (across / lane_util + in_item + scalar_ops * lanes) / gflops * tail    (CPUs)
+//! global    = max(footprint / bw, transactions * line / cache_bw) * tail     (footprint fits in the cache)
+//!           = max(footprint / bw, transactions * line / (bw * CACHE_REUSE)) * tail   (otherwise)
 //! local     = (local + private array accesses) * 4 B / (bw * LOCAL_SPEEDUP) * tail
 //! barriers  = barriers_per_group * G * T * BARRIER_FLOPS / gflops * tail
 //! groups    = G * group_us / CU
@@ -18,11 +19,15 @@
 //!
 //! `T` is the work-group size, `G` the number of work groups, `busy` the fraction of launched
 //! work items that have work. On a CPU (`lock_step = false`) only the statements whose
-//! accesses allow it run their work items in vector lanes (`vector_ops`); the others run one
-//! work item at a time, and idle work items cost nothing. `footprint` is the bytes of the kernel's global buffers: each is
+//! accesses allow it run in vector lanes (`vector_ops`): across the work items of a group
+//! (`across`, which a group of fewer work items than lanes leaves partly idle), or along a
+//! sequential loop of each work item (`in_item`, which needs no other work item); the others
+//! run one work item at a time, and idle work items cost nothing. `footprint` is the bytes of
+//! the kernel's global buffers: each is
 //! read or written at least once from memory. `transactions` are the lines moved by the
-//! accesses as coalesced (see [`KernelStats`]); caches serve repeated lines, counted by the
-//! `CACHE_REUSE` factor. A profile without rates gets rough ones from its limits
+//! accesses as coalesced (see [`KernelStats`]); a cache serves repeated lines: at its measured
+//! bandwidth when the profile has one (`cache_bytes`, `cache_bandwidth_gbs`, from `mapsat
+//! calibrate`) and the footprint fits in it, else counted by the `CACHE_REUSE` factor. A profile without rates gets rough ones from its limits
 //! ([`rates_of`]), which is enough to rank candidates but not to predict seconds.
 
 use super::stats::{KernelStats, Lanes};
@@ -71,6 +76,8 @@ pub fn rates_of(p: &Profile) -> Rates {
         line_bytes: 64,
         group_us: 0.0,
         lock_step: true,
+        cache_bytes: 0,
+        cache_bandwidth_gbs: 0.0,
     })
 }
 
@@ -78,6 +85,19 @@ pub fn rates_of(p: &Profile) -> Rates {
 pub fn lanes_of(p: &Profile, reassociate: bool) -> Lanes {
     let r = rates_of(p);
     Lanes { simd: r.simd_width, line: r.line_bytes, reassociate }
+}
+
+/// Global-memory time, before the tail: the footprint from memory once, and the lines the
+/// accesses move, from the cache at its bandwidth when the footprint fits in it (and the
+/// profile knows the cache), else from memory with [`CACHE_REUSE`].
+fn global_seconds(s: &KernelStats, r: &Rates) -> f64 {
+    let bytes_per_s = r.bandwidth_gbs * 1e9;
+    let lines = s.global_transactions * f64::from(r.line_bytes);
+    let cached = r.cache_bytes > 0 && r.cache_bandwidth_gbs > 0.0 && s.footprint_bytes <= r.cache_bytes as f64;
+    match cached {
+        true => (s.footprint_bytes / bytes_per_s).max(lines / (r.cache_bandwidth_gbs * 1e9)),
+        false => s.footprint_bytes.max(lines / CACHE_REUSE) / bytes_per_s,
+    }
 }
 
 /// Predicts a kernel's run time on a device (see the module documentation).
@@ -96,11 +116,11 @@ pub fn predict(s: &KernelStats, p: &Profile) -> Prediction {
         s.lane_ops / flops_per_s / (lane_util * busy) * tail
     } else {
         let scalar = (s.lane_ops - s.vector_ops).max(0.0);
-        (s.vector_ops / lane_util + scalar * lanes) / flops_per_s * tail
+        let across = (s.vector_ops - s.vector_ops_in_item).max(0.0);
+        (across / lane_util + s.vector_ops_in_item + scalar * lanes) / flops_per_s * tail
     };
     let groups = g * r.group_us * 1e-6 / cu;
-    let moved = s.global_transactions * f64::from(r.line_bytes) / CACHE_REUSE;
-    let global = s.footprint_bytes.max(moved) / bytes_per_s * tail;
+    let global = global_seconds(s, &r) * tail;
     let local = (s.local_accesses + s.private_accesses) * 4.0 / (bytes_per_s * LOCAL_SPEEDUP) * tail;
     let barrier = s.barriers_per_group * g * t * BARRIER_FLOPS / flops_per_s * tail;
     let launch = r.launch_us * 1e-6;
@@ -140,6 +160,28 @@ mod tests {
         let few = "size N = 512\ndef f(xs: [f32]N) = mapGlb(0, fun(x => x * 2.0), xs)";
         let pr = predict(&stats(few, vec![256], &p), &p);
         assert!((pr.tail - 66.0).abs() < 1e-9, "{pr:?}");
+    }
+
+    #[test]
+    fn lines_of_a_footprint_that_fits_in_the_cache_move_at_its_bandwidth() {
+        let mut p = Profile::builtin("pocl-cpu").unwrap();
+        let src = "size N = 256, M = 256\ndef f(a: [[f32]M]N) = mapGlb(0, fun(r => reduceSeq(add, 0.0, r)), a)";
+        let s = stats(src, vec![64], &p);
+        let rates = p.rates.clone().unwrap();
+        let line = f64::from(rates.line_bytes);
+        p.rates = Some(Rates { cache_bytes: 0, cache_bandwidth_gbs: 0.0, ..rates.clone() });
+        let unknown = predict(&s, &p).global_ms;
+        let from_memory =
+            s.footprint_bytes.max(s.global_transactions * line / CACHE_REUSE) / (rates.bandwidth_gbs * 1e6);
+        assert!((unknown - from_memory).abs() < 1e-9 * from_memory, "{unknown} vs {from_memory}");
+        // 256 KiB fit in a 1 MiB cache: the lines at the cache's bandwidth.
+        p.rates = Some(Rates { cache_bytes: 1 << 20, cache_bandwidth_gbs: 400.0, ..rates.clone() });
+        let cached = predict(&s, &p).global_ms;
+        let lines = s.global_transactions * line / 400e6;
+        assert!((cached - lines.max(s.footprint_bytes / (rates.bandwidth_gbs * 1e6))).abs() < 1e-9, "{cached}");
+        // Not in a 64 KiB one.
+        p.rates = Some(Rates { cache_bytes: 1 << 16, cache_bandwidth_gbs: 400.0, ..rates });
+        assert_eq!(predict(&s, &p).global_ms, unknown);
     }
 
     #[test]

@@ -20,10 +20,14 @@
 //! a remainder, a bounds test of `pad`) and loads are counted once per iteration of the loops
 //! they depend on: a device compiler hoists them out of the sequential loops nested inside the
 //! deepest loop whose variable they use (register blocking relies on this: one input value, and
-//! the index arithmetic that finds it, serve every output of the block).
+//! the index arithmetic that finds it, serve every output of the block). Within one block of
+//! statements, a load, a selection or a bounds test computed again (the same expression, as
+//! the unrolled statements of a register block repeat it) is counted once: the device
+//! compiler computes it once (common-subexpression elimination), until a store to the buffer
+//! it loads from.
 
 use mapsat_codegen::index::{Atom, Index};
-use mapsat_codegen::kir::{Expr, Kernel, LoopKind, Place, Space, Stmt, Trips, VarId};
+use mapsat_codegen::kir::{BufId, Expr, Kernel, LoopKind, Place, Space, Stmt, Trips, VarId};
 
 /// Counts of one kernel (see the module documentation).
 #[derive(Clone, Debug, Default, PartialEq)]
@@ -41,6 +45,9 @@ pub struct KernelStats {
     pub flops: f64,
     /// Lane work of the statements whose accesses allow work items in vector lanes.
     pub vector_ops: f64,
+    /// The part of `vector_ops` vectorized along a sequential loop of each work item (the
+    /// others across the work items of a group): it needs no other work item to fill the lanes.
+    pub vector_ops_in_item: f64,
     /// Global loads and stores (lane work), in accesses.
     pub global_loads: f64,
     /// Global stores.
@@ -105,6 +112,9 @@ struct Walk<'k> {
     /// The kernel's threads are work groups and local ids (`mapWrg`/`mapLcl`), not global ids.
     grouped: bool,
     stack: Vec<Frame>,
+    /// The loads, selections and bounds tests counted in the current block (see the module
+    /// documentation), one list per open block.
+    seen: Vec<Vec<&'k Expr>>,
     s: KernelStats,
 }
 
@@ -120,6 +130,7 @@ impl KernelStats {
             lanes,
             grouped: has_loop(&k.body, &|kind| matches!(kind, LoopKind::Group(_) | LoopKind::Local(_))),
             stack: Vec::new(),
+            seen: vec![Vec::new()],
             s: KernelStats {
                 threads_per_group: threads,
                 groups: (launched / threads).max(1.0),
@@ -175,9 +186,35 @@ fn busy_fraction(body: &[Stmt], launched: f64, k: &Kernel) -> f64 {
 
 impl<'k> Walk<'k> {
     fn block(&mut self, stmts: &'k [Stmt]) {
+        self.seen.push(Vec::new());
         for s in stmts {
             self.stmt(s);
         }
+        self.seen.pop();
+    }
+
+    /// Has the block already computed `e` (a load, a selection or a bounds test)? Records it
+    /// otherwise.
+    fn computed(&mut self, e: &'k Expr) -> bool {
+        if !matches!(e, Expr::Load(_) | Expr::Select(..) | Expr::InRange(..)) {
+            return false;
+        }
+        let seen = self.seen.last_mut().expect("a block is open");
+        if seen.iter().any(|x| *x == e) {
+            return true;
+        }
+        seen.push(e);
+        false
+    }
+
+    /// A store to `buf`: what the block loaded from it may have changed.
+    fn forget_loads_of(&mut self, buf: BufId) {
+        let seen = self.seen.last_mut().expect("a block is open");
+        seen.retain(|e| {
+            let mut places = Vec::new();
+            loads(e, &mut places);
+            places.iter().all(|p| p.buf != buf)
+        });
     }
 
     /// Executions of a statement at the current depth, lane work: the product of the enclosing
@@ -217,8 +254,12 @@ impl<'k> Walk<'k> {
                 self.expr(e, n);
                 self.index(&place.index, n);
                 self.access(place, n, true);
-                if self.vectorizable(place, e) {
+                self.forget_loads_of(place.buf);
+                if let Some(in_item) = self.vectorizable(place, e) {
                     self.s.vector_ops += self.s.lane_ops - before;
+                    if in_item {
+                        self.s.vector_ops_in_item += self.s.lane_ops - before;
+                    }
                 }
             }
             Stmt::Loop { var, kind, extent, trips, body, .. } => {
@@ -280,6 +321,9 @@ impl<'k> Walk<'k> {
 
     /// Counts the operations and loads of `e`, evaluated `n` times (hoisted); its level.
     fn expr(&mut self, e: &'k Expr, n: f64) -> usize {
+        if self.computed(e) {
+            return self.level_of(e);
+        }
         let (level, ops) = match e {
             Expr::Load(p) => {
                 let level = self.index(&p.index, n);
@@ -299,20 +343,35 @@ impl<'k> Walk<'k> {
         level
     }
 
-    /// Can the store `p = e` run in vector lanes (see the module documentation)?
-    fn vectorizable(&self, p: &Place, e: &Expr) -> bool {
+    /// How many enclosing loops `e` depends on (its indices', what it loads).
+    fn level_of(&self, e: &Expr) -> usize {
+        match e {
+            Expr::Load(p) => self.level(&p.index),
+            Expr::Int(i) | Expr::InRange(i, ..) => self.level(i),
+            Expr::Bin(_, a, b) => self.level_of(a).max(self.level_of(b)),
+            Expr::Un(_, a) | Expr::Cast(_, a) | Expr::Lane(a, _) => self.level_of(a),
+            Expr::Select(c, a, b) => self.level_of(c).max(self.level_of(a)).max(self.level_of(b)),
+            Expr::Vector(_, es) => es.iter().map(|x| self.level_of(x)).max().unwrap_or(0),
+            Expr::Lit(_) | Expr::Splat(..) => 0,
+        }
+    }
+
+    /// Can the store `p = e` run in vector lanes (see the module documentation)? `Some(true)`
+    /// along a sequential loop of each work item, `Some(false)` across work items.
+    fn vectorizable(&self, p: &Place, e: &Expr) -> Option<bool> {
         let mut places = vec![p];
         loads(e, &mut places);
         let unit = |var: VarId| places.iter().all(|q| stride(q, var) <= 1);
-        let Some(inner) = self.stack.last() else { return false };
-        match inner.kind {
+        let inner = self.stack.last()?;
+        let ok = match inner.kind {
             LoopKind::Local(0) | LoopKind::Global(0) => unit(inner.var),
             LoopKind::Seq | LoopKind::Vec => {
                 let along = p.index.mentions(inner.var);
                 inner.extent > 1 && (along || self.lanes.reassociate) && unit(inner.var)
             }
             _ => false,
-        }
+        };
+        ok.then_some(matches!(inner.kind, LoopKind::Seq | LoopKind::Vec))
     }
 
     /// Counts an access executed `n` times (already hoisted).
@@ -451,6 +510,36 @@ mod tests {
         // arithmetic of its load.
         let s = KernelStats::of(&k, Lanes { reassociate: true, ..LANES });
         assert!(s.vector_ops >= strict + 64.0 * 256.0, "{}", s.vector_ops);
+    }
+
+    /// Register blocking: each thread keeps 4 sums and reads its input once per step for all
+    /// four (the unrolled statements repeat the load; the device compiler loads it once).
+    const BLOCKED: &str = "size N = 64, K = 32, B = 4\ndef f(xs: [[f32]K]N, ws: [[f32]K]B) = \
+        mapGlb(0, fun(x => toPrivate(reduceSeq(fun(acc, p => mapSeq(fun(q => q.0 + p.0 * q.1), zip(acc, p.1))), \
+        mapSeq(fun(k => 0.0), ws), zip(x, transpose(ws))))), xs)";
+
+    #[test]
+    fn a_load_the_unrolled_statements_of_a_block_repeat_is_counted_once() {
+        let s = KernelStats::of(&kernel(BLOCKED, Some(vec![64])), LANES);
+        // Per thread and step: one load of `xs`, four of `ws` (not four of each).
+        assert_eq!(s.global_loads, 64.0 * 32.0 * (1.0 + 4.0));
+        // Four multiply-adds per step, and the sums' accesses are registers.
+        assert_eq!(s.flops, 64.0 * 32.0 * 4.0 * 2.0);
+    }
+
+    #[test]
+    fn a_sum_vectorized_along_its_own_loop_is_in_the_work_item() {
+        let reassociate = Lanes { reassociate: true, ..LANES };
+        let s = KernelStats::of(&kernel(BLOCKED, Some(vec![1])), reassociate);
+        // The four sums' updates (in the loop over K) are in lanes of each work item; the
+        // stores of the results (4 apart along the global id) are in no lanes.
+        assert!(s.vector_ops_in_item >= 64.0 * 32.0 * 4.0 * 2.0, "{s:?}");
+        assert_eq!(s.vector_ops_in_item, s.vector_ops);
+        // Across work items, where they are: an element-wise map.
+        let map = "size N = 1024\ndef f(xs: [f32]N) = mapGlb(0, fun(x => x * 2.0), xs)";
+        let s = KernelStats::of(&kernel(map, Some(vec![64])), reassociate);
+        assert!(s.vector_ops > 0.0 && s.vector_ops_in_item == 0.0, "{s:?}");
+        assert_eq!(KernelStats::of(&kernel(BLOCKED, Some(vec![1])), LANES).vector_ops_in_item, 0.0);
     }
 
     #[test]
