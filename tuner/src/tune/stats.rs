@@ -200,7 +200,7 @@ impl<'k> Walk<'k> {
             return false;
         }
         let seen = self.seen.last_mut().expect("a block is open");
-        if seen.iter().any(|x| *x == e) {
+        if seen.contains(&e) {
             return true;
         }
         seen.push(e);
