@@ -6,6 +6,7 @@
 //! Evaluation and Z3 agree on every constraint (the tests check it by brute force).
 
 use crate::expr::{Cases, Env, Expr, Term, Z3Vars};
+use crate::incremental::{Circuits, Values, TRUE};
 use crate::space::{Constraint, MapId, Space};
 use crate::{Code, Error};
 use rand::rngs::StdRng;
@@ -279,7 +280,8 @@ fn term_vars(t: &Term, parents: &[Option<usize>], out: &mut Vec<usize>) {
     }
 }
 
-fn expr_vars(e: &Expr, parents: &[Option<usize>], out: &mut Vec<usize>) {
+/// Pushes the variables `e` depends on (through `Eff`, a variable's ancestors too).
+pub(crate) fn expr_vars(e: &Expr, parents: &[Option<usize>], out: &mut Vec<usize>) {
     match e {
         Expr::Bool(_) => {}
         Expr::Eq(a, b) | Expr::Lt(a, b) => {
@@ -376,6 +378,8 @@ struct Search<'s, 'c> {
     /// first next time (the same rule tends to refute the same map's value again), so a
     /// refutation costs one evaluation instead of a scan.
     hints: Vec<[(u32, u32); HINT_SLOTS]>,
+    /// The constraints' values on the witness, evaluated incrementally by [`Search::patch`].
+    circuits: Circuits,
 }
 
 impl<'s, 'c> Search<'s, 'c> {
@@ -387,8 +391,12 @@ impl<'s, 'c> Search<'s, 'c> {
         }
         let (w_codes, w_ls) = z.model()?;
         let idx = Index::new(space);
+        let exprs: Vec<&Expr> = space.constraints.iter().map(|c| &c.expr).collect();
+        let mut circuits = Circuits::new(&exprs, &space.parents, &idx.by_var);
+        circuits.rebuild(&Values { codes: &w_codes, parents: &space.parents, ls: &w_ls });
         let n = space.len();
         Ok(Some(Search {
+            circuits,
             space,
             z,
             idx,
@@ -433,25 +441,48 @@ impl<'s, 'c> Search<'s, 'c> {
     /// Does the witness stay valid with `v` at `i`? If so, it is changed. If not, `Err(true)`
     /// when the constraint that fails is one the prefix `0..=i` decides (no tuning parameters,
     /// no later variable): the witness agrees with the prefix, so the prefix violates it too.
+    /// The constraints are evaluated incrementally ([`Circuits`]), in the order of `by_var[i]`.
     fn patch(&mut self, i: usize, v: i64) -> Result<(), bool> {
         let old = self.w_codes[i].replace(v);
-        let env = Env::new(&self.w_codes, &self.space.parents, &self.w_ls);
-        let cs = &self.space.constraints;
-        let by_var = &self.idx.by_var[i];
-        let fails = |k: usize| env.eval(&cs[k].expr) != Some(true);
-        let slot = hint_slot(v);
-        let failed = match by_var.get(self.hints[i][slot].0 as usize).filter(|&&k| fails(k)) {
-            Some(&k) => Some(k),
-            None => by_var.iter().position(|&k| fails(k)).map(|p| {
-                self.hints[i][slot].0 = p as u32;
-                by_var[p]
-            }),
+        let w = Values { codes: &self.w_codes, parents: &self.space.parents, ls: &self.w_ls };
+        let circuits = &mut self.circuits;
+        let mut fails = |p: usize| circuits.eval(i, p, &w) != TRUE;
+        let n = self.idx.by_var[i].len();
+        let hint = &mut self.hints[i][hint_slot(v)].0;
+        let failed = match (*hint as usize) < n && fails(*hint as usize) {
+            true => Some(*hint as usize),
+            false => (0..n).position(&mut fails).inspect(|&p| *hint = p as u32),
         };
         match failed {
-            None => Ok(()),
-            Some(k) => {
+            None => {
+                self.circuits.commit(i);
+                self.check_circuits(i);
+                Ok(())
+            }
+            Some(p) => {
                 self.w_codes[i] = old;
-                Err(self.idx.last[k].is_some_and(|l| l <= i))
+                Err(self.idx.last[self.idx.by_var[i][p]].is_some_and(|l| l <= i))
+            }
+        }
+    }
+
+    /// The witness changed wholesale: every constraint is evaluated on it again.
+    fn witness_changed(&mut self) {
+        self.circuits.rebuild(&Values { codes: &self.w_codes, parents: &self.space.parents, ls: &self.w_ls });
+    }
+
+    /// In debug builds, checks the incremental values of the constraints on `i` against a full
+    /// evaluation.
+    fn check_circuits(&self, i: usize) {
+        if cfg!(debug_assertions) {
+            let env = Env::new(&self.w_codes, &self.space.parents, &self.w_ls);
+            for &k in &self.idx.by_var[i] {
+                let want = match env.eval(&self.space.constraints[k].expr) {
+                    Some(true) => TRUE,
+                    Some(false) => 0,
+                    None => 2,
+                };
+                debug_assert_eq!(self.circuits.value(k), want, "constraint {k} after a patch at {i}");
             }
         }
     }
@@ -476,6 +507,7 @@ impl<'s, 'c> Search<'s, 'c> {
             let env = Env::new(&cand, &self.space.parents, &self.w_ls);
             if self.idx.with_ls.iter().all(|&k| env.eval(&cs[k].expr) == Some(true)) {
                 self.w_codes = cand;
+                self.witness_changed();
                 return true;
             }
         }
@@ -544,6 +576,7 @@ impl<'s, 'c> Search<'s, 'c> {
         if self.z.check()? {
             self.pushed += 1;
             (self.w_codes, self.w_ls) = self.z.model()?;
+            self.witness_changed();
             return Ok(true);
         }
         // Learn why: the prefix values that cannot go together in any mapping (an unsat core
