@@ -56,9 +56,11 @@ pub(crate) struct Circuits {
     children: Vec<Vec<u32>>,
     /// Root node of each constraint.
     roots: Vec<u32>,
+    /// The constraints that depend on each variable.
+    by_var: Vec<Vec<usize>>,
     /// `plans[i][p]`: the nodes of constraint `by_var[i][p]` that depend on variable `i`,
-    /// children first.
-    plans: Vec<Vec<Vec<u32>>>,
+    /// children first; made when variable `i` is first changed (most never are in a stream).
+    plans: Vec<Option<Vec<Vec<u32>>>>,
     /// Value of each node on the witness.
     val: Vec<u8>,
     /// Deciding and undecided children of each connective on the witness.
@@ -78,7 +80,8 @@ impl Circuits {
             nodes: Vec::new(),
             children: Vec::new(),
             roots: Vec::new(),
-            plans: Vec::new(),
+            by_var: by_var.to_vec(),
+            plans: vec![None; by_var.len()],
             val: Vec::new(),
             count: Vec::new(),
             new_val: Vec::new(),
@@ -92,20 +95,22 @@ impl Circuits {
         let n = c.nodes.len();
         (c.val, c.count, c.new_val, c.new_count, c.delta) =
             (vec![UNKNOWN; n], vec![[0; 2]; n], vec![UNKNOWN; n], vec![[0; 2]; n], vec![[0; 2]; n]);
-        c.plans = by_var
-            .iter()
-            .enumerate()
-            .map(|(i, ks)| {
-                ks.iter()
-                    .map(|&k| {
-                        let mut plan = Vec::new();
-                        c.plan(c.roots[k], i, &mut plan);
-                        plan
-                    })
-                    .collect()
-            })
-            .collect();
         c
+    }
+
+    /// Makes the plans of variable `i` (on first use).
+    fn make_plans(&mut self, i: usize) {
+        if self.plans[i].is_none() {
+            let plans = self.by_var[i]
+                .iter()
+                .map(|&k| {
+                    let mut plan = Vec::new();
+                    self.plan(self.roots[k], i, &mut plan);
+                    plan
+                })
+                .collect();
+            self.plans[i] = Some(plans);
+        }
     }
 
     /// Adds the nodes of `e` (children first); returns its root.
@@ -176,7 +181,8 @@ impl Circuits {
     /// The value of constraint `by_var[i][p]` on the witness `w`, which differs from the one
     /// evaluated last (by [`Circuits::rebuild`] or [`Circuits::commit`]) at variable `i` only.
     pub(crate) fn eval(&mut self, i: usize, p: usize, w: &Values) -> u8 {
-        let plan = &self.plans[i][p];
+        self.make_plans(i);
+        let plan = &self.plans[i].as_ref().expect("made")[p];
         let mut v = UNKNOWN;
         for &n in plan {
             let n = n as usize;
@@ -206,7 +212,7 @@ impl Circuits {
     /// Makes the witness changed at variable `i` the one remembered; every constraint of
     /// `by_var[i]` must have been evaluated on it by [`Circuits::eval`].
     pub(crate) fn commit(&mut self, i: usize) {
-        for plan in &self.plans[i] {
+        for plan in self.plans[i].iter().flatten() {
             for &n in plan {
                 let n = n as usize;
                 self.val[n] = self.new_val[n];
