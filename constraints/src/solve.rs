@@ -378,8 +378,9 @@ struct Search<'s, 'c> {
     /// first next time (the same rule tends to refute the same map's value again), so a
     /// refutation costs one evaluation instead of a scan.
     hints: Vec<[(u32, u32); HINT_SLOTS]>,
-    /// The constraints' values on the witness, evaluated incrementally by [`Search::patch`].
-    circuits: Circuits,
+    /// The constraints' values on the witness, evaluated incrementally by [`Search::patch`]
+    /// (made by the first patch: a first mapping needs none).
+    circuits: Option<Circuits>,
 }
 
 impl<'s, 'c> Search<'s, 'c> {
@@ -391,12 +392,9 @@ impl<'s, 'c> Search<'s, 'c> {
         }
         let (w_codes, w_ls) = z.model()?;
         let idx = Index::new(space);
-        let exprs: Vec<&Expr> = space.constraints.iter().map(|c| &c.expr).collect();
-        let mut circuits = Circuits::new(&exprs, &space.parents, &idx.by_var);
-        circuits.rebuild(&Values { codes: &w_codes, parents: &space.parents, ls: &w_ls });
         let n = space.len();
         Ok(Some(Search {
-            circuits,
+            circuits: None,
             space,
             z,
             idx,
@@ -443,9 +441,14 @@ impl<'s, 'c> Search<'s, 'c> {
     /// no later variable): the witness agrees with the prefix, so the prefix violates it too.
     /// The constraints are evaluated incrementally ([`Circuits`]), in the order of `by_var[i]`.
     fn patch(&mut self, i: usize, v: i64) -> Result<(), bool> {
+        if self.circuits.is_none() {
+            let exprs: Vec<&Expr> = self.space.constraints.iter().map(|c| &c.expr).collect();
+            self.circuits = Some(Circuits::new(&exprs, &self.space.parents, &self.idx.by_var));
+            self.witness_changed();
+        }
         let old = self.w_codes[i].replace(v);
         let w = Values { codes: &self.w_codes, parents: &self.space.parents, ls: &self.w_ls };
-        let circuits = &mut self.circuits;
+        let Some(circuits) = self.circuits.as_mut() else { unreachable!("made above") };
         let mut fails = |p: usize| circuits.eval(i, p, &w) != TRUE;
         let n = self.idx.by_var[i].len();
         let hint = &mut self.hints[i][hint_slot(v)].0;
@@ -455,7 +458,7 @@ impl<'s, 'c> Search<'s, 'c> {
         };
         match failed {
             None => {
-                self.circuits.commit(i);
+                circuits.commit(i);
                 self.check_circuits(i);
                 Ok(())
             }
@@ -468,13 +471,15 @@ impl<'s, 'c> Search<'s, 'c> {
 
     /// The witness changed wholesale: every constraint is evaluated on it again.
     fn witness_changed(&mut self) {
-        self.circuits.rebuild(&Values { codes: &self.w_codes, parents: &self.space.parents, ls: &self.w_ls });
+        if let Some(c) = self.circuits.as_mut() {
+            c.rebuild(&Values { codes: &self.w_codes, parents: &self.space.parents, ls: &self.w_ls });
+        }
     }
 
     /// In debug builds, checks the incremental values of the constraints on `i` against a full
     /// evaluation.
     fn check_circuits(&self, i: usize) {
-        if cfg!(debug_assertions) {
+        if let Some(circuits) = self.circuits.as_ref().filter(|_| cfg!(debug_assertions)) {
             let env = Env::new(&self.w_codes, &self.space.parents, &self.w_ls);
             for &k in &self.idx.by_var[i] {
                 let want = match env.eval(&self.space.constraints[k].expr) {
@@ -482,7 +487,7 @@ impl<'s, 'c> Search<'s, 'c> {
                     Some(false) => 0,
                     None => 2,
                 };
-                debug_assert_eq!(self.circuits.value(k), want, "constraint {k} after a patch at {i}");
+                debug_assert_eq!(circuits.root_value(k), want, "constraint {k} after a patch at {i}");
             }
         }
     }
