@@ -454,7 +454,7 @@ impl<'s, 'c> Search<'s, 'c> {
         let hint = &mut self.hints[i][hint_slot(v)].0;
         let failed = match (*hint as usize) < n && fails(*hint as usize) {
             true => Some(*hint as usize),
-            false => (0..n).position(&mut fails).inspect(|&p| *hint = p as u32),
+            false => circuits.first_failing(i, &w).inspect(|&p| *hint = p as u32),
         };
         match failed {
             None => {
@@ -636,9 +636,10 @@ impl<'s, 'c> Search<'s, 'c> {
 
     /// The values of variable `i` worth trying, the witness's first (so that the first
     /// mapping is the first witness, found without search).
-    fn order(&self, i: usize) -> Vec<i64> {
+    /// (The witness's code is read once, before any is tried: trying codes changes it.)
+    fn order(&self, i: usize) -> impl Iterator<Item = i64> + 's {
         let w = self.w_codes[i].unwrap_or_default();
-        std::iter::once(w).chain(self.space.domains[i].iter().copied().filter(|&v| v != w)).collect()
+        std::iter::once(w).chain(self.space.domains[i].iter().copied().filter(move |&v| v != w))
     }
 
     /// Depth-first enumeration from variable `i`; `produced` counts mappings, up to `limit`.

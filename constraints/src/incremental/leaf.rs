@@ -34,6 +34,7 @@ impl Leaf {
     }
 
     /// The value of the leaf on `w`.
+    #[inline]
     pub(super) fn eval(&self, w: &Values) -> u8 {
         match self {
             Leaf::Table { var, eff, mask, none } => {

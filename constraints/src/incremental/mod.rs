@@ -165,6 +165,7 @@ impl Circuits {
     }
 
     /// The value of node `n` from its leaf, its child or its counts `c`.
+    #[inline]
     fn value(&self, n: usize, w: &Values, child: &[u8], c: [u32; 2]) -> u8 {
         match self.kind[n] {
             Kind::Leaf => self.leaves[self.leaf[n] as usize].eval(w),
@@ -191,6 +192,7 @@ impl Circuits {
     }
 
     /// What a child with value `v` adds to the counts of connective `p`.
+    #[inline]
     fn contribution(&self, p: u32, v: u8) -> [i32; 2] {
         let decisive = match self.kind[p as usize] {
             Kind::And => FALSE,
@@ -203,10 +205,30 @@ impl Circuits {
     /// evaluated last (by [`Circuits::rebuild`] or [`Circuits::commit`]) at variable `i` only.
     pub(crate) fn eval(&mut self, i: usize, p: usize, w: &Values) -> u8 {
         self.make_plans(i);
-        let (nodes, ends) = self.plans[i].as_ref().expect("made");
+        let Some((nodes, ends)) = self.plans[i].take() else { unreachable!("made") };
         let start = if p == 0 { 0 } else { ends[p - 1] as usize };
+        let v = self.run(&nodes[start..ends[p] as usize], w);
+        self.plans[i] = Some((nodes, ends));
+        v
+    }
+
+    /// The first constraint of `by_var[i]` (its position) that is not true on the witness `w`,
+    /// which differs from the one evaluated last at variable `i` only: every constraint of
+    /// `by_var[i]` is evaluated, in one pass.
+    pub(crate) fn first_failing(&mut self, i: usize, w: &Values) -> Option<usize> {
+        self.make_plans(i);
+        let Some((nodes, ends)) = self.plans[i].take() else { unreachable!("made") };
+        self.run(&nodes, w);
+        // A constraint's root is the last of its nodes.
+        let failing = ends.iter().position(|&e| self.new_val[nodes[e as usize - 1] as usize] != TRUE);
+        self.plans[i] = Some((nodes, ends));
+        failing
+    }
+
+    /// Evaluates the nodes of a plan (children first) on `w`; returns the last one's value.
+    fn run(&mut self, plan: &[u32], w: &Values) -> u8 {
         let mut v = UNKNOWN;
-        for &n in &nodes[start..ends[p] as usize] {
+        for &n in plan {
             let n = n as usize;
             let mut c = [0; 2];
             if matches!(self.kind[n], Kind::And | Kind::Or) {
