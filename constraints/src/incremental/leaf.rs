@@ -6,19 +6,20 @@ use super::{Values, FALSE, TRUE, UNKNOWN};
 use crate::expr::{Expr, Term};
 use crate::Code;
 
-/// A leaf of a circuit.
-pub(super) enum Leaf {
-    /// A predicate on one term, `Code(var)` or (`eff`) `Eff(var)`: its value at code `c` is
-    /// bit `c` of `mask`, `none` when the term is unassigned. (A term's value is always one of
-    /// the codes of [`Code::ALL`]: the variables' domains hold no other.)
-    Table { var: usize, eff: bool, mask: u64, none: u8 },
-    /// Any other leaf: evaluated directly.
-    Direct(Expr),
+/// A leaf that is a table (others are evaluated directly, by [`direct`]): a predicate on one
+/// term, `Code(var)` or (`eff`) `Eff(var)`, whose value at code `c` is bit `c` of `mask`, `none`
+/// when the term is unassigned. (A term's value is always one of the codes of [`Code::ALL`]:
+/// the variables' domains hold no other.)
+pub(super) struct Table {
+    pub var: usize,
+    pub eff: bool,
+    pub mask: u64,
+    pub none: u8,
 }
 
-impl Leaf {
-    /// The leaf for `e` when `e` reads one code term only (a table); `None` otherwise.
-    pub(super) fn table(e: &Expr) -> Option<Leaf> {
+impl Table {
+    /// The table of `e` when `e` reads one code term only; `None` otherwise.
+    pub(super) fn of(e: &Expr) -> Option<Table> {
         let mut key = None;
         if !single_term(e, &mut key) {
             return None;
@@ -30,25 +31,7 @@ impl Leaf {
                 mask |= 1 << c;
             }
         }
-        Some(Leaf::Table { var, eff, mask, none: truth(at(e, None)) })
-    }
-
-    /// The value of the leaf on `w`.
-    #[inline]
-    pub(super) fn eval(&self, w: &Values) -> u8 {
-        match self {
-            Leaf::Table { var, eff, mask, none } => {
-                let t = if *eff { effective(w, *var) } else { w.codes[*var] };
-                match t {
-                    None => *none,
-                    Some(c) => {
-                        debug_assert!(Code::from_int(c).is_some(), "code {c}");
-                        ((mask >> (c & 63)) & 1) as u8
-                    }
-                }
-            }
-            Leaf::Direct(e) => truth(direct(e, w)),
-        }
+        Some(Table { var, eff, mask, none: truth(at(e, None)) })
     }
 }
 
@@ -114,7 +97,7 @@ fn kleene(vs: impl Iterator<Item = Option<bool>>, decisive: bool) -> Option<bool
 }
 
 /// Effective code of variable `i`: its parent's when it is fused (code 1).
-fn effective(w: &Values, mut i: usize) -> Option<i64> {
+pub(super) fn effective(w: &Values, mut i: usize) -> Option<i64> {
     loop {
         match (w.codes[i], w.parents[i]) {
             (Some(1), Some(p)) => i = p,
@@ -133,16 +116,21 @@ fn term(t: &Term, w: &Values) -> Option<i64> {
     }
 }
 
+/// The value of a leaf evaluated directly.
+pub(super) fn direct(e: &Expr, w: &Values) -> u8 {
+    truth(three_valued(e, w))
+}
+
 /// Direct evaluation (Kleene's three-valued logic, as [`Env::eval`](crate::expr::Env::eval)).
-fn direct(e: &Expr, w: &Values) -> Option<bool> {
+fn three_valued(e: &Expr, w: &Values) -> Option<bool> {
     match e {
         Expr::Bool(b) => Some(*b),
         Expr::Eq(a, b) => Some(term(a, w)? == term(b, w)?),
         Expr::Lt(a, b) => Some(term(a, w)? < term(b, w)?),
         Expr::In(a, set) => Some(set.contains(&term(a, w)?)),
         Expr::Before(i, set) => kleene(w.codes[..*i].iter().map(|c| c.map(|c| set.contains(&c))), true),
-        Expr::And(es) => kleene(es.iter().map(|e| direct(e, w)), false),
-        Expr::Or(es) => kleene(es.iter().map(|e| direct(e, w)), true),
-        Expr::Not(e) => direct(e, w).map(|b| !b),
+        Expr::And(es) => kleene(es.iter().map(|e| three_valued(e, w)), false),
+        Expr::Or(es) => kleene(es.iter().map(|e| three_valued(e, w)), true),
+        Expr::Not(e) => three_valued(e, w).map(|b| !b),
     }
 }

@@ -11,7 +11,7 @@
 mod leaf;
 
 use crate::expr::Expr;
-use leaf::Leaf;
+use leaf::Table;
 
 /// Three-valued truth: false.
 const FALSE: u8 = 0;
@@ -25,8 +25,12 @@ const NONE: u32 = u32::MAX;
 /// What a node is.
 #[derive(Clone, Copy, PartialEq, Eq)]
 enum Kind {
-    /// A leaf ([`Leaf`]).
-    Leaf,
+    /// A table on the code of a variable (`mask` and `none` of the node, as [`Table`]).
+    Code(u32),
+    /// A table on the effective code of a variable.
+    Eff(u32),
+    /// Any other leaf (an index in `leaves`).
+    Direct(u32),
     /// Conjunction: remembers its false and undecided children.
     And,
     /// Disjunction: remembers its true and undecided children.
@@ -52,9 +56,14 @@ pub(crate) struct Circuits {
     kind: Vec<Kind>,
     /// Each node's parent ([`NONE`] for a root).
     parent: Vec<u32>,
-    /// Each node's leaf, for leaves (an index in `leaves`).
-    leaf: Vec<u32>,
-    leaves: Vec<Leaf>,
+    /// For each node, what its parent's counts count: [`FALSE`] children (`And`), [`TRUE`]
+    /// children (`Or`), or nothing ([`UNKNOWN`]: a root, or under a `Not`).
+    counted: Vec<u8>,
+    /// Each table's values at the codes, and when unassigned (see [`Table`]).
+    mask: Vec<u64>,
+    none: Vec<u8>,
+    /// The leaves evaluated directly.
+    leaves: Vec<Expr>,
     /// The variables each node depends on, sorted (through `Eff`, ancestors too).
     vars: Vec<Vec<usize>>,
     /// Children of each node.
@@ -85,7 +94,9 @@ impl Circuits {
         let mut c = Circuits {
             kind: Vec::new(),
             parent: Vec::new(),
-            leaf: Vec::new(),
+            counted: Vec::new(),
+            mask: Vec::new(),
+            none: Vec::new(),
             leaves: Vec::new(),
             vars: Vec::new(),
             children: Vec::new(),
@@ -123,31 +134,44 @@ impl Circuits {
     /// Adds the nodes of `e` (children first); returns its root. A subtree that reads one code
     /// term only is one leaf.
     fn add(&mut self, e: &Expr, parents: &[Option<usize>]) -> u32 {
-        let table = Leaf::table(e);
-        let (kind, kids): (Kind, Vec<u32>) = match e {
-            _ if table.is_some() => (Kind::Leaf, Vec::new()),
-            Expr::And(es) => (Kind::And, es.iter().map(|e| self.add(e, parents)).collect()),
-            Expr::Or(es) => (Kind::Or, es.iter().map(|e| self.add(e, parents)).collect()),
-            Expr::Not(e) => (Kind::Not, vec![self.add(e, parents)]),
-            _ => (Kind::Leaf, Vec::new()),
+        let (mut mask, mut none) = (0, UNKNOWN);
+        let (kind, kids): (Kind, Vec<u32>) = match (Table::of(e), e) {
+            (Some(Table { var, eff, mask: m, none: u }), _) => {
+                (mask, none) = (m, u);
+                (if eff { Kind::Eff(var as u32) } else { Kind::Code(var as u32) }, Vec::new())
+            }
+            (_, Expr::And(es)) => (Kind::And, es.iter().map(|e| self.add(e, parents)).collect()),
+            (_, Expr::Or(es)) => (Kind::Or, es.iter().map(|e| self.add(e, parents)).collect()),
+            (_, Expr::Not(e)) => (Kind::Not, vec![self.add(e, parents)]),
+            _ => {
+                self.leaves.push(e.clone());
+                (Kind::Direct(self.leaves.len() as u32 - 1), Vec::new())
+            }
         };
         let mut vars = Vec::new();
         match kind {
-            Kind::Leaf => crate::solve::expr_vars(e, parents, &mut vars),
-            _ => kids.iter().for_each(|&k| vars.extend_from_slice(&self.vars[k as usize])),
+            Kind::And | Kind::Or | Kind::Not => {
+                kids.iter().for_each(|&k| vars.extend_from_slice(&self.vars[k as usize]))
+            }
+            _ => crate::solve::expr_vars(e, parents, &mut vars),
         }
         vars.sort_unstable();
         vars.dedup();
         let id = self.kind.len() as u32;
+        let counted = match kind {
+            Kind::And => FALSE,
+            Kind::Or => TRUE,
+            _ => UNKNOWN,
+        };
         for &k in &kids {
             self.parent[k as usize] = id;
-        }
-        self.leaf.push(self.leaves.len() as u32);
-        if kind == Kind::Leaf {
-            self.leaves.push(table.unwrap_or_else(|| Leaf::Direct(e.clone())));
+            self.counted[k as usize] = counted;
         }
         self.kind.push(kind);
         self.parent.push(NONE);
+        self.counted.push(UNKNOWN);
+        self.mask.push(mask);
+        self.none.push(none);
         self.vars.push(vars);
         self.children.push(kids);
         id
@@ -168,10 +192,24 @@ impl Circuits {
     #[inline]
     fn value(&self, n: usize, w: &Values, child: &[u8], c: [u32; 2]) -> u8 {
         match self.kind[n] {
-            Kind::Leaf => self.leaves[self.leaf[n] as usize].eval(w),
+            Kind::Code(x) => self.table(n, w.codes[x as usize]),
+            Kind::Eff(x) => self.table(n, leaf::effective(w, x as usize)),
+            Kind::Direct(l) => leaf::direct(&self.leaves[l as usize], w),
             Kind::Not => not(child[n - 1]),
             Kind::And => and(c),
             Kind::Or => or(c),
+        }
+    }
+
+    /// The value of table `n` at code `t`.
+    #[inline]
+    fn table(&self, n: usize, t: Option<i64>) -> u8 {
+        match t {
+            None => self.none[n],
+            Some(c) => {
+                debug_assert!(crate::Code::from_int(c).is_some(), "code {c}");
+                ((self.mask[n] >> (c & 63)) & 1) as u8
+            }
         }
     }
 
@@ -181,24 +219,13 @@ impl Circuits {
         for n in 0..self.kind.len() {
             let v = self.value(n, w, &self.val, self.count[n]);
             self.val[n] = v;
-            let p = self.parent[n];
-            if p != NONE {
-                let add = self.contribution(p, v);
-                let c = &mut self.count[p as usize];
-                c[0] += add[0] as u32;
-                c[1] += add[1] as u32;
+            let counted = self.counted[n];
+            if counted != UNKNOWN {
+                let c = &mut self.count[self.parent[n] as usize];
+                c[0] += (v == counted) as u32;
+                c[1] += (v == UNKNOWN) as u32;
             }
         }
-    }
-
-    /// What a child with value `v` adds to the counts of connective `p`.
-    #[inline]
-    fn contribution(&self, p: u32, v: u8) -> [i32; 2] {
-        let decisive = match self.kind[p as usize] {
-            Kind::And => FALSE,
-            _ => TRUE,
-        };
-        [(v == decisive) as i32, (v == UNKNOWN) as i32]
     }
 
     /// The value of constraint `by_var[i][p]` on the witness `w`, which differs from the one
@@ -238,12 +265,11 @@ impl Circuits {
             }
             v = self.value(n, w, &self.new_val, c);
             self.new_val[n] = v;
-            let (parent, old) = (self.parent[n], self.val[n]);
-            if parent != NONE && old != v {
-                let (a, b) = (self.contribution(parent, v), self.contribution(parent, old));
-                let d = &mut self.delta[parent as usize];
-                d[0] += a[0] - b[0];
-                d[1] += a[1] - b[1];
+            let (counted, old) = (self.counted[n], self.val[n]);
+            if counted != UNKNOWN && old != v {
+                let d = &mut self.delta[self.parent[n] as usize];
+                d[0] += (v == counted) as i32 - (old == counted) as i32;
+                d[1] += (v == UNKNOWN) as i32 - (old == UNKNOWN) as i32;
             }
         }
         v
