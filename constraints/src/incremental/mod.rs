@@ -9,6 +9,8 @@
 //! values are those of [`Env::eval`](crate::expr::Env::eval) (Kleene's three-valued logic).
 
 mod leaf;
+#[cfg(test)]
+mod tests;
 
 use crate::expr::Expr;
 use leaf::Table;
