@@ -349,7 +349,8 @@ impl Index {
 /// current prefix. Giving variable `i` a new value `v` is decided, cheapest first, by:
 /// (1) the witness itself, when it has `v` there; (2) the witness patched with `v`,
 /// re-evaluating only the constraints that depend on `i` (all others keep their value, so the
-/// patch is valid when those hold); (3) the constraints the prefix decides, and the learnt
+/// patch is valid when those hold), and of those only the parts that depend on `i`
+/// ([`Circuits`]); (3) the constraints the prefix decides, and the learnt
 /// nogoods, which refute it; (4) a bounded search for a completion without Z3; (5) Z3, asked
 /// whether the prefix and `v` extend to a valid mapping: its model becomes the new witness, and
 /// when it says no, the unsat core over the prefix becomes a nogood. Most steps end at (1) or
