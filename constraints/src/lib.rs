@@ -36,6 +36,7 @@ mod apply;
 mod code;
 mod expr;
 mod families;
+mod incremental;
 mod local;
 mod nesting;
 pub mod readback;

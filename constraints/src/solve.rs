@@ -6,6 +6,7 @@
 //! Evaluation and Z3 agree on every constraint (the tests check it by brute force).
 
 use crate::expr::{Cases, Env, Expr, Term, Z3Vars};
+use crate::incremental::{Circuits, Values, TRUE};
 use crate::space::{Constraint, MapId, Space};
 use crate::{Code, Error};
 use rand::rngs::StdRng;
@@ -279,7 +280,8 @@ fn term_vars(t: &Term, parents: &[Option<usize>], out: &mut Vec<usize>) {
     }
 }
 
-fn expr_vars(e: &Expr, parents: &[Option<usize>], out: &mut Vec<usize>) {
+/// Pushes the variables `e` depends on (through `Eff`, a variable's ancestors too).
+pub(crate) fn expr_vars(e: &Expr, parents: &[Option<usize>], out: &mut Vec<usize>) {
     match e {
         Expr::Bool(_) => {}
         Expr::Eq(a, b) | Expr::Lt(a, b) => {
@@ -347,7 +349,8 @@ impl Index {
 /// current prefix. Giving variable `i` a new value `v` is decided, cheapest first, by:
 /// (1) the witness itself, when it has `v` there; (2) the witness patched with `v`,
 /// re-evaluating only the constraints that depend on `i` (all others keep their value, so the
-/// patch is valid when those hold); (3) the constraints the prefix decides, and the learnt
+/// patch is valid when those hold), and of those only the parts that depend on `i`
+/// ([`Circuits`]); (3) the constraints the prefix decides, and the learnt
 /// nogoods, which refute it; (4) a bounded search for a completion without Z3; (5) Z3, asked
 /// whether the prefix and `v` extend to a valid mapping: its model becomes the new witness, and
 /// when it says no, the unsat core over the prefix becomes a nogood. Most steps end at (1) or
@@ -376,6 +379,9 @@ struct Search<'s, 'c> {
     /// first next time (the same rule tends to refute the same map's value again), so a
     /// refutation costs one evaluation instead of a scan.
     hints: Vec<[(u32, u32); HINT_SLOTS]>,
+    /// The constraints' values on the witness, evaluated incrementally by [`Search::patch`]
+    /// (made by the first patch: a first mapping needs none).
+    circuits: Option<Circuits>,
 }
 
 impl<'s, 'c> Search<'s, 'c> {
@@ -389,6 +395,7 @@ impl<'s, 'c> Search<'s, 'c> {
         let idx = Index::new(space);
         let n = space.len();
         Ok(Some(Search {
+            circuits: None,
             space,
             z,
             idx,
@@ -433,25 +440,55 @@ impl<'s, 'c> Search<'s, 'c> {
     /// Does the witness stay valid with `v` at `i`? If so, it is changed. If not, `Err(true)`
     /// when the constraint that fails is one the prefix `0..=i` decides (no tuning parameters,
     /// no later variable): the witness agrees with the prefix, so the prefix violates it too.
+    /// The constraints are evaluated incrementally ([`Circuits`]), in the order of `by_var[i]`.
     fn patch(&mut self, i: usize, v: i64) -> Result<(), bool> {
+        if self.circuits.is_none() {
+            let exprs: Vec<&Expr> = self.space.constraints.iter().map(|c| &c.expr).collect();
+            self.circuits = Some(Circuits::new(&exprs, &self.space.parents, &self.idx.by_var));
+            self.witness_changed();
+        }
         let old = self.w_codes[i].replace(v);
-        let env = Env::new(&self.w_codes, &self.space.parents, &self.w_ls);
-        let cs = &self.space.constraints;
-        let by_var = &self.idx.by_var[i];
-        let fails = |k: usize| env.eval(&cs[k].expr) != Some(true);
-        let slot = hint_slot(v);
-        let failed = match by_var.get(self.hints[i][slot].0 as usize).filter(|&&k| fails(k)) {
-            Some(&k) => Some(k),
-            None => by_var.iter().position(|&k| fails(k)).map(|p| {
-                self.hints[i][slot].0 = p as u32;
-                by_var[p]
-            }),
+        let w = Values { codes: &self.w_codes, parents: &self.space.parents, ls: &self.w_ls };
+        let Some(circuits) = self.circuits.as_mut() else { unreachable!("made above") };
+        let mut fails = |p: usize| circuits.eval(i, p, &w) != TRUE;
+        let n = self.idx.by_var[i].len();
+        let hint = &mut self.hints[i][hint_slot(v)].0;
+        let failed = match (*hint as usize) < n && fails(*hint as usize) {
+            true => Some(*hint as usize),
+            false => circuits.first_failing(i, &w).inspect(|&p| *hint = p as u32),
         };
         match failed {
-            None => Ok(()),
-            Some(k) => {
+            None => {
+                circuits.commit(i);
+                self.check_circuits(i);
+                Ok(())
+            }
+            Some(p) => {
                 self.w_codes[i] = old;
-                Err(self.idx.last[k].is_some_and(|l| l <= i))
+                Err(self.idx.last[self.idx.by_var[i][p]].is_some_and(|l| l <= i))
+            }
+        }
+    }
+
+    /// The witness changed wholesale: every constraint is evaluated on it again.
+    fn witness_changed(&mut self) {
+        if let Some(c) = self.circuits.as_mut() {
+            c.rebuild(&Values { codes: &self.w_codes, parents: &self.space.parents, ls: &self.w_ls });
+        }
+    }
+
+    /// In debug builds, checks the incremental values of the constraints on `i` against a full
+    /// evaluation.
+    fn check_circuits(&self, i: usize) {
+        if let Some(circuits) = self.circuits.as_ref().filter(|_| cfg!(debug_assertions)) {
+            let env = Env::new(&self.w_codes, &self.space.parents, &self.w_ls);
+            for &k in &self.idx.by_var[i] {
+                let want = match env.eval(&self.space.constraints[k].expr) {
+                    Some(true) => TRUE,
+                    Some(false) => 0,
+                    None => 2,
+                };
+                debug_assert_eq!(circuits.root_value(k), want, "constraint {k} after a patch at {i}");
             }
         }
     }
@@ -476,6 +513,7 @@ impl<'s, 'c> Search<'s, 'c> {
             let env = Env::new(&cand, &self.space.parents, &self.w_ls);
             if self.idx.with_ls.iter().all(|&k| env.eval(&cs[k].expr) == Some(true)) {
                 self.w_codes = cand;
+                self.witness_changed();
                 return true;
             }
         }
@@ -544,6 +582,7 @@ impl<'s, 'c> Search<'s, 'c> {
         if self.z.check()? {
             self.pushed += 1;
             (self.w_codes, self.w_ls) = self.z.model()?;
+            self.witness_changed();
             return Ok(true);
         }
         // Learn why: the prefix values that cannot go together in any mapping (an unsat core
@@ -598,9 +637,10 @@ impl<'s, 'c> Search<'s, 'c> {
 
     /// The values of variable `i` worth trying, the witness's first (so that the first
     /// mapping is the first witness, found without search).
-    fn order(&self, i: usize) -> Vec<i64> {
+    /// (The witness's code is read once, before any is tried: trying codes changes it.)
+    fn order(&self, i: usize) -> impl Iterator<Item = i64> + 's {
         let w = self.w_codes[i].unwrap_or_default();
-        std::iter::once(w).chain(self.space.domains[i].iter().copied().filter(|&v| v != w)).collect()
+        std::iter::once(w).chain(self.space.domains[i].iter().copied().filter(move |&v| v != w))
     }
 
     /// Depth-first enumeration from variable `i`; `produced` counts mappings, up to `limit`.
