@@ -104,6 +104,18 @@ pub fn variants(eg: &LiftGraph, src: &Source, k: usize) -> (Vec<Variant>, usize)
         let mut seen = BTreeSet::new();
         frontier = next.into_iter().filter(|(_, s, _)| seen.insert(s.clone())).map(|(_, _, f)| f).take(BEAM).collect();
     }
+    for forced in crate::compute_at::choices(eg, src.root) {
+        let (term, _) = builder.build(src.root, &forced);
+        if !terms.insert(term.expr.clone()) {
+            continue;
+        }
+        match finish(src, &term) {
+            Some(v) => {
+                found.entry(mapsat_ir::print(&v.program)).or_insert(v);
+            }
+            None => rejected += 1,
+        }
+    }
     let (term, _) = builder.build(src.root, &BTreeMap::new());
     if let Some(v) = finish(src, &term) {
         found.entry(mapsat_ir::print(&v.program)).or_insert(v);
@@ -149,10 +161,11 @@ fn choose(found: BTreeMap<String, Variant>, k: usize) -> Vec<Variant> {
 /// memory, per-tile producers in local memory), if it has anything to stage and the result checks.
 fn stage(v: &Variant, sizes: &Sizes, how: fn(&Program) -> Option<Program>) -> Option<Variant> {
     let p = how(&v.program)?;
-    mapsat_ir::check::check(&p).ok()?;
+    let info = mapsat_ir::check::check(&p).ok()?;
     mapsat_ir::check::check_with_sizes(&p, sizes).ok()?;
-    let added = p.nodes.len().saturating_sub(v.program.nodes.len());
-    Some(Variant { signature: signature(&p), cost: v.cost + added, program: p, intermediates: v.intermediates })
+    // Priced again: an array written by `toX` is kept on purpose, not an intermediate.
+    let cost = StaticCost::of(&convert::to_term(&p, &info).expr);
+    Some(Variant { signature: signature(&p), cost: cost.total, program: p, intermediates: cost.intermediates })
 }
 
 /// A signature's tiling and staging: its splits and tile slides with their factors and its

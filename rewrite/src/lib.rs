@@ -23,6 +23,7 @@
 
 pub mod analysis;
 pub mod binders;
+pub mod compute_at;
 pub mod convert;
 pub mod cost;
 pub mod error;

@@ -414,3 +414,19 @@ fn local_staging_computes_the_producer_once_per_tile() {
         }
     }
 }
+
+#[test]
+fn every_rule_together_offers_the_locally_staged_stencil() {
+    // The cheapest extractions fuse the producer into each window; the compute_at choices
+    // ([`mapsat_rewrite::compute_at`]) still give the form that stages it per tile.
+    let p = mapsat_ir::parse(STENCIL).unwrap();
+    let out = rewrite(&p, &Options { variants: 16, ..Options::default() }).unwrap();
+    let local: Vec<_> = out.variants.iter().filter(|v| mapsat_ir::print(&v.program).contains("toLocal(")).collect();
+    assert!(!local.is_empty(), "{:?}", out.variants.iter().map(|v| &v.signature).collect::<Vec<_>>());
+    for v in local {
+        assert!(v.signature.contains("LMW[tB]"), "{}", v.signature);
+        for t in [1, 2, 4, 8, 16] {
+            common::same_function(&p, &v.program, &Sizes::new().with("tB", t)).unwrap();
+        }
+    }
+}
