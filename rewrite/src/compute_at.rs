@@ -17,7 +17,7 @@ use std::collections::{BTreeMap, VecDeque};
 const LIMIT: usize = 16;
 
 /// Forced choices (class to node) giving terms with a producer computed per function call and
-/// read through a slide, one set per such place in the e-graph (at most [`LIMIT`]).
+/// read through a slide, one set per such place in the e-graph (at most 16).
 pub fn choices(eg: &LiftGraph, root: Id) -> Vec<BTreeMap<Id, Lift>> {
     let mut out = Vec::new();
     for class in eg.classes() {
