@@ -128,3 +128,38 @@ fn variants_map_and_run_on_pocl() {
     }
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// The variants `mapsat rewrite FILE --variants K` writes, as text, checked against the input at
+/// its default sizes (new tile sizes at their defaults). The node limit stops saturation; the
+/// time limit is raised so that a slow machine gets the same variants.
+fn variant_texts(file: &str, k: &str) -> Vec<String> {
+    let dir = temp(&file.replace(['/', '.'], "_"));
+    let out = mapsat(&["rewrite", file, "--variants", k, "--time-limit", "300", "-o", dir.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+    let original = ir::parse(&std::fs::read_to_string(root().join(file)).unwrap()).unwrap();
+    let sizes = original.resolve_sizes(&Sizes::new()).unwrap();
+    let inputs = interp::random_inputs(&original, &sizes, 3).unwrap();
+    let want = interp::eval(&original, &sizes, &inputs).unwrap();
+    let mut texts = Vec::new();
+    for i in 0..k.parse::<usize>().unwrap() {
+        let Ok(text) = std::fs::read_to_string(dir.join(format!("variant_{i:02}.lift"))) else { break };
+        let p = ir::parse(&text).unwrap();
+        let sizes = p.resolve_sizes(&sizes).unwrap();
+        assert!(interp::eval(&p, &sizes, &inputs).unwrap().allclose(&want, 1e-4, 1e-4), "{text}");
+        texts.push(text);
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+    texts
+}
+
+#[test]
+fn stencils_are_tiled_and_staged_in_local_memory() {
+    // The 1-D stencil's windows in overlapped tiles of the tunable step tA.
+    let texts = variant_texts("examples/stencil1d.lift", "8");
+    assert!(texts.iter().any(|t| t.contains("slide(tA + 2, tA, pad(1, 1, 0.0, xs))")), "{texts:#?}");
+    // The separable blur: its column pass tiled, and the horizontal pass computed per column
+    // into local memory, read there by the vertical pass (compute_at).
+    let texts = variant_texts("examples/sepblur.lift", "16");
+    assert!(texts.iter().any(|t| t.contains("slide(tD + 2, tD,")), "{texts:#?}");
+    assert!(texts.iter().any(|t| t.contains("slide(3, 1, toLocal(map@A(")), "{texts:#?}");
+}

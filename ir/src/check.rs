@@ -404,6 +404,29 @@ impl<'a> Checker<'a> {
         Ok(())
     }
 
+    /// A slide whose step is a size expression, not a constant, tiles its input (the tiles of
+    /// overlapped tiling, `slide(u + n - 1, u, xs)`): like a split's factor, the step must divide
+    /// `span` (the input's length less the window size), decided at concrete sizes. Its window
+    /// count `count` then has an exact division, recorded so that `u * (count)` is the length the
+    /// tiles cover. A slide with a constant step may leave a rest: no fact, no condition.
+    fn tile_slide(&mut self, raw_step: &Size, span: &Size, step: &Size, count: &Size, at: Span) -> TResult<()> {
+        if raw_step.as_const().is_some() {
+            return Ok(());
+        }
+        if span.rem_in(step, &self.ranges).as_const().is_some_and(|c| c != 0) {
+            return Err(TypeError::new(
+                at,
+                format!("slide step {step} does not tile the input: it must divide the input's length less the window size, {span}"),
+            ));
+        }
+        for (x, y) in count.divisions() {
+            if &y == step {
+                self.exact.push((x, y));
+            }
+        }
+        Ok(())
+    }
+
     /// Typing rules of the primitives. Returns the types of all arguments and the result.
     fn prim(&mut self, prim: &Prim, head: NodeId, args: &[Arg], span: Span) -> TResult<(Vec<Type>, Type)> {
         let name = prim.name();
@@ -510,6 +533,9 @@ impl<'a> Checker<'a> {
                     }
                 }
                 let count = n.sub(&size).div_in(&step, &self.ranges).add(&Size::constant(1));
+                if let Prim::Slide(_, raw_step) = prim {
+                    self.tile_slide(raw_step, &n.sub(&size), &step, &count, pspan)?;
+                }
                 Ok((vec![t.clone()], Type::array(Type::array(el.clone(), size), count)))
             }
             Prim::Pad(l, r, mode) => {
@@ -852,6 +878,24 @@ mod tests {
         p.push(Node::Var(5), Default::default());
         assert_eq!(p.validate(), Ok(()));
         assert!(check(&p).is_ok());
+    }
+
+    /// Overlapped tiling `join(map(slide(3, 1), slide(u + 2, u, xs)))` has the windows of
+    /// `slide(3, 1, xs)` at symbolic sizes, and only the tile steps that tile the input are
+    /// accepted at concrete sizes.
+    #[test]
+    fn overlapped_tiling_covers_the_windows() {
+        let src = "size N = 16, u in 1..16 = 7\ndef f(xs: [f32]N) : [[f32]3](N - 2) =\n  join(map(slide(3, 1), slide(u + 2, u, xs)))";
+        let p = parse(src).unwrap();
+        assert_eq!(check(&p).unwrap().result.to_string(), "[[f32]3](N - 2)");
+        assert!(check_with_sizes(&p, &crate::Sizes::new().with("N", 16).with("u", 7)).is_ok());
+        let err = check_with_sizes(&p, &crate::Sizes::new().with("N", 16).with("u", 5)).unwrap_err();
+        assert!(format!("{err:?}").contains("does not tile"), "{err:?}");
+        // A constant step may leave a rest, as before.
+        assert_eq!(ty("def f(a: [f32]12) = slide(3, 2, a)"), "[[f32]3]5");
+        // A constant tile step records no exact division: `4*((N - 2)/4)` is not `N - 2`.
+        let constant = src.replace("slide(u + 2, u, xs)", "slide(6, 4, xs)");
+        assert!(check(&parse(&constant).unwrap()).is_err());
     }
 
     #[test]

@@ -355,6 +355,23 @@ impl Size {
         cur
     }
 
+    /// The divisions `x/y` that are atoms of this size's own terms (not those nested inside
+    /// another atom), in order: the facts [`Size::cancel_exact`] takes when such a division is
+    /// known to be exact.
+    pub fn divisions(&self) -> Vec<(Size, Size)> {
+        let mut out: Vec<(Size, Size)> = Vec::new();
+        for m in self.terms.keys() {
+            for a in m.keys() {
+                if let Atom::Div(x, y) = a {
+                    if !out.iter().any(|(ox, oy)| ox == x && oy == y) {
+                        out.push((x.clone(), y.clone()));
+                    }
+                }
+            }
+        }
+        out
+    }
+
     /// Substitutes values for variables and simplifies; unknown variables stay symbolic.
     pub fn substitute(&self, values: &HashMap<String, Size>) -> Size {
         let mut out = Size::default();

@@ -83,6 +83,30 @@ proptest! {
         }
     }
 
+    /// Overlapped tiling: tiles `slide(c + w - 1, c, xs)` of an input of length `e`, with tile
+    /// step the size variable `c`. The tile count's exact divisions (what the checker records)
+    /// cancel `c * count` to a size of the same value wherever the step tiles the input, and
+    /// for an input length `a`, to the `a - w + 1` windows of `slide(w, 1, xs)`.
+    #[test]
+    fn tile_count_cancels_where_the_step_tiles(e in expr(), w in 1i64..5, env in [1i64..9, 1i64..9, 1i64..9]) {
+        let u = Size::var("c");
+        let span = e.build().sub(&u.add(&Size::constant(w - 1)));
+        let count = span.div(&u).add(&Size::constant(1));
+        let facts: Vec<(Size, Size)> = count.divisions().into_iter().filter(|(_, y)| *y == u).collect();
+        let covered = u.mul(&count).cancel_exact(&facts);
+        let values: mapsat_ir::Sizes = VARS.iter().zip(env).map(|(k, v)| (k.to_string(), v)).collect();
+        if let Some(sp) = span.eval(&values) {
+            if sp.rem_euclid(env[2]) == 0 {
+                prop_assert_eq!(covered.eval(&values), u.mul(&count).eval(&values), "{} vs {}", covered, count);
+            }
+        }
+        let a = Size::var("a");
+        let span = a.sub(&u.add(&Size::constant(w - 1)));
+        let count = span.div(&u).add(&Size::constant(1));
+        let facts: Vec<(Size, Size)> = count.divisions();
+        prop_assert_eq!(u.mul(&count).cancel_exact(&facts), a.sub(&Size::constant(w - 1)));
+    }
+
     /// The printed form of a size parses back to the same canonical size.
     #[test]
     fn size_print_parse(e in expr()) {

@@ -18,6 +18,7 @@ use crate::analysis::LiftGraph;
 use crate::convert::{self, Term};
 use crate::cost::StaticCost;
 use crate::lang::Lift;
+use crate::staging;
 use egg::{CostFunction, Extractor, Id, Language, RecExpr};
 use mapsat_ir::ast::{Node, Prim};
 use mapsat_ir::{Program, Sizes};
@@ -103,11 +104,27 @@ pub fn variants(eg: &LiftGraph, src: &Source, k: usize) -> (Vec<Variant>, usize)
         let mut seen = BTreeSet::new();
         frontier = next.into_iter().filter(|(_, s, _)| seen.insert(s.clone())).map(|(_, _, f)| f).take(BEAM).collect();
     }
+    for forced in crate::compute_at::choices(eg, src.root) {
+        let (term, _) = builder.build(src.root, &forced);
+        if !terms.insert(term.expr.clone()) {
+            continue;
+        }
+        match finish(src, &term) {
+            Some(v) => {
+                found.entry(mapsat_ir::print(&v.program)).or_insert(v);
+            }
+            None => rejected += 1,
+        }
+    }
     let (term, _) = builder.build(src.root, &BTreeMap::new());
     if let Some(v) = finish(src, &term) {
         found.entry(mapsat_ir::print(&v.program)).or_insert(v);
     }
-    let staged: Vec<Variant> = found.values().filter_map(|v| stage(v, src.sizes)).collect();
+    let local: Vec<Variant> = found.values().filter_map(|v| stage(v, src.sizes, staging::stage_local)).collect();
+    for v in local {
+        found.entry(mapsat_ir::print(&v.program)).or_insert(v);
+    }
+    let staged: Vec<Variant> = found.values().filter_map(|v| stage(v, src.sizes, staging::stage_private)).collect();
     for v in staged {
         found.entry(mapsat_ir::print(&v.program)).or_insert(v);
     }
@@ -140,24 +157,25 @@ fn choose(found: BTreeMap<String, Variant>, k: usize) -> Vec<Variant> {
     tiers.into_iter().flatten().take(k).collect()
 }
 
-/// A variant with its partial reductions staged in private memory ([`crate::staging`]), if it
-/// has any and the result checks.
-fn stage(v: &Variant, sizes: &Sizes) -> Option<Variant> {
-    let p = crate::staging::stage_private(&v.program)?;
-    mapsat_ir::check::check(&p).ok()?;
+/// A variant with a memory staging applied ([`crate::staging`]: partial reductions in private
+/// memory, per-tile producers in local memory), if it has anything to stage and the result checks.
+fn stage(v: &Variant, sizes: &Sizes, how: fn(&Program) -> Option<Program>) -> Option<Variant> {
+    let p = how(&v.program)?;
+    let info = mapsat_ir::check::check(&p).ok()?;
     mapsat_ir::check::check_with_sizes(&p, sizes).ok()?;
-    let added = p.nodes.len().saturating_sub(v.program.nodes.len());
-    Some(Variant { signature: signature(&p), cost: v.cost + added, program: p, intermediates: v.intermediates })
+    // Priced again: an array written by `toX` is kept on purpose, not an intermediate.
+    let cost = StaticCost::of(&convert::to_term(&p, &info).expr);
+    Some(Variant { signature: signature(&p), cost: cost.total, program: p, intermediates: cost.intermediates })
 }
 
-/// A signature's tiling and staging: its splits with their factors and its `toX`, in order
-/// (`S[2]S[4]P`).
+/// A signature's tiling and staging: its splits and tile slides with their factors and its
+/// `toX`, in order (`S[2]S[4]P`).
 fn tiling(signature: &str) -> String {
     let mut out = String::new();
     let mut inside = false;
     let mut chars = signature.chars().peekable();
     while let Some(ch) = chars.next() {
-        if ch == 'S' && chars.peek() == Some(&'[') {
+        if matches!(ch, 'S' | 'W') && chars.peek() == Some(&'[') {
             inside = true;
         }
         if inside || matches!(ch, 'P' | 'L' | 'G') {
@@ -187,7 +205,7 @@ fn finish(src: &Source, term: &Term) -> Option<Variant> {
 }
 
 /// The structure of a program: its maps (`M`), reductions (`R`), splits with their factor
-/// (`S[4]`), joins (`J`), transposes (`T`) and copies to global, local and private memory (`G`,
+/// (`S[4]`), tile slides with their symbolic step (`W[tA]`), joins (`J`), transposes (`T`) and copies to global, local and private memory (`G`,
 /// `L`, `P`), in pre-order, with `TT` pairs removed. Lambdas are left out: an
 /// eta-expanded or β-reduced form of the same structure has the same signature.
 pub fn signature(p: &Program) -> String {
@@ -205,6 +223,7 @@ fn sig(p: &Program, id: mapsat_ir::NodeId, out: &mut String) {
         Node::Prim(Prim::Map { .. }) => out.push('M'),
         Node::Prim(Prim::Reduce { .. }) => out.push('R'),
         Node::Prim(Prim::Split(n)) => out.push_str(&format!("S[{n}]")),
+        Node::Prim(Prim::Slide(_, s)) if s.as_const().is_none() => out.push_str(&format!("W[{s}]")),
         Node::Prim(Prim::Join) => out.push('J'),
         Node::Prim(Prim::Transpose) => out.push('T'),
         Node::Prim(Prim::To(space)) => out.push(match space {

@@ -2,9 +2,11 @@
 //!
 //! A checked program is added to an egg e-graph ([`lang::Lift`], [`convert`]), rewritten by rules
 //! grouped by topic ([`rules`]: split-join, map fusion and fission, β- and η-reduction,
-//! reduce-map fusion, partial reduction, map interchange through transposes) under explicit
-//! budgets ([`saturate`]), and K structurally diverse variants are extracted as ordinary programs
-//! ([`extract`]; with memory variants, [`staging`]), each checked symbolically and at the sizes.
+//! reduce-map fusion, partial reduction, map interchange through transposes, slides and pads
+//! through maps, overlapped slide tiling, stage inlining) under explicit budgets ([`saturate`]),
+//! and K structurally diverse variants are extracted as ordinary programs ([`extract`]; with
+//! memory variants, [`staging`], and the per-tile producers they stage, [`compute_at`]), each
+//! checked symbolically and at the sizes.
 //! Every variant computes what the input computes (the rules are property-tested against the
 //! interpreter, `tests/rules.rs`, and so are the extracted variants, `tests/variants.rs`).
 //!
@@ -23,6 +25,7 @@
 
 pub mod analysis;
 pub mod binders;
+pub mod compute_at;
 pub mod convert;
 pub mod cost;
 pub mod error;

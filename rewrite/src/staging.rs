@@ -1,10 +1,11 @@
-//! Memory variants: partial results staged in private memory.
+//! Memory variants: partial results staged in private memory, per-tile producers in local memory.
 //!
-//! `toPrivate(e)` changes where the map or reduce `e` writes its result, not the value (the
-//! interpreter treats every `toX` as the identity), so staging is sound wherever the IR allows
-//! it; whether a mapping can honour it is the constraint space's business. It is applied to the
-//! extracted variants rather than inside the e-graph: a `toX` node merged into its own class
-//! would let extraction put it around forms other than a map or reduce, which the IR forbids.
+//! `toPrivate(e)` and `toLocal(e)` change where the map or reduce `e` writes its result, not the
+//! value (the interpreter treats every `toX` as the identity), so staging is sound wherever the
+//! IR allows it; whether a mapping can honour it is the constraint space's business. It is
+//! applied to the extracted variants rather than inside the e-graph: a `toX` node merged into
+//! its own class would let extraction put it around forms other than a map or reduce, which the
+//! IR forbids.
 
 use mapsat_ir::ast::{AddressSpace, Meta, Node, NodeId, Prim};
 use mapsat_ir::Program;
@@ -13,40 +14,102 @@ use mapsat_ir::Program;
 /// partial sum of a map's element) and is not already placed wrapped in `toPrivate(...)`;
 /// `None` when there is none.
 pub fn stage_private(p: &Program) -> Option<Program> {
+    stage(p, AddressSpace::Private, &|p, id, at| at.depth > 0 && !at.placed && is_call(p, id, true))
+}
+
+/// The program with every high-level `map` that runs inside a function, computes (not a layout
+/// map, which is a view) and whose result a `slide` reads, not already placed, wrapped in
+/// `toLocal(...)`; `None` when there is none.
+///
+/// This is Halide's `compute_at` for a stencil: after overlapped tiling (`slide-tiling`) and
+/// fusion, a tile `t` computes its producer once over the tile with its halo,
+/// `slide(n, 1, map@P(h, t))`, and the tile's windows read it; staged, the tile's threads write
+/// it to local memory once and read their windows from there (a barrier in between), instead of
+/// recomputing it per window (`slide-map`, the inline choice) or writing it to global memory
+/// in a kernel of its own (`toGlobal`).
+pub fn stage_local(p: &Program) -> Option<Program> {
+    stage(p, AddressSpace::Local, &|p, id, at| {
+        at.depth > 0 && !at.placed && at.slid && is_call(p, id, false) && computes(p, id)
+    })
+}
+
+/// Where a term sits: under how many binders, and whether its parent is a `toX` or a `slide`.
+#[derive(Clone, Copy, Default)]
+struct At {
+    depth: u32,
+    placed: bool,
+    slid: bool,
+}
+
+/// Which terms to stage.
+type Select = dyn Fn(&Program, NodeId, At) -> bool;
+
+/// `p` with the selected terms wrapped in `to{space}(...)`; `None` when none is selected.
+fn stage(p: &Program, space: AddressSpace, select: &Select) -> Option<Program> {
     let mut out = Program { nodes: Vec::new(), meta: Vec::new(), ..p.clone() };
     let mut changed = false;
-    out.root = copy(p, p.root, 0, false, &mut out, &mut changed);
+    let mut cx = Copier { p, space, select, out: &mut out, changed: &mut changed };
+    let root = cx.copy(p.root, At::default());
+    out.root = root;
     changed.then_some(out)
 }
 
-/// Copies the term at `id` (under `depth` binders; `placed` when its parent is a `toX`).
-fn copy(p: &Program, id: NodeId, depth: u32, placed: bool, out: &mut Program, changed: &mut bool) -> NodeId {
-    let meta = p.meta.get(id.index()).cloned().unwrap_or_default();
-    let new = match p.node(id) {
-        Node::App(f, a) => {
-            let is_to = matches!(p.node(*f), Node::Prim(Prim::To(_)));
-            let f2 = copy(p, *f, depth, false, out, changed);
-            let a2 = copy(p, *a, depth, is_to, out, changed);
-            Node::App(f2, a2)
-        }
-        Node::Lam(b, ann) => Node::Lam(copy(p, *b, depth + 1, false, out, changed), ann.clone()),
-        Node::Let(v, b) => {
-            let v2 = copy(p, *v, depth, false, out, changed);
-            Node::Let(v2, copy(p, *b, depth + 1, false, out, changed))
-        }
-        leaf => leaf.clone(),
-    };
-    let copied = out.push(new, meta);
-    if depth > 0 && !placed && is_reduce(p, id) {
-        *changed = true;
-        let to = out.push(Node::Prim(Prim::To(AddressSpace::Private)), Meta::default());
-        return out.push(Node::App(to, copied), Meta::default());
-    }
-    copied
+/// A copy of a program under way.
+struct Copier<'a> {
+    p: &'a Program,
+    space: AddressSpace,
+    select: &'a Select,
+    out: &'a mut Program,
+    changed: &'a mut bool,
 }
 
-/// True for a saturated high-level `reduce(f, init, xs)`.
-fn is_reduce(p: &Program, id: NodeId) -> bool {
+impl Copier<'_> {
+    /// Copies the term at `id`.
+    fn copy(&mut self, id: NodeId, at: At) -> NodeId {
+        let p = self.p;
+        let meta = p.meta.get(id.index()).cloned().unwrap_or_default();
+        let inner = At { depth: at.depth, ..At::default() };
+        let new = match p.node(id) {
+            Node::App(f, a) => {
+                let placed = matches!(p.node(*f), Node::Prim(Prim::To(_)));
+                let slid = matches!(p.node(*f), Node::Prim(Prim::Slide(..)));
+                let f2 = self.copy(*f, inner);
+                let a2 = self.copy(*a, At { depth: at.depth, placed, slid });
+                Node::App(f2, a2)
+            }
+            Node::Lam(b, ann) => Node::Lam(self.copy(*b, At { depth: at.depth + 1, ..At::default() }), ann.clone()),
+            Node::Let(v, b) => {
+                let v2 = self.copy(*v, inner);
+                Node::Let(v2, self.copy(*b, At { depth: at.depth + 1, ..At::default() }))
+            }
+            leaf => leaf.clone(),
+        };
+        let copied = self.out.push(new, meta);
+        if (self.select)(p, id, at) {
+            *self.changed = true;
+            let to = self.out.push(Node::Prim(Prim::To(self.space)), Meta::default());
+            return self.out.push(Node::App(to, copied), Meta::default());
+        }
+        copied
+    }
+}
+
+/// True for a saturated high-level `reduce(f, init, xs)` (`reduce`), or `map(f, xs)` (not).
+fn is_call(p: &Program, id: NodeId, reduce: bool) -> bool {
     let (head, args) = p.spine(id);
-    matches!(p.node(head), Node::Prim(Prim::Reduce { seq: false })) && args.len() == 3
+    match p.node(head) {
+        Node::Prim(Prim::Reduce { seq: false }) => reduce && args.len() == 3,
+        Node::Prim(Prim::Map { .. }) => !reduce && args.len() == 2,
+        _ => false,
+    }
+}
+
+/// True when the term at `id` performs a scalar operation or a reduction somewhere (a primitive
+/// that is neither layout nor a map).
+fn computes(p: &Program, id: NodeId) -> bool {
+    match p.node(id) {
+        Node::Prim(Prim::Map { .. }) => false,
+        Node::Prim(prim) => !prim.is_layout(),
+        n => n.children().into_iter().any(|c| computes(p, c)),
+    }
 }

@@ -46,12 +46,14 @@ pub fn new_tile_sizes(p: &Program, info: &TypeInfo, sizes: &Sizes, factors: &[i6
     out
 }
 
-/// Declares in `p` the tile sizes its splits use.
+/// Declares in `p` the tile sizes its splits and tile slides use.
 pub fn declare_used(p: &mut Program, tiles: &[Tile]) {
     let mut used = BTreeSet::new();
     for node in &p.nodes {
-        if let Node::Prim(Prim::Split(s)) = node {
-            used.extend(s.vars());
+        match node {
+            Node::Prim(Prim::Split(s)) => used.extend(s.vars()),
+            Node::Prim(Prim::Slide(n, s)) => used.extend(n.vars().into_iter().chain(s.vars())),
+            _ => {}
         }
     }
     for t in tiles {

@@ -348,3 +348,85 @@ fn intermediate_arrays_are_counted_where_they_are_read_back() {
     // A reduction over a map's result.
     assert_eq!(intermediates(DOT), 1);
 }
+
+/// A 3-tap stencil with a zero boundary (`examples/stencil1d.lift`).
+const STENCIL1D: &str = "size N = 16\ndef f(xs: [f32]N) : [f32]N =\n  map@A(fun(w => 0.25 * at(0, w) + 0.5 * at(1, w) + 0.25 * at(2, w)), slide(3, 1, pad(1, 1, 0.0, xs)))";
+
+#[test]
+fn slide_tiling_keeps_the_function() {
+    for s in at("N", &[4, 12, 16]) {
+        assert!(run(STENCIL1D, &["slide-tiling"], 2, &s, &[2, 4]) > 0);
+        // Tiles over a producer: moved into each tile (slide-map) and fused, computed per tile.
+        assert!(run(STENCIL, &["slide-tiling", "pad-map", "slide-map", "map-fusion", "beta"], 4, &s, &[2, 4]) > 0);
+    }
+    // A window step other than 1 is not tiled; nor is a map without a tile size.
+    let src = "size N = 12\ndef f(xs: [f32]N) : [f32]((N - 3)/3 + 1) = map@A(fun(w => at(0, w)), slide(3, 3, xs))";
+    assert_eq!(run(src, &["slide-tiling"], 2, &Sizes::new(), &[2]), 0);
+    assert_eq!(run(STENCIL1D, &["slide-tiling"], 2, &Sizes::new(), &[]), 0);
+}
+
+/// The tiled variants of `src` (tile slides by the new tile size `tA` or `tB`).
+fn tiled(src: &str, rules: &[&str], iterations: usize) -> Vec<mapsat_rewrite::Variant> {
+    let p = mapsat_ir::parse(src).unwrap();
+    let opts = Options {
+        split_factors: vec![2, 4],
+        budget: Budget { iterations, ..Budget::default() },
+        rules: Some(rules.iter().map(|r| r.to_string()).collect()),
+        variants: 64,
+        ..Options::default()
+    };
+    let out = rewrite(&p, &opts).unwrap();
+    out.variants.into_iter().filter(|v| v.signature.contains("W[t")).collect()
+}
+
+#[test]
+fn tile_steps_are_tunable_and_refused_where_they_do_not_tile() {
+    let p = mapsat_ir::parse(STENCIL1D).unwrap();
+    let variants = tiled(STENCIL1D, &["slide-tiling"], 2);
+    assert!(!variants.is_empty());
+    for v in variants {
+        assert!(mapsat_ir::print(&v.program).contains("slide(tA + 2, tA,"), "{}", mapsat_ir::print(&v.program));
+        let decl = v.program.sizes.iter().find(|s| s.name == "tA").expect("tA declared");
+        assert_eq!((decl.min, decl.max, decl.default), (1, Some(16), Some(4)));
+        for t in 1..=16 {
+            let s = Sizes::new().with("tA", t);
+            match 16 % t {
+                0 => common::same_function(&p, &v.program, &s).unwrap(),
+                _ => assert!(common::same_function(&p, &v.program, &s).unwrap_err().contains("does not tile")),
+            }
+        }
+    }
+}
+
+#[test]
+fn local_staging_computes_the_producer_once_per_tile() {
+    // Tiled, the producer moved into the tiles and fused: each tile computes `map@A` over its
+    // tile with halo, staged in local memory, and its windows read it there.
+    let p = mapsat_ir::parse(STENCIL).unwrap();
+    let variants = tiled(STENCIL, &["slide-tiling", "pad-map", "slide-map", "map-fusion", "beta"], 4);
+    let local: Vec<_> = variants.iter().filter(|v| mapsat_ir::print(&v.program).contains("toLocal(map")).collect();
+    assert!(!local.is_empty(), "{:?}", variants.iter().map(|v| &v.signature).collect::<Vec<_>>());
+    for v in local {
+        let text = mapsat_ir::print(&v.program);
+        assert!(text.contains("slide(3, 1, toLocal(map"), "{text}");
+        for t in [1, 2, 4, 8, 16] {
+            common::same_function(&p, &v.program, &Sizes::new().with("tB", t)).unwrap();
+        }
+    }
+}
+
+#[test]
+fn every_rule_together_offers_the_locally_staged_stencil() {
+    // The cheapest extractions fuse the producer into each window; the compute_at choices
+    // ([`mapsat_rewrite::compute_at`]) still give the form that stages it per tile.
+    let p = mapsat_ir::parse(STENCIL).unwrap();
+    let out = rewrite(&p, &Options { variants: 16, ..Options::default() }).unwrap();
+    let local: Vec<_> = out.variants.iter().filter(|v| mapsat_ir::print(&v.program).contains("toLocal(")).collect();
+    assert!(!local.is_empty(), "{:?}", out.variants.iter().map(|v| &v.signature).collect::<Vec<_>>());
+    for v in local {
+        assert!(v.signature.contains("LMW[tB]"), "{}", v.signature);
+        for t in [1, 2, 4, 8, 16] {
+            common::same_function(&p, &v.program, &Sizes::new().with("tB", t)).unwrap();
+        }
+    }
+}

@@ -282,6 +282,7 @@ pub fn all() -> Vec<Box<dyn Rule>> {
         Box::new(interchange::Eta),
         Box::new(slide::SlideMap),
         Box::new(slide::PadMap),
+        Box::new(slide::SlideTiling),
         Box::new(stages::LetInline),
     ]
 }
