@@ -150,14 +150,14 @@ fn stage(v: &Variant, sizes: &Sizes) -> Option<Variant> {
     Some(Variant { signature: signature(&p), cost: v.cost + added, program: p, intermediates: v.intermediates })
 }
 
-/// A signature's tiling and staging: its splits with their factors and its `toX`, in order
-/// (`S[2]S[4]P`).
+/// A signature's tiling, vectorization and staging: its splits with their factors, its
+/// `asVector`s with their widths and its `toX`, in order (`S[2]S[4]V[4]P`).
 fn tiling(signature: &str) -> String {
     let mut out = String::new();
     let mut inside = false;
     let mut chars = signature.chars().peekable();
     while let Some(ch) = chars.next() {
-        if ch == 'S' && chars.peek() == Some(&'[') {
+        if matches!(ch, 'S' | 'V') && chars.peek() == Some(&'[') {
             inside = true;
         }
         if inside || matches!(ch, 'P' | 'L' | 'G') {
@@ -187,7 +187,7 @@ fn finish(src: &Source, term: &Term) -> Option<Variant> {
 }
 
 /// The structure of a program: its maps (`M`), reductions (`R`), splits with their factor
-/// (`S[4]`), joins (`J`), transposes (`T`) and copies to global, local and private memory (`G`,
+/// (`S[4]`), joins (`J`), transposes (`T`), vectorizations with their width (`V[4]`) and copies to global, local and private memory (`G`,
 /// `L`, `P`), in pre-order, with `TT` pairs removed. Lambdas are left out: an
 /// eta-expanded or β-reduced form of the same structure has the same signature.
 pub fn signature(p: &Program) -> String {
@@ -207,6 +207,7 @@ fn sig(p: &Program, id: mapsat_ir::NodeId, out: &mut String) {
         Node::Prim(Prim::Split(n)) => out.push_str(&format!("S[{n}]")),
         Node::Prim(Prim::Join) => out.push('J'),
         Node::Prim(Prim::Transpose) => out.push('T'),
+        Node::Prim(Prim::AsVector(w)) => out.push_str(&format!("V[{w}]")),
         Node::Prim(Prim::To(space)) => out.push(match space {
             mapsat_ir::ast::AddressSpace::Global => 'G',
             mapsat_ir::ast::AddressSpace::Local => 'L',

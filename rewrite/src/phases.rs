@@ -50,6 +50,20 @@ pub fn stages() -> Phase {
     Phase { name: "stages".into(), rules: STAGE_RULES.map(String::from).to_vec(), iterations: STAGE_ITERATIONS }
 }
 
+/// The vectorization phase's rules ([`crate::rules::vectorize`]).
+pub const VECTOR_RULES: [&str; 3] = ["vectorize-map", "asscalar-asvector", "asvector-asscalar"];
+
+/// Iterations of the vectorization phase: one vectorizes every map over scalars the earlier
+/// phases made, the second removes the `asScalar(asVector(..))` pairs between them.
+pub const VECTOR_ITERATIONS: usize = 2;
+
+/// The vectorization phase, last: a lowering step (Lift's memory-mapping stage and RISE's
+/// `loweringStep` vectorize after the algorithmic rewrites), so that the algorithmic rules
+/// neither multiply nor rewrite the vectorized forms.
+pub fn vectorize() -> Phase {
+    Phase { name: "vectorize".into(), rules: VECTOR_RULES.map(String::from).to_vec(), iterations: VECTOR_ITERATIONS }
+}
+
 /// What one phase did.
 #[derive(Clone, Debug)]
 pub struct PhaseReport {
@@ -62,7 +76,9 @@ pub struct PhaseReport {
 /// Runs the phases in order on `eg` (rules by name from `rules`), each within its iteration
 /// budget and what is left of `budget`'s nodes and time; stops early when one runs out of those.
 /// Returns each phase's report and the combined one (iterations and applications summed, the
-/// last phase's stop reason and the e-graph's final size).
+/// first stop reason other than saturation, else saturation, and the e-graph's final size): a
+/// main phase stopped by its iteration budget is reported as such even when the vectorization
+/// phase after it saturates.
 pub fn run(
     eg: &mut LiftGraph,
     rules: &[Box<dyn Rule>],
@@ -92,6 +108,7 @@ pub fn run(
 
 fn combined(phases: &[PhaseReport], time: std::time::Duration) -> Report {
     let last = &phases.last().expect("at least one phase").report;
+    let stop = phases.iter().map(|p| p.report.stop).find(|s| *s != StopReason::Saturated).unwrap_or(last.stop);
     let mut applied = std::collections::BTreeMap::new();
     for p in phases {
         for (rule, n) in &p.report.applied {
@@ -99,7 +116,7 @@ fn combined(phases: &[PhaseReport], time: std::time::Duration) -> Report {
         }
     }
     Report {
-        stop: last.stop,
+        stop,
         iterations: phases.iter().map(|p| p.report.iterations).sum(),
         nodes: last.nodes,
         classes: last.classes,

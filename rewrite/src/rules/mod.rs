@@ -13,6 +13,7 @@ pub mod reduce;
 pub mod slide;
 pub mod split_join;
 pub mod stages;
+pub mod vectorize;
 
 use crate::analysis::{Data, LiftGraph};
 use crate::binders;
@@ -283,5 +284,8 @@ pub fn all() -> Vec<Box<dyn Rule>> {
         Box::new(slide::SlideMap),
         Box::new(slide::PadMap),
         Box::new(stages::LetInline),
+        Box::new(vectorize::VectorizeMap),
+        Box::new(vectorize::AsScalarAsVector),
+        Box::new(vectorize::AsVectorAsScalar),
     ]
 }
