@@ -9,8 +9,9 @@
 //! - **Buffers** (families 1, 2, 10): the output of every map that writes memory is a buffer; each
 //!   buffer dimension records the map that writes it (its *writer*) and its address space; each
 //!   array dimension of a value records which buffer dimensions it ranges over, through `split`,
-//!   `join`, `transpose`, `slide`, `pad` and `zip`. A map (or `reduce`, `at`) that consumes a
-//!   dimension is a *reader* of those buffer dimensions.
+//!   `join`, `transpose`, `slide`, `pad`, `zip`, `asVector` and `asScalar` (a vector is a leaf,
+//!   read and written by one thread). A map (or `reduce`, `at`) that consumes a dimension is a
+//!   *reader* of those buffer dimensions.
 //!
 //! Functions are evaluated abstractly: a lambda is a closure, a primitive is applied once all its
 //! arguments are known, and a map applies its function to its element view while it is on the
@@ -122,6 +123,8 @@ struct Dim {
 enum View {
     Unknown,
     Scalar,
+    /// A short vector of this many lanes (`asVector`), read and written by one thread as a unit.
+    Vector(i64),
     Arr(Dim, Box<View>),
     Tup(Vec<View>),
 }
@@ -162,6 +165,7 @@ impl View {
         match self {
             View::Arr(_, e) => e.leaf_scalars(),
             View::Tup(ts) => ts.iter().map(|t| t.leaf_scalars()).sum(),
+            View::Vector(w) => *w,
             _ => 1,
         }
     }
@@ -189,6 +193,7 @@ fn view_of_type(t: &Type) -> View {
     let leaf = match leaf {
         Type::Tuple(ts) => View::Tup(ts.iter().map(view_of_type).collect()),
         Type::Scalar(_) => View::Scalar,
+        Type::Vector(_, w) => View::Vector(i64::from(*w)),
         _ => View::Unknown,
     };
     fresh(&lens, leaf, None)
@@ -468,8 +473,11 @@ impl<'a> Walker<'a> {
             },
             Prim::Tuple(_) => AV::V(Tup((0..args.len()).map(|i| v(&mut args, i)).collect())),
             Prim::To(_) => AV::V(v(&mut args, 0)),
-            Prim::AsVector(_) | Prim::AsScalar => AV::V(Unknown),
-            Prim::Bin(_) | Prim::Un(_) | Prim::Select | Prim::Cast(_) => AV::V(Scalar),
+            Prim::AsVector(w) => AV::V(as_vector(v(&mut args, 0), i64::from(w))),
+            Prim::AsScalar => AV::V(as_scalar(v(&mut args, 0))),
+            Prim::Bin(_) | Prim::Un(_) | Prim::Select | Prim::Cast(_) => {
+                AV::V((0..args.len()).map(|i| v(&mut args, i)).find(|a| matches!(a, Vector(_))).unwrap_or(Scalar))
+            }
         }
     }
 
@@ -581,7 +589,7 @@ impl<'a> Walker<'a> {
             leaf = e;
         }
         let leaf = match leaf {
-            View::Tup(_) => leaf.clone(),
+            View::Tup(_) | View::Vector(_) => leaf.clone(),
             _ => View::Scalar,
         };
         let bytes =
@@ -590,6 +598,41 @@ impl<'a> Walker<'a> {
         self.buffers.push(Buffer { top: m, writers, spaces, bytes, reads: Vec::new(), merged: false });
         self.explicit_dims.push(explicit);
         AV::V(fresh(&lens, leaf, Some(b)))
+    }
+}
+
+/// `asVector(w, xs)` of an array of scalars: its dimension cut into runs of `w` lanes, whose
+/// strides are `w` times larger, over the same buffer dimensions; else unknown.
+fn as_vector(xs: View, w: i64) -> View {
+    match xs {
+        View::Arr(d, e) if matches!(*e, View::Scalar) => {
+            let outer = Dim {
+                len: d.len.map(|l| l / w),
+                strides: d.strides.iter().map(|s| s.and_then(|s| s.checked_mul(w))).collect(),
+                src: d.src,
+            };
+            View::Arr(outer, Box::new(View::Vector(w)))
+        }
+        _ => View::Unknown,
+    }
+}
+
+/// `asScalar(xs)` of an array of vectors: the lanes in order, over the same buffer dimensions
+/// (stride 1 where consecutive vectors are `w` apart); else unknown.
+fn as_scalar(xs: View) -> View {
+    match xs {
+        View::Arr(d, e) => match *e {
+            View::Vector(w) => {
+                let dim = Dim {
+                    len: d.len.and_then(|l| l.checked_mul(w)),
+                    strides: d.strides.iter().map(|s| (*s == Some(w)).then_some(1)).collect(),
+                    src: d.src,
+                };
+                View::Arr(dim, Box::new(View::Scalar))
+            }
+            _ => View::Unknown,
+        },
+        _ => View::Unknown,
     }
 }
 
