@@ -2,8 +2,8 @@
 //!
 //! A checked program is added to an egg e-graph ([`lang::Lift`], [`convert`]), rewritten by rules
 //! grouped by topic ([`rules`]: split-join, map fusion and fission, β- and η-reduction,
-//! reduce-map fusion, partial reduction, map interchange through transposes) under explicit
-//! budgets ([`saturate`]), and K structurally diverse variants are extracted as ordinary programs
+//! reduce-map fusion, partial reduction, map interchange through transposes, vectorization)
+//! under explicit budgets ([`saturate`]), and K structurally diverse variants are extracted as ordinary programs
 //! ([`extract`]; with memory variants, [`staging`]), each checked symbolically and at the sizes.
 //! Every variant computes what the input computes (the rules are property-tested against the
 //! interpreter, `tests/rules.rs`, and so are the extracted variants, `tests/variants.rs`).
