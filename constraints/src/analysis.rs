@@ -105,6 +105,9 @@ pub struct Analysis {
     pub(crate) graph_node: HashMap<MapIdx, NodeIndex>,
     /// Buffers written by map nests.
     pub buffers: Vec<Buffer>,
+    /// Why the program reads vectors whose lanes are not consecutive in memory, if it does:
+    /// code generation loads and stores vectors with `vloadN`/`vstoreN` at one base address.
+    pub scattered_vectors: Option<String>,
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -238,6 +241,8 @@ struct Walker<'a> {
     /// Number of enclosing maps wrapped in `toGlobal`/`toLocal`/`toPrivate`: every map nested in
     /// such a copy writes memory (the copy's loops), even an identity.
     copy_depth: usize,
+    /// See [`Analysis::scattered_vectors`].
+    scattered_vectors: Option<String>,
 }
 
 const MAX_DEPTH: usize = 2000;
@@ -473,11 +478,27 @@ impl<'a> Walker<'a> {
             },
             Prim::Tuple(_) => AV::V(Tup((0..args.len()).map(|i| v(&mut args, i)).collect())),
             Prim::To(_) => AV::V(v(&mut args, 0)),
-            Prim::AsVector(w) => AV::V(as_vector(v(&mut args, 0), i64::from(w))),
+            Prim::AsVector(w) => {
+                let xs = v(&mut args, 0);
+                self.check_lanes(&xs, w);
+                AV::V(as_vector(xs, i64::from(w)))
+            }
             Prim::AsScalar => AV::V(as_scalar(v(&mut args, 0))),
             Prim::Bin(_) | Prim::Un(_) | Prim::Select | Prim::Cast(_) => {
                 AV::V((0..args.len()).map(|i| v(&mut args, i)).find(|a| matches!(a, Vector(_))).unwrap_or(Scalar))
             }
+        }
+    }
+
+    /// Records `asVector(w, xs)` of an array whose consecutive elements are, at the analysed
+    /// sizes, a known distance other than 1 apart in memory (a column of a row-major array).
+    /// Unknown strides (after `pad`) are not refused: `conv_vec.lift` reads aligned runs there.
+    fn check_lanes(&mut self, xs: &View, w: u32) {
+        let View::Arr(d, _) = xs else { return };
+        if let Some(s) = d.strides.iter().flatten().find(|s| **s != 1) {
+            self.scattered_vectors.get_or_insert_with(|| {
+                format!("asVector({w}) of an array whose consecutive elements are {s} apart in memory")
+            });
         }
     }
 
@@ -720,6 +741,7 @@ impl Analysis {
             explicit_dims: Vec::new(),
             depth: 0,
             copy_depth: 0,
+            scattered_vectors: None,
         };
         if p.root.index() < p.nodes.len() {
             let _ = w.eval(p.root, &Rc::new(Vec::new()));
@@ -759,7 +781,7 @@ impl Analysis {
                 tree.add_edge(graph_node[&par], graph_node[&i], ());
             }
         }
-        Analysis { maps, tree, graph_node, buffers: w.buffers }
+        Analysis { maps, tree, graph_node, buffers: w.buffers, scattered_vectors: w.scattered_vectors }
     }
 
     /// The maps that write memory (the paper's `ConcreteMaps`), in evaluation order (outer maps

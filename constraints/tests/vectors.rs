@@ -46,3 +46,21 @@ fn a_map_over_vectors_is_parallel_or_sequential_but_not_vectorized_again() {
     let why = s.explain(&s.parse_mapping("A_v=V").unwrap()).unwrap().violated[0].text.clone();
     assert!(why.contains("not scalars"), "{why}");
 }
+
+#[test]
+fn vectors_of_a_column_are_refused() {
+    // The rows of `transpose(m)` are columns of `m`: their elements are N apart, and code
+    // generation loads a vector from consecutive addresses (it computed wrong results here).
+    let src = "size M = 8, N = 16
+def tv(m: [[f32]N]M) = map@D(fun(r => asScalar(map@E_v(fun(v => v * v), asVector(4, r)))), transpose(m))";
+    let p = mapsat_ir::parse(src).unwrap();
+    let Err(e) = Space::generate(&p, Options::default()) else { panic!("accepted") };
+    assert!(e.to_string().contains("asVector(4) of an array whose consecutive elements are 16 apart"), "{e}");
+    // The same on rows is accepted; so are vectors after a pad (strides unknown, as in
+    // conv_vec.lift), which this check does not decide (an aligned pad runs correctly).
+    let rows = src.replace("transpose(m)", "m");
+    assert!(Space::generate(&mapsat_ir::parse(&rows).unwrap(), Options::default()).is_ok());
+    let padded = "size N = 16
+def f(x: [f32]N) = asScalar(map@A_v(fun(v => v * v), asVector(4, pad(4, 4, 0.0, x))))";
+    assert!(Space::generate(&mapsat_ir::parse(padded).unwrap(), Options::default()).is_ok());
+}
