@@ -143,6 +143,10 @@ pub fn rewrite(p: &Program, opts: &Options) -> Result<Outcome, RewriteError> {
             .clone()
             .unwrap_or_else(|| all_names.into_iter().filter(|n| in_rules_phase(n, guided)).collect()),
         iterations: opts.budget.iterations,
+        reserve: match guided {
+            true => opts.budget.nodes / phases::VECTOR_RESERVE,
+            false => 0,
+        },
     };
     let has_let = p.nodes.iter().any(|n| matches!(n, mapsat_ir::Node::Let(..)));
     let mut plan = match guided && has_let {
