@@ -65,7 +65,12 @@ fn budgets_are_reported() {
     let summary: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(dir.join("summary.json")).unwrap()).unwrap();
     assert_eq!(summary["stop_reason"], "iteration-limit");
-    assert_eq!(summary["iterations"], 1);
+    // The budget is the main phase's; the vectorization phase after it has its own.
+    assert_eq!(summary["phases"][0]["name"], "rules");
+    assert_eq!(summary["phases"][0]["iterations"], 1);
+    let phases = summary["phases"].as_array().unwrap();
+    let total: u64 = phases.iter().map(|p| p["iterations"].as_u64().unwrap()).sum();
+    assert_eq!(summary["iterations"], total);
     let out = mapsat(&[
         "rewrite",
         "examples/matmul.lift",
@@ -162,4 +167,50 @@ fn stencils_are_tiled_and_staged_in_local_memory() {
     let texts = variant_texts("examples/sepblur.lift", "16");
     assert!(texts.iter().any(|t| t.contains("slide(tD + 2, tD,")), "{texts:#?}");
     assert!(texts.iter().any(|t| t.contains("slide(3, 1, toLocal(map@A(")), "{texts:#?}");
+}
+        assert_eq!(run.status.code(), Some(0), "{f} with {mapping}: {text}");
+        assert!(text.contains("check: ok"), "{text}");
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// Issue #10, end to end: an element-wise map and the dot product get a vectorized variant among
+/// the K; the mapping space of that variant is not empty, every mapping it lists runs on the
+/// OpenCL device and matches the interpreter, and one it refuses (`A_v=G0` for the dot
+/// product: a reduction reads the vectors other work groups write) is refused with exit 1.
+#[test]
+fn vectorized_variants_map_and_run() {
+    let muladd = "size N = 256\ndef muladd(a: [f32]N, x: [f32]N, y: [f32]N) : [f32]N =
+  map@A(fun(t => t.0 * t.1 + t.2), zip(a, x, y))\n";
+    let dot = "size N = 256\ndef dot(x: [f32]N, y: [f32]N) : f32 =
+  reduce(add, 0.0, map@A(fun(p => p.0 * p.1), zip(x, y)))\n";
+    let programs = [("muladd", muladd, None), ("dot", dot, Some("A_v=G0"))];
+    for (name, src, refused) in programs {
+        let dir = temp(&format!("vec-{name}"));
+        std::fs::create_dir_all(&dir).unwrap();
+        let input = dir.join("input.lift");
+        std::fs::write(&input, src).unwrap();
+        let out = mapsat(&["rewrite", input.to_str().unwrap(), "-o", dir.join("out").to_str().unwrap()]);
+        assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+        let variant = (0..8)
+            .map(|k| dir.join(format!("out/variant_{k:02}.lift")))
+            .find(|f| std::fs::read_to_string(f).is_ok_and(|t| t.contains("asVector(4")))
+            .unwrap_or_else(|| panic!("{name}: no vectorized variant:\n{}", String::from_utf8_lossy(&out.stdout)));
+        let v = variant.to_str().unwrap();
+        let space = String::from_utf8_lossy(&mapsat(&["space", v]).stdout).to_string();
+        let samples: Vec<&str> = space.lines().skip_while(|l| *l != "samples:").skip(1).map(str::trim).collect();
+        assert!(!samples.is_empty(), "{name}: no valid mapping:\n{space}");
+        if let Some(refused) = refused {
+            assert!(!samples.contains(&refused), "{name}: {refused} listed:\n{space}");
+            let out = mapsat(&["explain", v, "--mapping", refused]);
+            assert_eq!(out.status.code(), Some(1), "{}", String::from_utf8_lossy(&out.stdout));
+        }
+        if opencl() {
+            for m in &samples {
+                let out = mapsat(&["run", v, "--mapping", m, "--check", "--runs", "1"]);
+                assert_eq!(out.status.code(), Some(0), "{name} {m}: {}", common::text(&out));
+            }
+        }
+        let _ = std::fs::remove_dir_all(&dir);
+    }
 }

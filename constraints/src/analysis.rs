@@ -9,8 +9,9 @@
 //! - **Buffers** (families 1, 2, 10): the output of every map that writes memory is a buffer; each
 //!   buffer dimension records the map that writes it (its *writer*) and its address space; each
 //!   array dimension of a value records which buffer dimensions it ranges over, through `split`,
-//!   `join`, `transpose`, `slide`, `pad` and `zip`. A map (or `reduce`, `at`) that consumes a
-//!   dimension is a *reader* of those buffer dimensions.
+//!   `join`, `transpose`, `slide`, `pad`, `zip`, `asVector` and `asScalar` (a vector is a leaf,
+//!   read and written by one thread). A map (or `reduce`, `at`) that consumes a dimension is a
+//!   *reader* of those buffer dimensions.
 //!
 //! Functions are evaluated abstractly: a lambda is a closure, a primitive is applied once all its
 //! arguments are known, and a map applies its function to its element view while it is on the
@@ -104,6 +105,9 @@ pub struct Analysis {
     pub(crate) graph_node: HashMap<MapIdx, NodeIndex>,
     /// Buffers written by map nests.
     pub buffers: Vec<Buffer>,
+    /// Why the program reads vectors whose lanes are not consecutive in memory, if it does:
+    /// code generation loads and stores vectors with `vloadN`/`vstoreN` at one base address.
+    pub scattered_vectors: Option<String>,
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -122,6 +126,8 @@ struct Dim {
 enum View {
     Unknown,
     Scalar,
+    /// A short vector of this many lanes (`asVector`), read and written by one thread as a unit.
+    Vector(i64),
     Arr(Dim, Box<View>),
     Tup(Vec<View>),
 }
@@ -162,6 +168,7 @@ impl View {
         match self {
             View::Arr(_, e) => e.leaf_scalars(),
             View::Tup(ts) => ts.iter().map(|t| t.leaf_scalars()).sum(),
+            View::Vector(w) => *w,
             _ => 1,
         }
     }
@@ -189,6 +196,7 @@ fn view_of_type(t: &Type) -> View {
     let leaf = match leaf {
         Type::Tuple(ts) => View::Tup(ts.iter().map(view_of_type).collect()),
         Type::Scalar(_) => View::Scalar,
+        Type::Vector(_, w) => View::Vector(i64::from(*w)),
         _ => View::Unknown,
     };
     fresh(&lens, leaf, None)
@@ -233,6 +241,8 @@ struct Walker<'a> {
     /// Number of enclosing maps wrapped in `toGlobal`/`toLocal`/`toPrivate`: every map nested in
     /// such a copy writes memory (the copy's loops), even an identity.
     copy_depth: usize,
+    /// See [`Analysis::scattered_vectors`].
+    scattered_vectors: Option<String>,
 }
 
 const MAX_DEPTH: usize = 2000;
@@ -468,8 +478,27 @@ impl<'a> Walker<'a> {
             },
             Prim::Tuple(_) => AV::V(Tup((0..args.len()).map(|i| v(&mut args, i)).collect())),
             Prim::To(_) => AV::V(v(&mut args, 0)),
-            Prim::AsVector(_) | Prim::AsScalar => AV::V(Unknown),
-            Prim::Bin(_) | Prim::Un(_) | Prim::Select | Prim::Cast(_) => AV::V(Scalar),
+            Prim::AsVector(w) => {
+                let xs = v(&mut args, 0);
+                self.check_lanes(&xs, w);
+                AV::V(as_vector(xs, i64::from(w)))
+            }
+            Prim::AsScalar => AV::V(as_scalar(v(&mut args, 0))),
+            Prim::Bin(_) | Prim::Un(_) | Prim::Select | Prim::Cast(_) => {
+                AV::V((0..args.len()).map(|i| v(&mut args, i)).find(|a| matches!(a, Vector(_))).unwrap_or(Scalar))
+            }
+        }
+    }
+
+    /// Records `asVector(w, xs)` of an array whose consecutive elements are, at the analysed
+    /// sizes, a known distance other than 1 apart in memory (a column of a row-major array).
+    /// Unknown strides (after `pad`) are not refused: `conv_vec.lift` reads aligned runs there.
+    fn check_lanes(&mut self, xs: &View, w: u32) {
+        let View::Arr(d, _) = xs else { return };
+        if let Some(s) = d.strides.iter().flatten().find(|s| **s != 1) {
+            self.scattered_vectors.get_or_insert_with(|| {
+                format!("asVector({w}) of an array whose consecutive elements are {s} apart in memory")
+            });
         }
     }
 
@@ -581,7 +610,7 @@ impl<'a> Walker<'a> {
             leaf = e;
         }
         let leaf = match leaf {
-            View::Tup(_) => leaf.clone(),
+            View::Tup(_) | View::Vector(_) => leaf.clone(),
             _ => View::Scalar,
         };
         let bytes =
@@ -590,6 +619,41 @@ impl<'a> Walker<'a> {
         self.buffers.push(Buffer { top: m, writers, spaces, bytes, reads: Vec::new(), merged: false });
         self.explicit_dims.push(explicit);
         AV::V(fresh(&lens, leaf, Some(b)))
+    }
+}
+
+/// `asVector(w, xs)` of an array of scalars: its dimension cut into runs of `w` lanes, whose
+/// strides are `w` times larger, over the same buffer dimensions; else unknown.
+fn as_vector(xs: View, w: i64) -> View {
+    match xs {
+        View::Arr(d, e) if matches!(*e, View::Scalar) => {
+            let outer = Dim {
+                len: d.len.map(|l| l / w),
+                strides: d.strides.iter().map(|s| s.and_then(|s| s.checked_mul(w))).collect(),
+                src: d.src,
+            };
+            View::Arr(outer, Box::new(View::Vector(w)))
+        }
+        _ => View::Unknown,
+    }
+}
+
+/// `asScalar(xs)` of an array of vectors: the lanes in order, over the same buffer dimensions
+/// (stride 1 where consecutive vectors are `w` apart); else unknown.
+fn as_scalar(xs: View) -> View {
+    match xs {
+        View::Arr(d, e) => match *e {
+            View::Vector(w) => {
+                let dim = Dim {
+                    len: d.len.and_then(|l| l.checked_mul(w)),
+                    strides: d.strides.iter().map(|s| (*s == Some(w)).then_some(1)).collect(),
+                    src: d.src,
+                };
+                View::Arr(dim, Box::new(View::Scalar))
+            }
+            _ => View::Unknown,
+        },
+        _ => View::Unknown,
     }
 }
 
@@ -677,6 +741,7 @@ impl Analysis {
             explicit_dims: Vec::new(),
             depth: 0,
             copy_depth: 0,
+            scattered_vectors: None,
         };
         if p.root.index() < p.nodes.len() {
             let _ = w.eval(p.root, &Rc::new(Vec::new()));
@@ -716,7 +781,7 @@ impl Analysis {
                 tree.add_edge(graph_node[&par], graph_node[&i], ());
             }
         }
-        Analysis { maps, tree, graph_node, buffers: w.buffers }
+        Analysis { maps, tree, graph_node, buffers: w.buffers, scattered_vectors: w.scattered_vectors }
     }
 
     /// The maps that write memory (the paper's `ConcreteMaps`), in evaluation order (outer maps

@@ -58,6 +58,10 @@ pub enum Error {
     /// The program has no map that writes memory.
     #[error("the program has no map that computes anything: there is nothing to map")]
     NoMaps,
+    /// The program reads vectors whose lanes are not consecutive in memory, which no mapping
+    /// lowers correctly ([`analysis::Analysis::scattered_vectors`]).
+    #[error("{0}: code generation reads and writes vectors at consecutive addresses only")]
+    ScatteredVectors(String),
     /// A mapping names a map the program does not have.
     #[error("unknown map `{label}` in the mapping (the maps are: {known})")]
     UnknownMap {

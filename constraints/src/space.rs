@@ -246,6 +246,9 @@ impl Space {
         if vars.is_empty() {
             return Err(Error::NoMaps);
         }
+        if let Some(why) = &analysis.scattered_vectors {
+            return Err(Error::ScatteredVectors(why.clone()));
+        }
         let var_of = |m: MapIdx| vars.iter().position(|&v| v == m);
         let labels: Vec<String> = vars.iter().map(|&m| analysis.maps[m].label.clone()).collect();
         let layout_maps =

@@ -168,14 +168,14 @@ fn stage(v: &Variant, sizes: &Sizes, how: fn(&Program) -> Option<Program>) -> Op
     Some(Variant { signature: signature(&p), cost: cost.total, program: p, intermediates: cost.intermediates })
 }
 
-/// A signature's tiling and staging: its splits and tile slides with their factors and its
-/// `toX`, in order (`S[2]S[4]P`).
+/// A signature's tiling, vectorization and staging: its splits and tile slides with their
+/// factors, its `asVector`s with their widths and its `toX`, in order (`S[2]W[tA]V[4]P`).
 fn tiling(signature: &str) -> String {
     let mut out = String::new();
     let mut inside = false;
     let mut chars = signature.chars().peekable();
     while let Some(ch) = chars.next() {
-        if matches!(ch, 'S' | 'W') && chars.peek() == Some(&'[') {
+        if matches!(ch, 'S' | 'W' | 'V') && chars.peek() == Some(&'[') {
             inside = true;
         }
         if inside || matches!(ch, 'P' | 'L' | 'G') {
@@ -205,7 +205,8 @@ fn finish(src: &Source, term: &Term) -> Option<Variant> {
 }
 
 /// The structure of a program: its maps (`M`), reductions (`R`), splits with their factor
-/// (`S[4]`), tile slides with their symbolic step (`W[tA]`), joins (`J`), transposes (`T`) and copies to global, local and private memory (`G`,
+/// (`S[4]`), tile slides with their symbolic step (`W[tA]`), joins (`J`), transposes (`T`),
+/// vectorizations with their width (`V[4]`) and copies to global, local and private memory (`G`,
 /// `L`, `P`), in pre-order, with `TT` pairs removed. Lambdas are left out: an
 /// eta-expanded or β-reduced form of the same structure has the same signature.
 pub fn signature(p: &Program) -> String {
@@ -226,6 +227,7 @@ fn sig(p: &Program, id: mapsat_ir::NodeId, out: &mut String) {
         Node::Prim(Prim::Slide(_, s)) if s.as_const().is_none() => out.push_str(&format!("W[{s}]")),
         Node::Prim(Prim::Join) => out.push('J'),
         Node::Prim(Prim::Transpose) => out.push('T'),
+        Node::Prim(Prim::AsVector(w)) => out.push_str(&format!("V[{w}]")),
         Node::Prim(Prim::To(space)) => out.push(match space {
             mapsat_ir::ast::AddressSpace::Global => 'G',
             mapsat_ir::ast::AddressSpace::Local => 'L',

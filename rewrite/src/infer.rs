@@ -151,7 +151,14 @@ fn saturated(p: &Prim, args: &[Ty]) -> Option<Type> {
         Prim::Bin(_) => args[0].known().cloned(),
         Prim::Select => args[1].known().cloned(),
         Prim::Cast(k) => Some(Type::Scalar(*k)),
-        Prim::AsVector(_) | Prim::AsScalar => None,
+        Prim::AsVector(w) => match arr(&args[0])? {
+            (Type::Scalar(k), n) => Some(Type::array(Type::Vector(k, *w), n.div(&Size::constant(i64::from(*w))))),
+            _ => None,
+        },
+        Prim::AsScalar => match arr(&args[0])? {
+            (Type::Vector(k, w), n) => Some(Type::array(Type::Scalar(k), n.mul(&Size::constant(i64::from(w))))),
+            _ => None,
+        },
     }
 }
 

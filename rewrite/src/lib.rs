@@ -3,10 +3,10 @@
 //! A checked program is added to an egg e-graph ([`lang::Lift`], [`convert`]), rewritten by rules
 //! grouped by topic ([`rules`]: split-join, map fusion and fission, β- and η-reduction,
 //! reduce-map fusion, partial reduction, map interchange through transposes, slides and pads
-//! through maps, overlapped slide tiling, stage inlining) under explicit budgets ([`saturate`]),
-//! and K structurally diverse variants are extracted as ordinary programs ([`extract`]; with
-//! memory variants, [`staging`], and the per-tile producers they stage, [`compute_at`]), each
-//! checked symbolically and at the sizes.
+//! through maps, overlapped slide tiling, stage inlining, vectorization) under explicit budgets
+//! ([`saturate`]), and K structurally diverse variants are extracted as ordinary programs
+//! ([`extract`]; with memory variants, [`staging`], and the per-tile producers they stage,
+//! [`compute_at`]), each checked symbolically and at the sizes.
 //! Every variant computes what the input computes (the rules are property-tested against the
 //! interpreter, `tests/rules.rs`, and so are the extracted variants, `tests/variants.rs`).
 //!
@@ -72,7 +72,8 @@ pub struct Options {
     /// Only the rules with these names (all rules when `None`), in one phase.
     pub rules: Option<Vec<String>>,
     /// Guided saturation ([`phases`]): for a program with `let`s, the stage phase first (its
-    /// stages inlined into their consumers), then every rule. Without, one phase of every rule.
+    /// stages inlined into their consumers), then every rule but vectorization, then the
+    /// vectorization phase. Without, one phase of every rule.
     pub guided: bool,
 }
 
@@ -136,26 +137,39 @@ pub fn rewrite(p: &Program, opts: &Options) -> Result<Outcome, RewriteError> {
     if let Some(bad) = opts.rules.iter().flatten().find(|n| !all_names.contains(n)) {
         return Err(RewriteError::Options(format!("no rule `{bad}` (rules: {})", all_names.join(", "))));
     }
+    // An iteration budget of 0 asks for no rewriting at all.
+    let guided = opts.guided && opts.rules.is_none() && opts.budget.iterations > 0;
     let last = phases::Phase {
         name: "rules".into(),
-        // `map-fission` makes every term `map-fission-nest` makes (the stage phase's narrower form).
         rules: opts
             .rules
             .clone()
-            .unwrap_or_else(|| all_names.into_iter().filter(|n| n != "map-fission-nest").collect()),
+            .unwrap_or_else(|| all_names.into_iter().filter(|n| in_rules_phase(n, guided)).collect()),
         iterations: opts.budget.iterations,
+        reserve: match guided {
+            true => opts.budget.nodes / phases::VECTOR_RESERVE,
+            false => 0,
+        },
     };
     let has_let = p.nodes.iter().any(|n| matches!(n, mapsat_ir::Node::Let(..)));
-    // An iteration budget of 0 asks for no rewriting at all.
-    let plan = match opts.guided && opts.rules.is_none() && has_let && opts.budget.iterations > 0 {
+    let mut plan = match guided && has_let {
         true => vec![phases::stages(), last],
         false => vec![last],
     };
+    if guided {
+        plan.push(phases::vectorize());
+    }
     let (report, phases) = phases::run(&mut eg, &all, &params, &opts.budget, &plan);
     let src = extract::Source { template: p, root, names: &names, sizes: &sizes, tiles: &tiles };
     let start = std::time::Instant::now();
     let (variants, rejected) = extract::variants(&eg, &src, opts.variants);
     Ok(Outcome { report, phases, variants, rejected, extract_time: start.elapsed() })
+}
+
+/// True for the rules of the main phase: all but `map-fission-nest` (`map-fission` makes every
+/// term it makes) and, when guided, the vectorization phase's ([`phases::vectorize`]).
+fn in_rules_phase(name: &str, guided: bool) -> bool {
+    name != "map-fission-nest" && !(guided && phases::VECTOR_RULES.contains(&name))
 }
 
 /// The program's tunable sizes: declared with a range and in no parameter's type.

@@ -25,6 +25,9 @@ pub struct Phase {
     pub rules: Vec<String>,
     /// Its iteration budget.
     pub iterations: usize,
+    /// Nodes of the budget it leaves to the phases after it: it stops once the e-graph has more
+    /// than the budget's nodes less these (0: it may use all).
+    pub reserve: usize,
 }
 
 /// The stage phase's rules: those that move a producer into its consumer (no rule that
@@ -47,7 +50,36 @@ pub const STAGE_ITERATIONS: usize = 16;
 
 /// The stage phase: inlining `let`-bound stages into their consumers.
 pub fn stages() -> Phase {
-    Phase { name: "stages".into(), rules: STAGE_RULES.map(String::from).to_vec(), iterations: STAGE_ITERATIONS }
+    Phase {
+        name: "stages".into(),
+        rules: STAGE_RULES.map(String::from).to_vec(),
+        iterations: STAGE_ITERATIONS,
+        reserve: 0,
+    }
+}
+
+/// The vectorization phase's rules ([`crate::rules::vectorize`]).
+pub const VECTOR_RULES: [&str; 3] = ["vectorize-map", "asscalar-asvector", "asvector-asscalar"];
+
+/// Iterations of the vectorization phase: one vectorizes every map over scalars the earlier
+/// phases made, the second removes the `asScalar(asVector(..))` pairs between them.
+pub const VECTOR_ITERATIONS: usize = 2;
+
+/// The share of the node budget the phases before vectorization leave to it (1/20): a main
+/// phase that fills the budget (matmul, the convolutions) would otherwise leave it no room, and
+/// no variant would be vectorized.
+pub const VECTOR_RESERVE: usize = 20;
+
+/// The vectorization phase, last: a lowering step (Lift's memory-mapping stage and RISE's
+/// `loweringStep` vectorize after the algorithmic rewrites), so that the algorithmic rules
+/// neither multiply nor rewrite the vectorized forms.
+pub fn vectorize() -> Phase {
+    Phase {
+        name: "vectorize".into(),
+        rules: VECTOR_RULES.map(String::from).to_vec(),
+        iterations: VECTOR_ITERATIONS,
+        reserve: 0,
+    }
 }
 
 /// What one phase did.
@@ -60,9 +92,13 @@ pub struct PhaseReport {
 }
 
 /// Runs the phases in order on `eg` (rules by name from `rules`), each within its iteration
-/// budget and what is left of `budget`'s nodes and time; stops early when one runs out of those.
+/// budget and what is left of `budget`'s nodes (less its reserve) and time; stops early when one
+/// runs out of the budget's nodes or time (a phase that stops at its reserve does not stop the
+/// phases after it).
 /// Returns each phase's report and the combined one (iterations and applications summed, the
-/// last phase's stop reason and the e-graph's final size).
+/// last stop reason other than saturation, else saturation, and the e-graph's final size): a
+/// main phase stopped by a budget is reported as such even when the vectorization phase after
+/// it saturates.
 pub fn run(
     eg: &mut LiftGraph,
     rules: &[Box<dyn Rule>],
@@ -78,10 +114,15 @@ pub fn run(
         let left = Budget {
             iterations: phase.iterations,
             time: budget.time.saturating_sub(start.elapsed()),
+            nodes: budget.nodes.saturating_sub(phase.reserve),
             ..budget.clone()
         };
         let report = saturate(eg, &chosen, params, &left);
-        let limited = matches!(report.stop, StopReason::NodeLimit | StopReason::TimeLimit);
+        let limited = match report.stop {
+            StopReason::TimeLimit => true,
+            StopReason::NodeLimit => eg.total_number_of_nodes() > budget.nodes || phase.reserve == 0,
+            _ => false,
+        };
         out.push(PhaseReport { name: phase.name.clone(), report });
         if limited {
             break;
@@ -92,6 +133,7 @@ pub fn run(
 
 fn combined(phases: &[PhaseReport], time: std::time::Duration) -> Report {
     let last = &phases.last().expect("at least one phase").report;
+    let stop = phases.iter().rev().map(|p| p.report.stop).find(|s| *s != StopReason::Saturated).unwrap_or(last.stop);
     let mut applied = std::collections::BTreeMap::new();
     for p in phases {
         for (rule, n) in &p.report.applied {
@@ -99,7 +141,7 @@ fn combined(phases: &[PhaseReport], time: std::time::Duration) -> Report {
         }
     }
     Report {
-        stop: last.stop,
+        stop,
         iterations: phases.iter().map(|p| p.report.iterations).sum(),
         nodes: last.nodes,
         classes: last.classes,

@@ -312,7 +312,7 @@ fn guided_saturation_inlines_a_two_dimensional_stage() {
     // stage phase moves it into the vertical pass, each output computing its 3 x 3 window.
     let (_, p) = common::examples().into_iter().find(|(n, _)| n == "sepblur.lift").unwrap();
     let out = rewrite(&p, &Options::default()).unwrap();
-    assert_eq!(out.phases.iter().map(|ph| ph.name.as_str()).collect::<Vec<_>>(), ["stages", "rules"]);
+    assert_eq!(out.phases.iter().map(|ph| ph.name.as_str()).collect::<Vec<_>>(), ["stages", "rules", "vectorize"]);
     let inlined: Vec<_> = out
         .variants
         .iter()
@@ -428,5 +428,121 @@ fn every_rule_together_offers_the_locally_staged_stencil() {
         for t in [1, 2, 4, 8, 16] {
             common::same_function(&p, &v.program, &Sizes::new().with("tB", t)).unwrap();
         }
+    }
+}
+
+/// A SplitMix64 step: the tests' own small random source (seeded, so failures reproduce).
+fn splitmix(state: &mut u64) -> u64 {
+    *state = state.wrapping_add(0x9e37_79b9_7f4a_7c15);
+    let mut z = *state;
+    z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+    z ^ (z >> 31)
+}
+
+/// `count` random lengths `4*k + rem` with `1 <= k <= 16`.
+fn random_lengths(seed: u64, count: usize, rem: i64) -> Vec<Sizes> {
+    let mut s = seed;
+    (0..count).map(|_| Sizes::new().with("N", 4 * (1 + (splitmix(&mut s) % 16) as i64) + rem)).collect()
+}
+
+/// Runs `rules` on `src` at `sizes`, checks every variant against the input (as [`run`] does),
+/// and returns how many variants use `asVector`.
+fn vectorized(src: &str, rules: &[&str], sizes: &Sizes) -> usize {
+    let p: Program = mapsat_ir::parse(src).unwrap();
+    let opts = Options {
+        sizes: sizes.clone(),
+        budget: Budget { iterations: 3, ..Budget::default() },
+        variants: 32,
+        rules: Some(rules.iter().map(|r| r.to_string()).collect()),
+        ..Options::default()
+    };
+    let out = rewrite(&p, &opts).unwrap();
+    assert_eq!(out.rejected, 0, "{rules:?}: ill-typed terms in the e-graph");
+    for v in &out.variants {
+        common::same_function(&p, &v.program, sizes).unwrap_or_else(|e| panic!("{rules:?} at {sizes:?}: {e}"));
+    }
+    out.variants.iter().filter(|v| mapsat_ir::print(&v.program).contains("asVector")).count()
+}
+
+/// Element-wise maps `vectorize-map` rewrites: a lambda over `f32`, over `i32`, a unary
+/// function alone, the zip forms of two and three arrays.
+const LANEWISE: [&str; 5] = [
+    "size N = 16\ndef f(xs: [f32]N) : [f32]N = map@A(fun(x => exp(x) * x - abs(x) / (x * x + x)), xs)",
+    "size N = 16\ndef f(xs: [i32]N) : [i32]N = map@A(fun(x => max(x * x, x) - min(x, neg(x))), xs)",
+    "size N = 16\ndef f(xs: [f32]N) : [f32]N = map@A(neg, xs)",
+    "size N = 16\ndef dot(x: [f32]N, y: [f32]N) : f32 = reduce(add, 0.0, map@A(fun(p => p.0 * p.1), zip(x, y)))",
+    "size N = 16\ndef f(a: [f32]N, b: [f32]N, c: [f32]N) : [f32]N = map@A(fun(t => min(t.0, t.1) + t.2 * t.0), zip(a, b, c))",
+];
+
+#[test]
+fn vectorize_map_keeps_the_function() {
+    for (k, src) in LANEWISE.iter().enumerate() {
+        for s in random_lengths(k as u64, 4, 0) {
+            assert!(vectorized(src, &["vectorize-map"], &s) > 0, "not vectorized at {s:?}: {src}");
+        }
+    }
+}
+
+#[test]
+fn vectorizing_two_maps_and_removing_the_pair_between_them_keeps_the_function() {
+    let src = "size N = 16\ndef f(xs: [f32]N) : [f32]N = map@A(fun(x => exp(x)), map@B(fun(x => x * x), xs))";
+    for s in random_lengths(7, 4, 0) {
+        assert!(vectorized(src, &["vectorize-map", "asvector-asscalar"], &s) > 0);
+        // Between the two vectorized maps: `asVector(4, asScalar(map@B_v(..)))`.
+        assert!(run(src, &["asvector-asscalar", "vectorize-map"], 3, &s, &[]) > 0);
+    }
+}
+
+#[test]
+fn as_vector_of_as_scalar_keeps_the_function() {
+    let src = "size N = 16\ndef f(xs: [f32]N) = map@A(fun(v => v * v), asVector(4, asScalar(asVector(4, xs))))";
+    for s in random_lengths(8, 3, 0) {
+        assert!(run(src, &["asvector-asscalar"], 2, &s, &[]) > 0);
+    }
+    // Another width would regroup the lanes: not applied.
+    let src = "size N = 16\ndef f(xs: [f32]N) = map@A(fun(v => v * v), asVector(2, asScalar(asVector(4, xs))))";
+    assert_eq!(run(src, &["asvector-asscalar"], 2, &Sizes::new(), &[]), 0);
+}
+
+#[test]
+fn as_scalar_of_as_vector_keeps_the_function() {
+    let src = "size N = 16\ndef f(xs: [f32]N) : [f32]N = map@A(fun(x => x + x), asScalar(asVector(4, xs)))";
+    for s in random_lengths(9, 3, 0) {
+        assert!(run(src, &["asscalar-asvector"], 2, &s, &[]) > 0);
+    }
+}
+
+#[test]
+fn vectorize_map_needs_a_multiple_of_the_width() {
+    for (k, src) in LANEWISE.iter().enumerate() {
+        for rem in 1..4 {
+            for s in random_lengths(k as u64, 2, rem) {
+                assert_eq!(run(src, &["vectorize-map"], 2, &s, &[]), 0, "{src} at {s:?}");
+            }
+        }
+    }
+}
+
+#[test]
+fn vectorize_map_only_rewrites_lane_wise_maps_over_scalars() {
+    let refused = [
+        // Elements that are vectors, arrays, tuples not made by zip.
+        "size N = 16\ndef f(xs: [f32]N) = map@A(fun(v => v + v), asVector(4, xs))",
+        "size M = 4, N = 16\ndef f(m: [[f32]N]M) : [[f32]N]M = map@A(fun(r => r), m)",
+        "size N = 16\ndef f(xs: [f32]N) : [f32]N = map@A(fun(p => p.0 + p.1), map@B(fun(x => (x, x)), xs))",
+        // A literal (no vector literal), a comparison, a conversion, a free variable.
+        "size N = 16\ndef f(xs: [f32]N) : [f32]N = map@A(fun(x => x * 2.0), xs)",
+        "size N = 16\ndef f(xs: [f32]N) : [f32]N = map@A(fun(x => select(x < x * x, x, x * x)), xs)",
+        "size N = 16\ndef f(xs: [i32]N) : [f32]N = map@A(fun(x => f32(x + x)), xs)",
+        "size M = 4, N = 16\ndef f(m: [[f32]N]M) : [[f32]N]M = map@A(fun(r => map@B(fun(x => x * at(0, r)), r)), m)",
+        // A pad (code generation lowers a misaligned one wrongly; the rule leaves it alone).
+        "size N = 16\ndef f(xs: [f32]N) = map@A(fun(x => x * x), pad(1, 3, 0.0, xs))",
+        "size N = 16\ndef f(xs: [f32]N, ys: [f32]N) = map@A(fun(p => p.0 * p.1), zip(padClamp(2, 2, xs), padClamp(2, 2, ys)))",
+        // Results that are not numeric scalars.
+        "size N = 16\ndef f(xs: [f32]N) = map@A(fun(x => x < x), xs)",
+    ];
+    for src in refused {
+        assert_eq!(run(src, &["vectorize-map"], 2, &Sizes::new(), &[]), 0, "{src}");
     }
 }

@@ -192,3 +192,22 @@ def h(x: [[[f32]k]m]n) = map@A(fun(p => map@B(fun(r => map@C(fun(a => a * 2.0 + 
         &[("n", 2), ("m", 8), ("k", 4)],
     );
 }
+
+#[test]
+fn vectorized_maps() {
+    // What `mapsat rewrite` makes of the dot product: before the analysis followed asScalar, the
+    // space accepted A_v=G0, which code generation refused (the reduce reads other groups' lanes).
+    every_assignment(
+        "dot_v",
+        "size N = 16
+def dot(x: [f32]N, y: [f32]N) : f32 =
+  reduce(add, 0.0, asScalar(map@A_v(fun(p => p.0 * p.1), zip(asVector(4, x), asVector(4, y)))))",
+        &[("N", 32)],
+    );
+    every_assignment(
+        "rows_v",
+        "size N = 4, M = 8
+def f(x: [[f32]M]N) = map@A(fun(r => asScalar(map@B_v(fun(v => v * v + v), asVector(4, r)))), x)",
+        &[("N", 2), ("M", 16)],
+    );
+}

@@ -13,6 +13,7 @@ pub mod reduce;
 pub mod slide;
 pub mod split_join;
 pub mod stages;
+pub mod vectorize;
 
 use crate::analysis::{Data, LiftGraph};
 use crate::binders;
@@ -284,5 +285,8 @@ pub fn all() -> Vec<Box<dyn Rule>> {
         Box::new(slide::PadMap),
         Box::new(slide::SlideTiling),
         Box::new(stages::LetInline),
+        Box::new(vectorize::VectorizeMap),
+        Box::new(vectorize::AsScalarAsVector),
+        Box::new(vectorize::AsVectorAsScalar),
     ]
 }
