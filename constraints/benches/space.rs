@@ -12,15 +12,16 @@
 //!
 //! `cargo bench -p mapsat-constraints --bench space [-- FILTER]`
 //!
-//! Figures (November 2026, a 2-core machine shared with other builds, load average about 5
-//! while measuring: wall-clock figures are noisy and about twice the quiet ones): `conv_tiled`
-//! generation 8-10 ms, first mapping 120-140 ms, stream 60,000 mappings/s (the search before
-//! incremental evaluation, measured in the same conditions: 25,500/s; 36,000/s on a quieter
-//! machine). Per-thread CPU time, less sensitive to the load: a stream of 10,000 mappings takes
-//! 92-100 ms (was 185-195 ms), of which 52-58 ms is the search's setup (the Z3 solver and its
-//! first model, as in the first mapping); the steady state past the setup is about 250,000
-//! mappings/s (was 75,000/s), and about 320,000/s over a stream of 60,000. One Z3 check for
-//! 10,000 mappings.
+//! Figures (November 2026, 2-core machine, quiet: load average under 2): `conv_tiled`
+//! generation 4.0-4.1 ms, first mapping 63-65 ms, **stream 95-100 ms for 10,000 mappings:
+//! 100,000-105,000 mappings/s** (36,000/s before incremental evaluation, 10,000/s before the
+//! search evaluated each map's constraints smallest first). Under load (average about 5, other
+//! builds running) the same code gave 60,000/s against 25,500/s for the search before
+//! incremental evaluation, measured back to back. Per-thread CPU time, less sensitive to the
+//! load: a stream of 10,000 mappings takes 92-100 ms (was 185-195 ms), of which 52-58 ms is
+//! the search's setup (the Z3 solver and its first model, as in the first mapping); the steady
+//! state past the setup is about 250,000 mappings/s (was 75,000/s), and about 320,000/s over a
+//! stream of 60,000. One Z3 check for 10,000 mappings.
 //!
 //! Nearly every code tried is refuted (about 60 per mapping, each by one constraint, the one
 //! that last refuted that code there), and an accepted code re-checks all of its map's
@@ -29,9 +30,8 @@
 //! (`src/incremental/`): a patch re-evaluates only the nodes that depend on the changed map,
 //! a subtree that reads one code is a table, and a connective updates counts of its deciding
 //! and undecided children, so a chain-wide rule costs a few nodes. The setup is now over half
-//! of a 10,000-mapping stream: the 100,000/s in wall-clock time on this benchmark needs
-//! a cheaper first model, and that model fixes the enumeration order (the order fingerprint of
-//! `tests/conv_tiled.rs`).
+//! of a 10,000-mapping stream; a cheaper first model would change the enumeration order (the
+//! order fingerprint of `tests/conv_tiled.rs`).
 #![allow(missing_docs)]
 
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
