@@ -185,19 +185,25 @@ impl Task {
     }
 
     /// The first point (the program's defaults when they have a valid mapping, else a random
-    /// point that has one); it sets [`Task::result_shape`].
+    /// point that has one); it sets [`Task::result_shape`]: the defaults' result shape, or,
+    /// where the defaults do not type-check at the problem's sizes (a tile size that does not
+    /// divide), that of the first random point that has a valid mapping.
     fn find_first_point(&mut self) -> Result<Sizes, TuneError> {
         let default = params::default_point(&self.tunables);
+        let mut shape_fixed = false;
         if let Some(p) = &default {
-            self.result_shape = self.shape_at(p).unwrap_or_default();
-            if self.point(p).is_some() {
-                return Ok(p.clone());
+            if let Some(shape) = self.shape_at(p) {
+                self.result_shape = shape;
+                shape_fixed = true;
+                if self.point(p).is_some() {
+                    return Ok(p.clone());
+                }
             }
         }
         let mut rng = rand::rngs::StdRng::seed_from_u64(self.seed);
         for _ in 0..POINT_TRIES {
             let p = params::random_point(&self.tunables, &mut rng);
-            if default.is_none() {
+            if !shape_fixed {
                 self.result_shape = self.shape_at(&p).unwrap_or_default();
                 self.points.borrow_mut().clear();
             }
@@ -497,5 +503,24 @@ impl Task {
             prediction,
             features,
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// At a size its default tile sizes do not divide, the tunable conv still has a task: its
+    /// first point is one whose tiles cover the whole output (`tH`, `tW` dividing 14).
+    #[test]
+    fn defaults_that_do_not_tile_the_problem_give_way_to_a_point_that_does() {
+        let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../examples/conv_blocked.lift");
+        let p = mapsat_ir::parse(&std::fs::read_to_string(path).unwrap()).unwrap();
+        let given: Sizes = [("inH", 14), ("inW", 14), ("inChs", 8), ("outChs", 8)].into_iter().collect();
+        let profile = Profile::builtin("pocl-cpu").unwrap();
+        let task = Task::new(p, &given, profile, Dialect::OpenCl, true, 3).expect("a task");
+        assert_eq!(task.result_shape, vec![14, 14, 8]);
+        let (th, tw) = (task.first_point.get("tH").unwrap(), task.first_point.get("tW").unwrap());
+        assert!(14 % th == 0 && 14 % tw == 0, "{:?}", task.first_point);
     }
 }
