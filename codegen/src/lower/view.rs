@@ -367,6 +367,11 @@ impl Lower<'_> {
         }
         let i = self.pop(st)?;
         let k = i.plus(-left);
+        // The lanes run along the padded dimension only where the pad's elements are scalars
+        // (no index left below this one); else along an inner dimension, with one pad test.
+        if st.vec > 1 && st.idx.is_empty() && !self.lanes_alike(&k, len, mode, st.vec) {
+            return self.pad_lanes(left, len, mode, inner, st, &i);
+        }
         match mode {
             PadMode::Clamp => {
                 st.idx.push(k.clamp_to(0, len - 1, &self.ranges));
@@ -375,11 +380,13 @@ impl Lower<'_> {
             PadMode::Constant(c) => {
                 let (lo, hi) = self.ranges.of(&k);
                 let fill = if st.vec > 1 { Expr::Splat(c, st.vec) } else { Expr::Lit(c) };
-                if lo >= 0 && hi < len {
+                let along = if st.idx.is_empty() { i64::from(st.vec) - 1 } else { 0 };
+                let last = hi + along;
+                if lo >= 0 && last < len {
                     st.idx.push(k);
                     return self.resolve(inner, st, write);
                 }
-                if hi < 0 || lo >= len {
+                if last < 0 || lo >= len {
                     return Ok(Resolved::Value(fill));
                 }
                 st.idx.push(k.clone());
@@ -390,6 +397,47 @@ impl Lower<'_> {
                 Ok(Resolved::Value(Expr::Select(Box::new(Expr::InRange(k, 0, len)), Box::new(e), Box::new(fill))))
             }
         }
+    }
+
+    /// Do the `w` lanes of a vector read of `pad` at inner index `k` (lanes `k .. k + w`) all
+    /// fall on the same side of each bound, so that lane 0's test (or clamp) serves them all? Yes
+    /// when every lane is inside for every `k`, when none is, or (padding with a constant) when
+    /// `k` is a multiple of `w` and so is the inner length.
+    fn lanes_alike(&self, k: &Index, len: i64, mode: PadMode, w: u32) -> bool {
+        let (lo, hi) = self.ranges.of(k);
+        let last = hi + i64::from(w) - 1;
+        let inside = lo >= 0 && last < len;
+        match mode {
+            PadMode::Clamp => inside,
+            PadMode::Constant(_) => {
+                let aligned = k.rem(i64::from(w), &self.ranges).as_const() == Some(0) && len % i64::from(w) == 0;
+                inside || last < 0 || lo >= len || aligned
+            }
+        }
+    }
+
+    /// A vector read of `pad` whose lanes may fall on different sides of a bound (see
+    /// [`Self::lanes_alike`]): the vector put together from its lanes, each read (and tested
+    /// or clamped) on its own at index `i + lane`.
+    fn pad_lanes(&mut self, left: i64, len: i64, mode: PadMode, inner: &View, st: &mut St, i: &Index) -> R<Resolved> {
+        if st.lane.is_some() || !st.tup.is_empty() {
+            return Err(K::Unsupported("a vector read of a pad inside a tuple or a lane".into()).into());
+        }
+        let kind = inner
+            .base()
+            .map(|b| self.bufs[b.0].kind)
+            .ok_or_else(|| CodegenError::from(K::Unsupported("a vector read of a pad of computed values".into())))?;
+        let mut lanes = Vec::with_capacity(st.vec as usize);
+        for j in 0..i64::from(st.vec) {
+            let mut one = St { idx: st.idx.clone(), vec: 1, ..St::default() };
+            one.idx.push(i.plus(j));
+            lanes.push(match self.resolve_pad(left, len, mode, inner, &mut one, false)? {
+                Resolved::Place(p) => Expr::Load(p),
+                Resolved::Value(e) => e,
+            });
+        }
+        st.idx.clear();
+        Ok(Resolved::Value(Expr::Vector(kind, lanes)))
     }
 
     /// `asScalar(inner)` of vectors of width `w`: a lane of an element, or, read as vectors of
