@@ -135,7 +135,7 @@ enum Command {
     Tune(Box<tune::TuneArgs>),
     /// Both cost models' predictions for one candidate.
     Predict(tune::PredictArgs),
-    /// Measure a device's rates (bandwidth, arithmetic, launch) into a device profile.
+    /// Measure a device's rates (bandwidth, arithmetic, cache, launch) into a device profile.
     Calibrate {
         /// `opencl:PLATFORM:DEVICE` or `cuda:N`.
         #[arg(long, default_value = "opencl:0:0")]
