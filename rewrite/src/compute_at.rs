@@ -82,7 +82,7 @@ fn places(eg: &LiftGraph, c: Id) -> Vec<BTreeMap<Id, Lift>> {
 
 /// The nodes on a shortest path from class `from` to class `to` (each class on it with the node
 /// whose child leads on), if `to` is reachable.
-fn path(eg: &LiftGraph, from: Id, to: Id) -> Option<Vec<(Id, Lift)>> {
+pub(crate) fn path(eg: &LiftGraph, from: Id, to: Id) -> Option<Vec<(Id, Lift)>> {
     let mut prev: BTreeMap<Id, (Id, Lift)> = BTreeMap::new();
     let mut queue = VecDeque::from([from]);
     let mut seen = std::collections::BTreeSet::from([from]);

@@ -8,11 +8,15 @@
 //!    forced in turn (the rest of the term stays best); then once more from the cheapest
 //!    neighbours of distinct structure (two rounds reach, e.g., a tiled map around a partial
 //!    reduction).
-//! 3. Every candidate is turned into a program (labels made unique), checked at the sizes, and
+//! 3. Targeted seeds: terms forced through a producer computed per tile
+//!    ([`crate::compute_at`]) and through each vectorized map and tile slide
+//!    ([`crate::kinds`]), which the neighbour search does not reach.
+//! 4. Every candidate is turned into a program (labels made unique), checked at the sizes, and
 //!    given a structural signature ([`signature`]: the sequence of maps, reductions, split
-//!    factors and joins in pre-order). The K chosen are the cheapest of each distinct tiling (the
-//!    sequence of split factors) first, then of each distinct signature, then the cheapest
-//!    remaining; ties by printed text, so the result is deterministic.
+//!    factors and joins in pre-order). The K chosen are the cheapest of each kind (tiled, locally
+//!    staged) first, then of each distinct tiling (the sequence of split
+//!    factors), then of each distinct signature, then the cheapest remaining; ties by printed
+//!    text, so the result is deterministic.
 
 use crate::analysis::LiftGraph;
 use crate::convert::{self, Term};
@@ -104,7 +108,8 @@ pub fn variants(eg: &LiftGraph, src: &Source, k: usize) -> (Vec<Variant>, usize)
         let mut seen = BTreeSet::new();
         frontier = next.into_iter().filter(|(_, s, _)| seen.insert(s.clone())).map(|(_, _, f)| f).take(BEAM).collect();
     }
-    for forced in crate::compute_at::choices(eg, src.root) {
+    let seeds = crate::kinds::seeds(eg, src.root);
+    for forced in crate::compute_at::choices(eg, src.root).into_iter().chain(seeds) {
         let (term, _) = builder.build(src.root, &forced);
         if !terms.insert(term.expr.clone()) {
             continue;
@@ -132,29 +137,42 @@ pub fn variants(eg: &LiftGraph, src: &Source, k: usize) -> (Vec<Variant>, usize)
 }
 
 /// The cheapest of each distinct number of kernels (the stage choices: stages kept in global
-/// memory, or inlined into their consumers) first, then of each distinct tiling and staging (sequence of
+/// memory, or inlined into their consumers) first, then of each kind ([`kinds_of`]: tiled,
+/// locally staged) not yet offered, then of each distinct tiling and staging (sequence of
 /// split factors and `toX`), then of each distinct signature, then the cheapest others; the
 /// best by cost always first.
 fn choose(found: BTreeMap<String, Variant>, k: usize) -> Vec<Variant> {
     let mut all: Vec<(String, Variant)> = found.into_iter().collect();
     all.sort_by(|a, b| (a.1.cost, &a.0).cmp(&(b.1.cost, &b.0)));
-    let (mut stages, mut tilings, mut sigs) = (BTreeSet::new(), BTreeSet::new(), BTreeSet::new());
-    let mut tiers: [Vec<Variant>; 4] = Default::default();
+    let (mut stages, mut kinds) = (BTreeSet::new(), BTreeSet::new());
+    let (mut tilings, mut sigs) = (BTreeSet::new(), BTreeSet::new());
+    let mut tiers: [Vec<Variant>; 5] = Default::default();
     for (_, v) in all {
+        let new_kind = kinds_of(&v.signature).into_iter().filter(|k| kinds.insert(*k)).count() > 0;
         let tier = if stages.insert(mapsat_ir::stages::count(&v.program)) {
             0
-        } else if tilings.insert(tiling(&v.signature)) {
+        } else if new_kind {
             1
-        } else if sigs.insert(v.signature.clone()) {
+        } else if tilings.insert(tiling(&v.signature)) {
             2
-        } else {
+        } else if sigs.insert(v.signature.clone()) {
             3
+        } else {
+            4
         };
         tilings.insert(tiling(&v.signature));
         sigs.insert(v.signature.clone());
         tiers[tier].push(v);
     }
     tiers.into_iter().flatten().take(k).collect()
+}
+
+/// The kinds of a signature given a place of their own: `W` (tiled by a tile slide), `L`
+/// (staged in local memory). Not `V`: a vectorized variant may read vectors of a strided array
+/// (matmul's columns), which code generation refuses and this crate cannot tell; it competes as a
+/// distinct tiling.
+fn kinds_of(signature: &str) -> BTreeSet<char> {
+    ["W[", "L"].iter().filter(|k| signature.contains(*k)).filter_map(|k| k.chars().next()).collect()
 }
 
 /// A variant with a memory staging applied ([`crate::staging`]: partial reductions in private
@@ -297,15 +315,16 @@ impl Builder<'_> {
     /// `depth` arguments, if the class has one.
     fn applied_node(&self, c: Id, depth: usize) -> Option<&Lift> {
         let cost = |n: &Lift| StaticCost.cost(n, |ch| self.ext.find_best_cost(ch)).total;
-        self.eg[c]
-            .nodes
-            .iter()
-            .filter(|n| match n {
-                Lift::Prim(Prim::Map { .. } | Prim::Reduce { .. }) => true,
-                Lift::App([f, _]) => depth > 0 && self.applied_node(self.eg.find(*f), depth - 1).is_some(),
-                _ => false,
-            })
-            .min_by_key(|n| cost(n))
+        self.eg[c].nodes.iter().filter(|n| self.is_applied(n, depth)).min_by_key(|n| cost(n))
+    }
+
+    /// True when `n` is a map or reduce primitive applied to at most `depth` arguments.
+    fn is_applied(&self, n: &Lift, depth: usize) -> bool {
+        match n {
+            Lift::Prim(Prim::Map { .. } | Prim::Reduce { .. }) => true,
+            Lift::App([f, _]) => depth > 0 && self.applied_node(self.eg.find(*f), depth - 1).is_some(),
+            _ => false,
+        }
     }
 
     /// Class `c` built as a map or reduce application ([`Builder::applied_node`]), else as usual.
@@ -318,7 +337,11 @@ impl Builder<'_> {
         visited: &mut Vec<Id>,
         stack: &mut Vec<Id>,
     ) -> Id {
-        let Some(node) = self.applied_node(c, depth).cloned() else { return self.go(c, forced, t, visited, stack) };
+        // A forced choice of that form is kept (a seed's path may go through a stage's producer).
+        let node = forced.get(&c).filter(|n| !stack.contains(&c) && self.is_applied(n, depth));
+        let Some(node) = node.or_else(|| self.applied_node(c, depth)).cloned() else {
+            return self.go(c, forced, t, visited, stack);
+        };
         visited.push(c);
         let node = match node {
             Lift::App([f, a]) => {

@@ -6,7 +6,7 @@
 //! through maps, overlapped slide tiling, stage inlining, vectorization) under explicit budgets
 //! ([`saturate`]), and K structurally diverse variants are extracted as ordinary programs
 //! ([`extract`]; with memory variants, [`staging`], and the per-tile producers they stage,
-//! [`compute_at`]), each checked symbolically and at the sizes.
+//! [`compute_at`], and seeds per kind of variant, [`kinds`]), each checked symbolically and at the sizes.
 //! Every variant computes what the input computes (the rules are property-tested against the
 //! interpreter, `tests/rules.rs`, and so are the extracted variants, `tests/variants.rs`).
 //!
@@ -31,6 +31,7 @@ pub mod cost;
 pub mod error;
 pub mod extract;
 pub mod infer;
+pub mod kinds;
 pub mod lang;
 pub mod phases;
 pub mod rules;
