@@ -419,11 +419,7 @@ impl<'a> Checker<'a> {
                 format!("slide step {step} does not tile the input: it must divide the input's length less the window size, {span}"),
             ));
         }
-        for (x, y) in count.divisions() {
-            if &y == step {
-                self.exact.push((x, y));
-            }
-        }
+        self.exact.extend(Size::tile_divisions(count, span, step));
         Ok(())
     }
 

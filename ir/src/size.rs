@@ -372,6 +372,15 @@ impl Size {
         out
     }
 
+    /// The exact divisions a tile count `span / step + 1` brings, where `step` divides `span`:
+    /// the divisions by `step` among the count's own terms that `span` does not already have
+    /// (a division by `step` inside the span itself, such as an input length `(n - 1)/step`,
+    /// is not made exact by the tiling).
+    pub fn tile_divisions(count: &Size, span: &Size, step: &Size) -> Vec<(Size, Size)> {
+        let given = span.divisions();
+        count.divisions().into_iter().filter(|d| &d.1 == step && !given.contains(d)).collect()
+    }
+
     /// Substitutes values for variables and simplifies; unknown variables stay symbolic.
     pub fn substitute(&self, values: &HashMap<String, Size>) -> Size {
         let mut out = Size::default();

@@ -92,7 +92,7 @@ proptest! {
         let u = Size::var("c");
         let span = e.build().sub(&u.add(&Size::constant(w - 1)));
         let count = span.div(&u).add(&Size::constant(1));
-        let facts: Vec<(Size, Size)> = count.divisions().into_iter().filter(|(_, y)| *y == u).collect();
+        let facts = Size::tile_divisions(&count, &span, &u);
         let covered = u.mul(&count).cancel_exact(&facts);
         let values: mapsat_ir::Sizes = VARS.iter().zip(env).map(|(k, v)| (k.to_string(), v)).collect();
         if let Some(sp) = span.eval(&values) {
@@ -103,7 +103,7 @@ proptest! {
         let a = Size::var("a");
         let span = a.sub(&u.add(&Size::constant(w - 1)));
         let count = span.div(&u).add(&Size::constant(1));
-        let facts: Vec<(Size, Size)> = count.divisions();
+        let facts = Size::tile_divisions(&count, &span, &u);
         prop_assert_eq!(u.mul(&count).cancel_exact(&facts), a.sub(&Size::constant(w - 1)));
     }
 
