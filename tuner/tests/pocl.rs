@@ -63,3 +63,27 @@ fn conv_at_vgg_size_matches_interpreter() {
     let c = r.output.compare(&want, 1e-3, 1e-4);
     assert!(c.ok, "{} mismatches, first {:?}, max abs diff {}", c.mismatches, c.first_mismatch, c.max_abs_diff);
 }
+
+/// A vector read of a column (a row of a `transpose`: its lanes a row apart in memory) is a
+/// gather, lane by lane, not a `vload4` of four consecutive floats. The space refuses such
+/// programs (`constraints/tests/vectors.rs`); code generation must still never emit a wrong
+/// kernel for one it is given.
+#[test]
+fn a_vector_of_a_column_is_gathered() {
+    let src = "size M = 8, N = 8\ndef f(m: [[f32]N]M) =\n  \
+               mapGlb@D(0, fun(r => asScalar(mapSeq@E(fun(x => x * x + x), asVector(4, r)))), transpose(m))";
+    let p = mapsat_ir::parse(src).expect("parse");
+    let (source, _) =
+        mapsat_codegen::emit(&p, &mapsat_codegen::Options::default(), mapsat_codegen::Dialect::OpenCl).expect("emit");
+    assert!(!source.contains("vload4"), "{source}");
+    if !opencl_present() {
+        return;
+    }
+    let sizes = p.default_sizes();
+    let inputs = mapsat_ir::interp::random_inputs(&p, &sizes, 5).expect("inputs");
+    let cfg = RunConfig { warmup: 0, runs: 1, check: false, ..RunConfig::default() };
+    let r = measure::run(&p, &sizes, None, &inputs, DeviceSpec::OpenCl(0, 0), &cfg).expect("run");
+    let want = mapsat_ir::interp::eval(&p, &sizes, &inputs).expect("interpreter");
+    let c = r.output.compare(&want, 1e-3, 1e-4);
+    assert!(c.ok, "{} mismatches, first {:?}", c.mismatches, c.first_mismatch);
+}

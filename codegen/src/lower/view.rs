@@ -262,7 +262,11 @@ impl Lower<'_> {
                 if st.vec != 1 || st.lane.is_some() {
                     return Err(K::Unsupported("nested asVector".into()).into());
                 }
-                st.idx.push(i.scale(*w as i64));
+                let first = i.scale(*w as i64);
+                if !write && st.idx.is_empty() && st.tup.is_empty() && !self.lanes_consecutive(inner, &first)? {
+                    return self.gather(inner, &first, *w);
+                }
+                st.idx.push(first);
                 st.vec = *w;
                 self.resolve(inner, st, write)
             }
@@ -437,6 +441,39 @@ impl Lower<'_> {
             });
         }
         st.idx.clear();
+        Ok(Resolved::Value(Expr::Vector(kind, lanes)))
+    }
+
+    /// Are the scalars `first` and `first + 1` of `inner` consecutive in one buffer (or not both
+    /// in memory: computed values and pads are lowered lane by lane where they need it)? A
+    /// vector read with `vloadN` at one address needs its lanes consecutive; a column (a row of a
+    /// `transpose`) has them a row apart.
+    fn lanes_consecutive(&mut self, inner: &View, first: &Index) -> R<bool> {
+        let mut at = |k: Index| -> R<Resolved> {
+            let mut one = St { idx: vec![k], ..St::new() };
+            self.resolve(inner, &mut one, false)
+        };
+        Ok(match (at(first.clone())?, at(first.plus(1))?) {
+            (Resolved::Place(a), Resolved::Place(b)) => a.buf == b.buf && b.index.sub(&a.index).as_const() == Some(1),
+            _ => true,
+        })
+    }
+
+    /// A vector of `w` lanes read from `inner` at `first ..`, each lane read on its own (a
+    /// gather), for lanes that are not consecutive in memory.
+    fn gather(&mut self, inner: &View, first: &Index, w: u32) -> R<Resolved> {
+        let kind = inner
+            .base()
+            .map(|b| self.bufs[b.0].kind)
+            .ok_or_else(|| CodegenError::from(K::Unsupported("a gathered vector of computed values".into())))?;
+        let mut lanes = Vec::with_capacity(w as usize);
+        for j in 0..i64::from(w) {
+            let mut one = St { idx: vec![first.plus(j)], ..St::new() };
+            lanes.push(match self.resolve(inner, &mut one, false)? {
+                Resolved::Place(p) => Expr::Load(p),
+                Resolved::Value(e) => e,
+            });
+        }
         Ok(Resolved::Value(Expr::Vector(kind, lanes)))
     }
 
