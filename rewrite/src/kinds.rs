@@ -4,7 +4,7 @@
 //! The static cost does not favour these forms, and they often exist only below unfused or
 //! fissioned forms that the best term does not go through, out of reach of the neighbour search
 //! in [`crate::extract`]. Each seed forces one such node and a shortest path from the root to
-//! its class ([`crate::compute_at::path`]), so that the term goes through it; the rest of the
+//! its class (`compute_at::path`), so that the term goes through it; the rest of the
 //! term is the best.
 
 use crate::analysis::LiftGraph;
@@ -17,7 +17,7 @@ use std::collections::BTreeMap;
 const PER_KIND: usize = 8;
 
 /// Forced choices (class to node) giving terms that go through a vectorized map or a tile
-/// slide: at most [`PER_KIND`] of each, in order of class id (deterministic).
+/// slide: at most `PER_KIND` of each, in order of class id (deterministic).
 pub fn seeds(eg: &LiftGraph, root: Id) -> Vec<BTreeMap<Id, Lift>> {
     let root = eg.find(root);
     let mut classes: Vec<Id> = eg.classes().map(|c| c.id).collect();

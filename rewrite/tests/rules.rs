@@ -536,7 +536,7 @@ fn vectorize_map_only_rewrites_lane_wise_maps_over_scalars() {
         "size N = 16\ndef f(xs: [f32]N) : [f32]N = map@A(fun(x => select(x < x * x, x, x * x)), xs)",
         "size N = 16\ndef f(xs: [i32]N) : [f32]N = map@A(fun(x => f32(x + x)), xs)",
         "size M = 4, N = 16\ndef f(m: [[f32]N]M) : [[f32]N]M = map@A(fun(r => map@B(fun(x => x * at(0, r)), r)), m)",
-        // A pad (code generation lowers a misaligned one wrongly; the rule leaves it alone).
+        // A pad (lanes straddling its bounds are read one by one: the rule leaves it alone).
         "size N = 16\ndef f(xs: [f32]N) = map@A(fun(x => x * x), pad(1, 3, 0.0, xs))",
         "size N = 16\ndef f(xs: [f32]N, ys: [f32]N) = map@A(fun(p => p.0 * p.1), zip(padClamp(2, 2, xs), padClamp(2, 2, ys)))",
         // Results that are not numeric scalars.

@@ -25,7 +25,7 @@ pub const WIDTHS: [u32; 1] = [4];
 /// ```
 ///
 /// Conditions: the elements of `xs` are numeric scalars (`f32`, `i32`), or, for the zip form,
-/// tuples of them; `xs` (each `ai`) is not a `pad` (see [`padded`]); the map's results are numeric scalars; `w` ([`WIDTHS`]) divides the length
+/// tuples of them; `xs` (each `ai`) is not a `pad` (see `padded`); the map's results are numeric scalars; `w` ([`WIDTHS`]) divides the length
 /// at the given sizes (as split-join decides it); and `f` is lane-wise: a unary function
 /// (`neg`, `abs`, `exp`...), or a lambda whose body applies only arithmetic operators
 /// (`+ - * / %`, `min`, `max`), unary functions and tuple components (`p.0`) to its parameter.
@@ -92,10 +92,10 @@ fn vector_input(cx: &Ctx, xs: Id, elem: &Type, w: u32) -> Option<(Build, Type)> 
     Some((Build::call(Prim::Zip(args.len() as u32), args.into_iter().map(vec).collect()), ty))
 }
 
-/// True when class `c` is a `pad` or `padClamp` of an array. Code generation lowers `asVector`
-/// of a pad whose left padding is not a multiple of the width wrongly (`asVector(4, pad(1, 3,
-/// 0.0, xs))`: lanes mixing padding and data), and the constraints cannot see it (the strides of
-/// a padded dimension are unknown), so the rule leaves maps over a pad alone.
+/// True when class `c` is a `pad` or `padClamp` of an array. The rule leaves maps over a pad
+/// alone: a vector whose lanes straddle a bound of the pad (`asVector(4, pad(1, 3, 0.0, xs))`)
+/// is read lane by lane, each lane tested on its own (code generation's `pad_lanes`), so
+/// vectorizing such a map gains no vector loads.
 fn padded(cx: &Ctx, c: Id) -> bool {
     cx.calls(c).iter().any(|(p, _)| matches!(p, Prim::Pad(..)))
 }
