@@ -235,7 +235,7 @@ impl Lower<'_> {
                 st.idx.push(i.scale(*step).add(&j));
                 self.resolve(inner, st, write)
             }
-            View::Pad { left, len, mode, inner } => self.resolve_pad(*left, *len, *mode, inner, st, write),
+            View::Pad { left, len, mode, inner } => self.resolve_pad(v, (*left, *len, *mode), inner, st, write),
             View::Zip(vs) => {
                 let i = self.pop(st)?;
                 let k = st.tup.pop().ok_or_else(|| {
@@ -359,9 +359,8 @@ impl Lower<'_> {
     /// fall outside (only the bounds that can fail are tested).
     fn resolve_pad(
         &mut self,
-        left: i64,
-        len: i64,
-        mode: PadMode,
+        pad: &View,
+        (left, len, mode): (i64, i64, PadMode),
         inner: &View,
         st: &mut St,
         write: bool,
@@ -373,8 +372,12 @@ impl Lower<'_> {
         let k = i.plus(-left);
         // The lanes run along the padded dimension only where the pad's elements are scalars
         // (no index left below this one); else along an inner dimension, with one pad test.
+        // Lanes on both sides of a bound: each lane read (and tested or clamped) on its own.
         if st.vec > 1 && st.idx.is_empty() && !self.lanes_alike(&k, len, mode, st.vec) {
-            return self.pad_lanes(left, len, mode, inner, st, &i);
+            if st.lane.is_some() || !st.tup.is_empty() {
+                return Err(K::Unsupported("a vector read of a pad inside a tuple or a lane".into()).into());
+            }
+            return self.gather(pad, &i, st.vec);
         }
         match mode {
             PadMode::Clamp => {
@@ -420,30 +423,6 @@ impl Lower<'_> {
         }
     }
 
-    /// A vector read of `pad` whose lanes may fall on different sides of a bound (see
-    /// [`Self::lanes_alike`]): the vector put together from its lanes, each read (and tested
-    /// or clamped) on its own at index `i + lane`.
-    fn pad_lanes(&mut self, left: i64, len: i64, mode: PadMode, inner: &View, st: &mut St, i: &Index) -> R<Resolved> {
-        if st.lane.is_some() || !st.tup.is_empty() {
-            return Err(K::Unsupported("a vector read of a pad inside a tuple or a lane".into()).into());
-        }
-        let kind = inner
-            .base()
-            .map(|b| self.bufs[b.0].kind)
-            .ok_or_else(|| CodegenError::from(K::Unsupported("a vector read of a pad of computed values".into())))?;
-        let mut lanes = Vec::with_capacity(st.vec as usize);
-        for j in 0..i64::from(st.vec) {
-            let mut one = St { idx: st.idx.clone(), vec: 1, ..St::default() };
-            one.idx.push(i.plus(j));
-            lanes.push(match self.resolve_pad(left, len, mode, inner, &mut one, false)? {
-                Resolved::Place(p) => Expr::Load(p),
-                Resolved::Value(e) => e,
-            });
-        }
-        st.idx.clear();
-        Ok(Resolved::Value(Expr::Vector(kind, lanes)))
-    }
-
     /// Are the scalars `first` and `first + 1` of `inner` consecutive in one buffer (or not both
     /// in memory: computed values and pads are lowered lane by lane where they need it)? A
     /// vector read with `vloadN` at one address needs its lanes consecutive; a column (a row of a
@@ -460,7 +439,7 @@ impl Lower<'_> {
     }
 
     /// A vector of `w` lanes read from `inner` at `first ..`, each lane read on its own (a
-    /// gather), for lanes that are not consecutive in memory.
+    /// gather), for lanes that are not consecutive in memory or that a pad tests apart.
     fn gather(&mut self, inner: &View, first: &Index, w: u32) -> R<Resolved> {
         let kind = inner
             .base()

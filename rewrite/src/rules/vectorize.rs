@@ -94,7 +94,7 @@ fn vector_input(cx: &Ctx, xs: Id, elem: &Type, w: u32) -> Option<(Build, Type)> 
 
 /// True when class `c` is a `pad` or `padClamp` of an array. The rule leaves maps over a pad
 /// alone: a vector whose lanes straddle a bound of the pad (`asVector(4, pad(1, 3, 0.0, xs))`)
-/// is read lane by lane, each lane tested on its own (code generation's `pad_lanes`), so
+/// is read lane by lane, each lane tested on its own (code generation gathers it), so
 /// vectorizing such a map gains no vector loads.
 fn padded(cx: &Ctx, c: Id) -> bool {
     cx.calls(c).iter().any(|(p, _)| matches!(p, Prim::Pad(..)))
