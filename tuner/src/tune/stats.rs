@@ -114,7 +114,7 @@ struct Walk<'k> {
     stack: Vec<Frame>,
     /// The loads, selections and bounds tests counted in the current block (see the module
     /// documentation), one list per open block.
-    seen: Vec<Vec<&'k Expr>>,
+    seen: Vec<Vec<(&'k Expr, usize)>>,
     s: KernelStats,
 }
 
@@ -193,24 +193,23 @@ impl<'k> Walk<'k> {
         self.seen.pop();
     }
 
-    /// Has the block already computed `e` (a load, a selection or a bounds test)? Records it
-    /// otherwise.
-    fn computed(&mut self, e: &'k Expr) -> bool {
-        if !matches!(e, Expr::Load(_) | Expr::Select(..) | Expr::InRange(..)) {
-            return false;
+    /// The level of `e` if the block already computed it (a load, a selection or a bounds test).
+    fn computed(&self, e: &Expr) -> Option<usize> {
+        let seen = self.seen.last().expect("a block is open");
+        seen.iter().find(|(x, _)| *x == e).map(|(_, level)| *level)
+    }
+
+    /// Records that the block computed `e` (if it is a load, a selection or a bounds test).
+    fn remember(&mut self, e: &'k Expr, level: usize) {
+        if matches!(e, Expr::Load(_) | Expr::Select(..) | Expr::InRange(..)) {
+            self.seen.last_mut().expect("a block is open").push((e, level));
         }
-        let seen = self.seen.last_mut().expect("a block is open");
-        if seen.contains(&e) {
-            return true;
-        }
-        seen.push(e);
-        false
     }
 
     /// A store to `buf`: what the block loaded from it may have changed.
     fn forget_loads_of(&mut self, buf: BufId) {
         let seen = self.seen.last_mut().expect("a block is open");
-        seen.retain(|e| {
+        seen.retain(|(e, _)| {
             let mut places = Vec::new();
             loads(e, &mut places);
             places.iter().all(|p| p.buf != buf)
@@ -321,8 +320,8 @@ impl<'k> Walk<'k> {
 
     /// Counts the operations and loads of `e`, evaluated `n` times (hoisted); its level.
     fn expr(&mut self, e: &'k Expr, n: f64) -> usize {
-        if self.computed(e) {
-            return self.level_of(e);
+        if let Some(level) = self.computed(e) {
+            return level;
         }
         let (level, ops) = match e {
             Expr::Load(p) => {
@@ -340,20 +339,8 @@ impl<'k> Walk<'k> {
             Expr::Lit(_) | Expr::Splat(..) => (0, 0.0),
         };
         self.s.lane_ops += self.at(n, level) * ops;
+        self.remember(e, level);
         level
-    }
-
-    /// How many enclosing loops `e` depends on (its indices', what it loads).
-    fn level_of(&self, e: &Expr) -> usize {
-        match e {
-            Expr::Load(p) => self.level(&p.index),
-            Expr::Int(i) | Expr::InRange(i, ..) => self.level(i),
-            Expr::Bin(_, a, b) => self.level_of(a).max(self.level_of(b)),
-            Expr::Un(_, a) | Expr::Cast(_, a) | Expr::Lane(a, _) => self.level_of(a),
-            Expr::Select(c, a, b) => self.level_of(c).max(self.level_of(a)).max(self.level_of(b)),
-            Expr::Vector(_, es) => es.iter().map(|x| self.level_of(x)).max().unwrap_or(0),
-            Expr::Lit(_) | Expr::Splat(..) => 0,
-        }
     }
 
     /// Can the store `p = e` run in vector lanes (see the module documentation)? `Some(true)`
