@@ -22,13 +22,7 @@ pub fn choices(eg: &LiftGraph, root: Id) -> Vec<BTreeMap<Id, Lift>> {
     let mut out = Vec::new();
     for class in eg.classes() {
         for target in places(eg, class.id) {
-            if let Some(path) = path(eg, eg.find(root), class.id) {
-                let mut forced = target;
-                for (c, n) in path {
-                    forced.entry(c).or_insert(n);
-                }
-                out.push(forced);
-            }
+            out.extend(reached(eg, root, class.id, target));
             if out.len() >= LIMIT {
                 return out;
             }
@@ -80,9 +74,18 @@ fn places(eg: &LiftGraph, c: Id) -> Vec<BTreeMap<Id, Lift>> {
     out
 }
 
+/// The forced choices `target` (in class `at`) with the nodes of a shortest path from the
+/// root to `at`, so that the extracted term reaches them; `None` when `at` is unreachable.
+pub(crate) fn reached(eg: &LiftGraph, root: Id, at: Id, mut target: BTreeMap<Id, Lift>) -> Option<BTreeMap<Id, Lift>> {
+    for (c, n) in path(eg, eg.find(root), at)? {
+        target.entry(c).or_insert(n);
+    }
+    Some(target)
+}
+
 /// The nodes on a shortest path from class `from` to class `to` (each class on it with the node
 /// whose child leads on), if `to` is reachable.
-pub(crate) fn path(eg: &LiftGraph, from: Id, to: Id) -> Option<Vec<(Id, Lift)>> {
+fn path(eg: &LiftGraph, from: Id, to: Id) -> Option<Vec<(Id, Lift)>> {
     let mut prev: BTreeMap<Id, (Id, Lift)> = BTreeMap::new();
     let mut queue = VecDeque::from([from]);
     let mut seen = std::collections::BTreeSet::from([from]);

@@ -4,7 +4,7 @@
 //! The static cost does not favour these forms, and they often exist only below unfused or
 //! fissioned forms that the best term does not go through, out of reach of the neighbour search
 //! in [`crate::extract`]. Each seed forces one such node and a shortest path from the root to
-//! its class (`compute_at::path`), so that the term goes through it; the rest of the
+//! its class (`compute_at::reached`), so that the term goes through it; the rest of the
 //! term is the best.
 
 use crate::analysis::LiftGraph;
@@ -30,11 +30,9 @@ pub fn seeds(eg: &LiftGraph, root: Id) -> Vec<BTreeMap<Id, Lift>> {
                 if n >= PER_KIND {
                     break;
                 }
-                let Some(path) = crate::compute_at::path(eg, root, c) else { continue };
-                let mut forced = BTreeMap::from([(c, node.clone())]);
-                for (pc, pn) in path {
-                    forced.entry(pc).or_insert(pn);
-                }
+                let Some(forced) = crate::compute_at::reached(eg, root, c, BTreeMap::from([(c, node.clone())])) else {
+                    continue;
+                };
                 out.push(forced);
                 n += 1;
             }
