@@ -431,19 +431,11 @@ fn every_rule_together_offers_the_locally_staged_stencil() {
     }
 }
 
-/// A SplitMix64 step: the tests' own small random source (seeded, so failures reproduce).
-fn splitmix(state: &mut u64) -> u64 {
-    *state = state.wrapping_add(0x9e37_79b9_7f4a_7c15);
-    let mut z = *state;
-    z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-    z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-    z ^ (z >> 31)
-}
-
-/// `count` random lengths `4*k + rem` with `1 <= k <= 16`.
+/// `count` random lengths `4*k + rem` with `1 <= k <= 16` (seeded, so failures reproduce).
 fn random_lengths(seed: u64, count: usize, rem: i64) -> Vec<Sizes> {
-    let mut s = seed;
-    (0..count).map(|_| Sizes::new().with("N", 4 * (1 + (splitmix(&mut s) % 16) as i64) + rem)).collect()
+    use rand::{Rng, SeedableRng};
+    let mut rng = rand::rngs::StdRng::seed_from_u64(seed);
+    (0..count).map(|_| Sizes::new().with("N", 4 * rng.gen_range(1..=16i64) + rem)).collect()
 }
 
 /// Runs `rules` on `src` at `sizes`, checks every variant against the input (as [`run`] does),
