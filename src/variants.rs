@@ -5,6 +5,7 @@
 //! the fastest correct kernel (the tuner does not depend on the rewrite stage).
 
 use crate::ir::{self, Program};
+use crate::rewrite::stage_choice::{self, StageChoice};
 use crate::rewrite::{self, Options, Report, RewriteError};
 
 /// One program to tune.
@@ -18,6 +19,9 @@ pub struct Candidate {
     pub cost: Option<usize>,
     /// Where it came from, in words.
     pub description: String,
+    /// Where it computes each producer of the input (`let x = toM(..)`): inline, in private,
+    /// local or global memory.
+    pub stages: Vec<StageChoice>,
 }
 
 /// The candidates and what saturation did.
@@ -40,6 +44,7 @@ pub fn candidates(p: &Program, k: usize, opts: &Options) -> Result<Candidates, R
         signature: rewrite::extract::signature(p),
         cost: None,
         description: "the input program".into(),
+        stages: stage_choice::of(p, p),
     }];
     let opts = Options { variants: k.max(1), ..opts.clone() };
     let out = rewrite::rewrite(p, &opts)?;
@@ -50,8 +55,14 @@ pub fn candidates(p: &Program, k: usize, opts: &Options) -> Result<Candidates, R
         if ir::print(&v.program) == input {
             continue;
         }
+        let stages = stage_choice::of(p, &v.program);
+        let described = match stages.is_empty() {
+            true => String::new(),
+            false => format!("; stages {}", stage_choice::describe(&stages)),
+        };
         list.push(Candidate {
-            description: format!("rewrite variant {n} (static cost {})", v.cost),
+            description: format!("rewrite variant {n} (static cost {}{described})", v.cost),
+            stages,
             program: v.program,
             signature: v.signature,
             cost: Some(v.cost),

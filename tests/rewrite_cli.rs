@@ -169,6 +169,35 @@ fn stencils_are_tiled_and_staged_in_local_memory() {
     assert!(texts.iter().any(|t| t.contains("slide(3, 1, toLocal(map@A(")), "{texts:#?}");
 }
 
+/// Issue #9: the variants of a two-stage pipeline make each of the three stage choices for its
+/// producer (inline, local, global), and the summary names them.
+#[test]
+fn the_summary_names_each_variants_stage_choices() {
+    let dir = temp("stages");
+    let out = mapsat(&["rewrite", "examples/sepblur.lift", "--variants", "8", "-o", dir.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+    let summary: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.join("summary.json")).unwrap()).unwrap();
+    let mut seen = std::collections::BTreeSet::new();
+    for v in summary["variants"].as_array().unwrap() {
+        let choice = v["stages"]["h"].as_str().unwrap().to_string();
+        let text = std::fs::read_to_string(dir.join(v["file"].as_str().unwrap())).unwrap();
+        let flat: String = text.chars().filter(|c| !c.is_whitespace()).collect();
+        // What each name means, read from the variant's text.
+        match choice.as_str() {
+            "global" => assert!(flat.contains("leth=toGlobal(map@A("), "{text}"),
+            "local" => assert!(flat.contains("toLocal(map@A("), "{text}"),
+            "inline" => assert!(!text.contains("toGlobal") && !text.contains("toLocal"), "{text}"),
+            other => panic!("unexpected choice {other}: {text}"),
+        }
+        seen.insert(choice);
+    }
+    assert_eq!(seen.into_iter().collect::<Vec<_>>(), ["global", "inline", "local"]);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(stdout.contains("; stages h local"), "{stdout}");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
 /// Issue #10, end to end: an element-wise map and the dot product get a vectorized variant among
 /// the K; the mapping space of that variant is not empty, every mapping it lists runs on the
 /// OpenCL device and matches the interpreter, and one it refuses (`A_v=G0` for the dot

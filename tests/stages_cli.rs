@@ -171,12 +171,41 @@ fn space_and_explain_work_kernel_by_kernel() {
     let out = mapsat(&["explain", SEPBLUR, "--mapping", "A=G1,B=G0,C=G1,D=G0"]);
     let stdout = text(&out.stdout);
     assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
-    assert!(stdout.starts_with("valid (2 kernels, launched in order)\nkernel sepblur_0_h:\n"), "{stdout}");
+    assert!(
+        stdout.starts_with(
+            "valid (2 kernels, launched in order)\nkernel sepblur_0_h (`h` is materialized in global memory: a kernel boundary):\n"
+        ),
+        "{stdout}"
+    );
+    assert!(stdout.contains("\nkernel sepblur:\n"), "{stdout}");
     let out = mapsat(&["explain", SEPBLUR, "--mapping", "A=G1,B=G0,C=S,D=W0"]);
     let stderr = text(&out.stderr);
     assert_eq!(out.status.code(), Some(1), "{stderr}");
     assert!(stderr.starts_with("in the kernel of stage `sepblur`: invalid"), "{stderr}");
     assert!(!stderr.contains("sepblur_0_h"), "{stderr}");
+}
+
+/// Issue #9: `explain` names where a kernel computes a producer (here, each work group's tile
+/// into local memory).
+#[test]
+fn explain_names_a_producer_staged_in_local_memory() {
+    let dir = temp("local");
+    std::fs::create_dir_all(&dir).unwrap();
+    let file = dir.join("tile.lift");
+    std::fs::write(
+        &file,
+        "size N = 64\ndef f(xs: [f32]N) : [f32]N =
+  join(map@W(fun(t => map@B(fun(x => x + 1.0), toLocal(map@C(fun(x => x * 2.0), t)))), split(16, xs)))\n",
+    )
+    .unwrap();
+    let out = mapsat(&["explain", file.to_str().unwrap(), "--mapping", "W=W0,B=L0,C=L0"]);
+    let stdout = text(&out.stdout);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    assert!(
+        stdout.starts_with("valid\n  map C computes into local memory (per work group, read by its work items)\n"),
+        "{stdout}"
+    );
+    std::fs::remove_dir_all(&dir).ok();
 }
 
 #[test]

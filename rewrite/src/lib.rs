@@ -36,6 +36,7 @@ pub mod lang;
 pub mod phases;
 pub mod rules;
 pub mod saturate;
+pub mod stage_choice;
 pub mod staging;
 pub mod tiles;
 

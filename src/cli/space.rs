@@ -2,6 +2,7 @@
 
 use super::{all_sizes, CliResult, Failure, SizeArgs, Source};
 use mapsat::ir;
+use mapsat::rewrite::stage_choice::{self, Choice};
 use mapsat_constraints::{self as mc, Count, Options, Space};
 use std::ops::ControlFlow;
 use std::path::Path;
@@ -25,6 +26,10 @@ struct Kernel {
     name: Option<String>,
     space: Space,
     canonical: Option<Space>,
+    /// The `let` whose value the kernel computes (a kernel boundary), if any.
+    binder: Option<String>,
+    /// What the kernel computes into memory (`toM`): the memory and the map's label.
+    stagings: Vec<(Choice, String)>,
 }
 
 /// The space of each kernel of the program: one, unnamed, for a program without kernel
@@ -57,7 +62,8 @@ fn load(file: &Path, how: &How) -> CliResult<Vec<Kernel>> {
             false => None,
         };
         let space = Space::generate(&stage.program, options).map_err(rejected)?;
-        out.push(Kernel { name, space, canonical });
+        let stagings = stage_choice::stagings(&stage.program);
+        out.push(Kernel { name, space, canonical, binder: stage.binder, stagings });
     }
     Ok(out)
 }
@@ -251,15 +257,22 @@ pub fn explain(file: &Path, mapping: &str, how: &How) -> CliResult<()> {
     };
     let mut report = Vec::new();
     let mut invalid = Vec::new();
-    for (Kernel { name, space: s, .. }, part) in spaces.iter().zip(&parts) {
+    for (Kernel { name, space: s, binder, stagings, .. }, part) in spaces.iter().zip(&parts) {
         let m = s.parse_mapping(part).map_err(|e| Failure::Usage(in_kernel(name, e.to_string())))?;
         let e = s.explain(&m).map_err(solver)?;
         if !e.valid {
             invalid.push(in_kernel(name, super::mapping::violations(s, &e)));
             continue;
         }
-        if let Some(name) = name {
-            report.push(format!("kernel {name}:"));
+        match (name, binder) {
+            (Some(name), Some(b)) => {
+                report.push(format!("kernel {name} (`{b}` is materialized in global memory: a kernel boundary):"))
+            }
+            (Some(name), None) => report.push(format!("kernel {name}:")),
+            _ => {}
+        }
+        for (choice, label) in stagings {
+            report.push(format!("  map {label} computes into {} memory ({})", choice.name(), scope(*choice)));
         }
         for b in &e.barriers {
             report.push(format!(
@@ -286,6 +299,15 @@ pub fn explain(file: &Path, mapping: &str, how: &How) -> CliResult<()> {
         outln!("{line}");
     }
     Ok(())
+}
+
+/// Who shares what a map computes into memory of this kind.
+fn scope(choice: Choice) -> &'static str {
+    match choice {
+        Choice::Private => "per work item",
+        Choice::Local => "per work group, read by its work items",
+        Choice::Global | Choice::Inline => "read by the whole kernel",
+    }
 }
 
 /// `text`, said to be about the kernel `name` when the program has several.

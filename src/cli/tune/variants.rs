@@ -148,6 +148,14 @@ fn confirm(a: &TuneArgs, device: DeviceSpec, outcomes: &mut [Outcome]) {
     }
 }
 
+/// A variant's structure, and its stage choices when the input has producers.
+fn named(c: &mapsat::variants::Candidate) -> String {
+    match c.stages.is_empty() {
+        true => c.signature.clone(),
+        false => format!("{} (stages {})", c.signature, rw::stage_choice::describe(&c.stages)),
+    }
+}
+
 /// A variant's time: measured again with the others' when that ran, else its tune's best.
 fn time(o: &Outcome) -> Option<f64> {
     o.confirmed.map(|c| c.0).or_else(|| o.tuned.as_ref().ok().and_then(|t| t.best_ms))
@@ -179,6 +187,7 @@ fn report(a: &TuneArgs, sizes: &Sizes, rewrite: &rw::Report, outcomes: &[Outcome
             "description": c.description,
             "signature": c.signature,
             "static_cost": c.cost,
+            "stages": crate::cli::rewrite::stages_json(&c.stages),
             "best": winner == Some(n),
         });
         match &o.tuned {
@@ -187,7 +196,7 @@ fn report(a: &TuneArgs, sizes: &Sizes, rewrite: &rw::Report, outcomes: &[Outcome
                     Some((ms, g)) => format!("; measured again: {}, {g:.2} GFLOP/s", fmt_ms(ms)),
                     None => String::new(),
                 };
-                outln!("  variant {n} {}: tune {}, {gflops:.2} GFLOP/s{again}{mark}", c.signature, fmt_ms(*ms));
+                outln!("  variant {n} {}: tune {}, {gflops:.2} GFLOP/s{again}{mark}", named(c), fmt_ms(*ms));
                 e["tune_ms"] = serde_json::json!(ms);
                 e["tune_gflops"] = serde_json::json!(gflops);
                 let (ms, g) = o.confirmed.unwrap_or((*ms, *gflops));
@@ -199,11 +208,11 @@ fn report(a: &TuneArgs, sizes: &Sizes, rewrite: &rw::Report, outcomes: &[Outcome
                 e["work_groups"] = serde_json::json!(locals);
             }
             Ok(_) => {
-                outln!("  variant {n} {}: no candidate ran correctly", c.signature);
+                outln!("  variant {n} {}: no candidate ran correctly", named(c));
                 e["error"] = serde_json::json!("no candidate ran correctly");
             }
             Err(m) => {
-                outln!("  variant {n} {}: not tuned ({})", c.signature, m.lines().next().unwrap_or(""));
+                outln!("  variant {n} {}: not tuned ({})", named(c), m.lines().next().unwrap_or(""));
                 e["error"] = serde_json::json!(m);
             }
         }

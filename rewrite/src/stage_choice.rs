@@ -1,0 +1,226 @@
+//! The stage choice a variant makes for each producer of the input program: Halide's inline,
+//! compute_at and compute_root, read back from the variant's text.
+//!
+//! A producer is a `let x = toM(e) in ...` of the input (a kernel boundary when `M` is global).
+//! Its maps keep their labels through the rules, or get labels derived from them (`A` becomes
+//! `A_f`, `A_w`, `A_2`, ...). In a variant, the producer is
+//!
+//! - **global** (compute_root): some `toGlobal(e')` computes it, that is `e'`'s outermost map
+//!   (the first in pre-order) carries one of its labels or a label derived from one;
+//! - **local** (compute_at a work group, with the halo its consumer's windows need): the same
+//!   with `toLocal`;
+//! - **private**: the same with `toPrivate`;
+//! - **inline**: none of these; its values are recomputed where its consumer reads them.
+//!
+//! The first such `toM` in pre-order from the root decides.
+
+use mapsat_ir::ast::{AddressSpace, Node, NodeId, Prim, Program};
+
+/// Where a variant computes a producer's values.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Choice {
+    /// Recomputed in its consumer.
+    Inline,
+    /// In private memory, per work item.
+    Private,
+    /// In local memory, per work group.
+    Local,
+    /// In global memory, by a kernel of its own.
+    Global,
+}
+
+impl Choice {
+    /// Its name in reports.
+    pub fn name(self) -> &'static str {
+        match self {
+            Choice::Inline => "inline",
+            Choice::Private => "private",
+            Choice::Local => "local",
+            Choice::Global => "global",
+        }
+    }
+
+    fn of(space: AddressSpace) -> Choice {
+        match space {
+            AddressSpace::Global => Choice::Global,
+            AddressSpace::Local => Choice::Local,
+            AddressSpace::Private => Choice::Private,
+        }
+    }
+}
+
+/// One producer of the input and the variant's choice for it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct StageChoice {
+    /// The producer's `let` name in the input.
+    pub binder: String,
+    /// The variant's choice.
+    pub choice: Choice,
+}
+
+/// The choice `variant` makes for each producer of `input`, in the input's order (empty for
+/// an input without `let x = toM(..)`).
+pub fn of(input: &Program, variant: &Program) -> Vec<StageChoice> {
+    let staged = staged(variant);
+    producers(input)
+        .into_iter()
+        .map(|(binder, labels)| {
+            let choice = staged
+                .iter()
+                .find(|(_, outer)| labels.iter().any(|l| derives(outer, l)))
+                .map_or(Choice::Inline, |(space, _)| Choice::of(*space));
+            StageChoice { binder, choice }
+        })
+        .collect()
+}
+
+/// What `p` computes into memory: for each `toM(e)` in pre-order, the choice it makes (private,
+/// local or global) and the label of `e`'s outermost map.
+pub fn stagings(p: &Program) -> Vec<(Choice, String)> {
+    staged(p).into_iter().map(|(space, label)| (Choice::of(space), label)).collect()
+}
+
+/// `h inline, v global` (empty when there is no producer).
+pub fn describe(choices: &[StageChoice]) -> String {
+    choices.iter().map(|c| format!("{} {}", c.binder, c.choice.name())).collect::<Vec<_>>().join(", ")
+}
+
+/// True when `label` is `base` or derived from it (`base_...`).
+fn derives(label: &str, base: &str) -> bool {
+    label.strip_prefix(base).is_some_and(|rest| rest.is_empty() || rest.starts_with('_'))
+}
+
+/// The `let x = toM(e)` of `p` in pre-order: `x` and the labels of `e`'s maps.
+fn producers(p: &Program) -> Vec<(String, Vec<String>)> {
+    preorder(p, p.root)
+        .into_iter()
+        .filter_map(|id| match p.node(id) {
+            Node::Let(value, _) => {
+                let (_, e) = to_space(p, *value)?;
+                let binder = p.meta[id.index()].binder.clone().unwrap_or_else(|| "_".into());
+                Some((binder, labels(p, e)))
+            }
+            _ => None,
+        })
+        .collect()
+}
+
+/// Every `toM(e)` of `p` in pre-order: `M` and the label of `e`'s outermost map.
+fn staged(p: &Program) -> Vec<(AddressSpace, String)> {
+    preorder(p, p.root)
+        .into_iter()
+        .filter_map(|id| {
+            let (space, e) = to_space(p, id)?;
+            Some((space, labels(p, e).into_iter().next()?))
+        })
+        .collect()
+}
+
+/// `(M, e)` when `id` is `toM(e)`.
+fn to_space(p: &Program, id: NodeId) -> Option<(AddressSpace, NodeId)> {
+    match p.node(id) {
+        Node::App(f, e) => match p.node(*f) {
+            Node::Prim(Prim::To(space)) => Some((*space, *e)),
+            _ => None,
+        },
+        _ => None,
+    }
+}
+
+/// The labels of the maps under `id`, in pre-order.
+fn labels(p: &Program, id: NodeId) -> Vec<String> {
+    preorder(p, id)
+        .into_iter()
+        .filter_map(|n| match p.node(n) {
+            Node::Prim(Prim::Map { label, .. }) => Some(label.clone()),
+            _ => None,
+        })
+        .collect()
+}
+
+/// The nodes under `id` in pre-order (a function before its argument).
+fn preorder(p: &Program, id: NodeId) -> Vec<NodeId> {
+    let mut out = Vec::new();
+    let mut stack = vec![id];
+    while let Some(n) = stack.pop() {
+        out.push(n);
+        stack.extend(p.node(n).children().into_iter().rev());
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const INPUT: &str = "size H = 16, W = 16
+def sharpen(img: [[f32]W]H, amount: f32) : [[f32]W]H =
+  let h = toGlobal(map@A(fun(row =>
+            map@B(fun(w => reduce(add, 0.0, w) / 3.0), slide(3, 1, padClamp(1, 1, row)))), img)) in
+  let v = toGlobal(map@C(fun(col =>
+            map@D(fun(w => reduce(add, 0.0, w) / 3.0), slide(3, 1, padClamp(1, 1, col)))), transpose(h))) in
+  map@E(fun(rows => map@F(fun(p => p.0 + amount * (p.0 - p.1)), zip(rows.0, rows.1))), zip(img, transpose(v)))";
+
+    fn choices(variant: &str) -> String {
+        let input = mapsat_ir::parse(INPUT).unwrap();
+        describe(&of(&input, &mapsat_ir::parse(variant).unwrap()))
+    }
+
+    #[test]
+    fn the_input_materializes_what_it_writes_to_global_memory() {
+        assert_eq!(choices(INPUT), "h global, v global");
+    }
+
+    /// `mapsat rewrite examples/sharpen.lift`'s variant 0: `h`'s maps are recomputed inside
+    /// `v`'s kernel (its `A_f` is not the outermost map of any `toM`), and the `let` kept for
+    /// `v` (still named `h`: binders are named by class) computes `v`'s map `C`.
+    #[test]
+    fn a_producer_recomputed_in_its_consumer_is_inline() {
+        let v = "size H = 16, W = 16
+def sharpen(img: [[f32]W]H, amount: f32) : [[f32]W]H =
+  let h = toGlobal(map@C(map@D(fun(x => reduce(fun(x1, x2 => x1 + reduce(add, 0.0, x2) / 3.0), 0.0, x) / 3.0)),
+    map@C_f(fun(x => slide(3, 1, padClamp(1, 1, x))),
+      transpose(map@A_f(fun(x => slide(3, 1, padClamp(1, 1, x))), img))))) in
+  map@E(map@F(fun(p => p.0 + amount * (p.0 - p.1))), map@E_f(fun(x => zip(x.0, x.1)), zip(img, transpose(h))))";
+        assert_eq!(choices(v), "h inline, v global");
+    }
+
+    /// Variant 4 of the same: each tile of `v`'s windows stages the `h` values it needs (halo
+    /// included) in local memory; the map computing them carries `h`'s label `A`.
+    #[test]
+    fn a_producer_computed_into_local_memory_per_tile_is_local() {
+        let v = "size H = 16, W = 16
+size tD in 1..16 = 8
+def sharpen(img: [[f32]W]H, amount: f32) : [[f32]W]H =
+  let h = toGlobal(map@C(fun(x => join(map@D(fun(x1 => map@D_i(fun(w => reduce(add, 0.0, w) / 3.0), slide(3, 1, x1))),
+      slide(tD + 2, tD, toLocal(map@A(fun(w => reduce(add, 0.0, w) / 3.0), padClamp(1, 1, x))))))),
+    transpose(map@A_f(fun(x => slide(3, 1, padClamp(1, 1, x))), img)))) in
+  map@E(map@F(fun(p => p.0 + amount * (p.0 - p.1))), map@E_f(fun(x => zip(x.0, x.1)), zip(img, transpose(h))))";
+        assert_eq!(choices(v), "h local, v global");
+    }
+
+    #[test]
+    fn stagings_name_the_memory_and_the_map_computed_into_it() {
+        let p = mapsat_ir::parse(
+            "size N = 8\ndef f(xs: [f32]N) : [f32]N =
+  let y = toGlobal(map@A(fun(x => x * 2.0), xs)) in
+  map@B(fun(x => x + 1.0), toLocal(join(map@C(fun(x => x), split(2, y)))))",
+        )
+        .unwrap();
+        assert_eq!(stagings(&p), [(Choice::Global, "A".to_string()), (Choice::Local, "C".to_string())]);
+    }
+
+    #[test]
+    fn a_label_derives_only_from_its_own_prefix() {
+        assert!(derives("A", "A"));
+        assert!(derives("A_f_2", "A"));
+        assert!(!derives("AB", "A"));
+        assert!(!derives("B_f", "A"));
+    }
+
+    #[test]
+    fn a_program_without_producers_has_no_choices() {
+        let p = mapsat_ir::parse("size N = 8\ndef f(xs: [f32]N) : [f32]N = map@A(fun(x => x * 2.0), xs)").unwrap();
+        assert!(of(&p, &p).is_empty());
+    }
+}
