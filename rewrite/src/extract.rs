@@ -140,14 +140,14 @@ pub fn variants(eg: &LiftGraph, src: &Source, k: usize) -> (Vec<Variant>, usize)
 /// memory, or inlined into their consumers) first, then of each kind ([`kinds_of`]: tiled,
 /// locally staged) not yet offered, then of each distinct tiling and staging (sequence of
 /// split factors and `toX`), then of each distinct signature, then the cheapest others; the
-/// best by cost always first.
+/// best by cost always first. A variant with a transpose of a transpose is left out.
 fn choose(found: BTreeMap<String, Variant>, k: usize) -> Vec<Variant> {
     let mut all: Vec<(String, Variant)> = found.into_iter().collect();
     all.sort_by(|a, b| (a.1.cost, &a.0).cmp(&(b.1.cost, &b.0)));
     let (mut stages, mut kinds) = (BTreeSet::new(), BTreeSet::new());
     let (mut tilings, mut sigs) = (BTreeSet::new(), BTreeSet::new());
     let mut tiers: [Vec<Variant>; 5] = Default::default();
-    for (_, v) in all {
+    for (_, v) in all.into_iter().filter(|(_, v)| !transposes_a_transpose(&v.program)) {
         let new_kind = kinds_of(&v.signature).into_iter().filter(|k| kinds.insert(*k)).count() > 0;
         let tier = if stages.insert(mapsat_ir::stages::count(&v.program)) {
             0
@@ -165,6 +165,16 @@ fn choose(found: BTreeMap<String, Variant>, k: usize) -> Vec<Variant> {
         tiers[tier].push(v);
     }
     tiers.into_iter().flatten().take(k).collect()
+}
+
+/// True when `p` has `transpose(transpose(e))`: the same variant as with `e` (which the e-graph
+/// holds too, by `transpose-transpose`), with two more views to lower and tune.
+fn transposes_a_transpose(p: &Program) -> bool {
+    let transposed = |n: &Node| match n {
+        Node::App(f, e) if matches!(p.node(*f), Node::Prim(Prim::Transpose)) => Some(*e),
+        _ => None,
+    };
+    p.nodes.iter().filter_map(transposed).any(|e| transposed(p.node(e)).is_some())
 }
 
 /// The kinds of a signature given a place of their own: `W` (tiled by a tile slide), `L`
