@@ -109,7 +109,8 @@ pub fn variants(eg: &LiftGraph, src: &Source, k: usize) -> (Vec<Variant>, usize)
         frontier = next.into_iter().filter(|(_, s, _)| seen.insert(s.clone())).map(|(_, _, f)| f).take(BEAM).collect();
     }
     let seeds = crate::kinds::seeds(eg, src.root);
-    for forced in crate::compute_at::choices(eg, src.root).into_iter().chain(seeds) {
+    let tiled2d = crate::tiled2d::choices(eg, src.root);
+    for forced in crate::compute_at::choices(eg, src.root).into_iter().chain(tiled2d).chain(seeds) {
         let (term, _) = builder.build(src.root, &forced);
         if !terms.insert(term.expr.clone()) {
             continue;
@@ -168,11 +169,20 @@ fn choose(found: BTreeMap<String, Variant>, k: usize) -> Vec<Variant> {
 }
 
 /// The kinds of a signature given a place of their own: `W` (tiled by a tile slide), `L`
-/// (staged in local memory). Not `V`: a vectorized variant may read vectors of a strided array
-/// (matmul's columns), which code generation refuses and this crate cannot tell; it competes as a
-/// distinct tiling.
+/// (staged in local memory), `D` (tiled in two dimensions: two tile slides) and `E` (tiled in
+/// two dimensions and staged in local memory). Not `V`: a vectorized variant may read vectors
+/// of a strided array (matmul's columns), which code generation refuses and this crate cannot
+/// tell; it competes as a distinct tiling.
 fn kinds_of(signature: &str) -> BTreeSet<char> {
-    ["W[", "L"].iter().filter(|k| signature.contains(*k)).filter_map(|k| k.chars().next()).collect()
+    let mut kinds: BTreeSet<char> =
+        ["W[", "L"].iter().filter(|k| signature.contains(*k)).filter_map(|k| k.chars().next()).collect();
+    if signature.matches("W[").count() >= 2 {
+        kinds.insert('D');
+        if kinds.contains(&'L') {
+            kinds.insert('E');
+        }
+    }
+    kinds
 }
 
 /// A variant with a memory staging applied ([`crate::staging`]: partial reductions in private

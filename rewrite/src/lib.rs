@@ -37,6 +37,7 @@ pub mod phases;
 pub mod rules;
 pub mod saturate;
 pub mod staging;
+pub mod tiled2d;
 pub mod tiles;
 
 pub use error::RewriteError;

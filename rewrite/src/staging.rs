@@ -20,7 +20,8 @@ pub fn stage_private(p: &Program) -> Option<Program> {
 /// The program with every high-level `map` that runs inside a function, computes (not a layout
 /// map, which is a view) and whose result a `slide` reads, not already placed, wrapped in
 /// `toLocal(...)`, and every tile of a 2-D tiled stencil (a variable read by the rows'
-/// windows `map(slide(m, 1), t)`, see `slide2d-tiling`) copied to local memory,
+/// windows `map(slide(m, 1), t)` whose both lengths are tunable tile sizes, see
+/// `slide2d-tiling`), in a function that computes from those windows, copied to local memory,
 /// `toLocal(map(map(fun(x => x)), t))`; `None` when there is neither.
 ///
 /// This is Halide's `compute_at` for a stencil: after overlapped tiling (`slide-tiling`) and
@@ -44,6 +45,8 @@ struct At {
     slid: bool,
     /// The data argument of `map(slide(..), _)`.
     rows_slid: bool,
+    /// In a function whose body computes (not only arranges its argument).
+    computing: bool,
 }
 
 /// Which terms to stage.
@@ -53,7 +56,11 @@ type Select = dyn Fn(&Program, NodeId, At) -> bool;
 fn stage(p: &Program, space: AddressSpace, select: &Select) -> Option<Program> {
     let mut out = Program { nodes: Vec::new(), meta: Vec::new(), ..p.clone() };
     let mut changed = false;
-    let mut cx = Copier { p, space, select, out: &mut out, changed: &mut changed };
+    let tiles = match space {
+        AddressSpace::Local => tiles_2d(p),
+        _ => Vec::new(),
+    };
+    let mut cx = Copier { p, space, select, tiles: &tiles, out: &mut out, changed: &mut changed };
     let root = cx.copy(p.root, At::default());
     out.root = root;
     changed.then_some(out)
@@ -64,6 +71,8 @@ struct Copier<'a> {
     p: &'a Program,
     space: AddressSpace,
     select: &'a Select,
+    /// By node: a 2-D tile ([`tiles_2d`]).
+    tiles: &'a [bool],
     out: &'a mut Program,
     changed: &'a mut bool,
 }
@@ -73,22 +82,25 @@ impl Copier<'_> {
     fn copy(&mut self, id: NodeId, at: At) -> NodeId {
         let p = self.p;
         let meta = p.meta.get(id.index()).cloned().unwrap_or_default();
-        let inner = At { depth: at.depth, ..At::default() };
+        let inner = At { depth: at.depth, computing: at.computing, ..At::default() };
         let new = match p.node(id) {
             Node::App(f, a) => {
                 let placed = matches!(p.node(*f), Node::Prim(Prim::To(_)));
                 let slid = matches!(p.node(*f), Node::Prim(Prim::Slide(..)));
                 let rows_slid = maps_slide(p, *f);
                 let f2 = self.copy(*f, inner);
-                let a2 = self.copy(*a, At { depth: at.depth, placed, slid, rows_slid });
+                let a2 = self.copy(*a, At { placed, slid, rows_slid, ..inner });
                 Node::App(f2, a2)
             }
-            Node::Lam(b, ann) => Node::Lam(self.copy(*b, At { depth: at.depth + 1, ..At::default() }), ann.clone()),
+            Node::Lam(b, ann) => {
+                let body = At { depth: at.depth + 1, computing: computes(p, *b), ..At::default() };
+                Node::Lam(self.copy(*b, body), ann.clone())
+            }
             Node::Let(v, b) => {
                 let v2 = self.copy(*v, inner);
                 Node::Let(v2, self.copy(*b, At { depth: at.depth + 1, ..At::default() }))
             }
-            Node::Var(_) if self.space == AddressSpace::Local && at.depth > 0 && at.rows_slid && !at.placed => {
+            Node::Var(_) if self.tiles.get(id.index()) == Some(&true) && at.rows_slid && at.computing && !at.placed => {
                 let var = self.out.push(p.node(id).clone(), meta);
                 *self.changed = true;
                 return self.tile_copy(var);
@@ -124,6 +136,20 @@ impl Copier<'_> {
     fn push(&mut self, node: Node) -> NodeId {
         self.out.push(node, Meta::default())
     }
+}
+
+/// By node: true for a variable whose type is `[[T]c]r` with both `r` and `c` using a tunable size
+/// (a 2-D tile of `slide2d-tiling`, `tA_0 + 2` rows of `tA_1 + 2`). Empty when `p` does not check.
+fn tiles_2d(p: &Program) -> Vec<bool> {
+    let Ok(info) = mapsat_ir::check::check(p) else { return Vec::new() };
+    let tunable = crate::tunable(p);
+    let tiled = |n: &mapsat_ir::Size| n.vars().iter().any(|v| tunable.contains(v));
+    let is_tile = |t: &mapsat_ir::Type| {
+        let Some((row, r)) = t.as_array() else { return false };
+        tiled(r) && row.as_array().is_some_and(|(_, c)| tiled(c))
+    };
+    let var = |k: usize| matches!(p.nodes[k], Node::Var(_));
+    (0..p.nodes.len()).map(|k| var(k) && info.of(NodeId(k as u32)).is_some_and(is_tile)).collect()
 }
 
 /// True when the program has a map labelled `label`.
