@@ -19,7 +19,7 @@ use std::collections::BTreeMap;
 const LIMIT: usize = 8;
 
 /// Forced choices (class to node) giving terms in the 2-D tiled form, one per place in the
-/// e-graph (at most 8), each with a shortest path from the root.
+/// e-graph (at most 8), each with a shortest path from the root, and one with all of them.
 pub fn choices(eg: &LiftGraph, root: Id) -> Vec<BTreeMap<Id, Lift>> {
     let mut classes: Vec<Id> = eg.classes().map(|c| c.id).collect();
     classes.sort();
@@ -31,6 +31,17 @@ pub fn choices(eg: &LiftGraph, root: Id) -> Vec<BTreeMap<Id, Lift>> {
         if out.len() >= LIMIT {
             break;
         }
+    }
+    // Every place at once (each stage of a pipeline tiled); the first place's choice wins where
+    // two paths cross.
+    if out.len() > 1 {
+        let mut all = BTreeMap::new();
+        for forced in &out {
+            for (c, n) in forced {
+                all.entry(*c).or_insert_with(|| n.clone());
+            }
+        }
+        out.push(all);
     }
     out
 }

@@ -101,3 +101,14 @@ proptest! {
         }
     }
 }
+
+#[test]
+fn each_stage_of_jacobi2d_is_tiled() {
+    let examples = common::examples();
+    let (_, p) = examples.iter().find(|(f, _)| f == "jacobi2d.lift").unwrap();
+    let (_, variants) = tiled(&mapsat_ir::print(p));
+    assert!(!variants.is_empty());
+    for v in &variants {
+        common::same_function(p, &v.program, &Sizes::new()).unwrap();
+    }
+}
