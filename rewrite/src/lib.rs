@@ -74,8 +74,9 @@ pub struct Options {
     /// Only the rules with these names (all rules when `None`), in one phase.
     pub rules: Option<Vec<String>>,
     /// Guided saturation ([`phases`]): for a program with `let`s, the stage phase first (its
-    /// stages inlined into their consumers), then one iteration of 2-D tiling, then every rule
-    /// but vectorization, then the vectorization phase. Without, one phase of every rule.
+    /// stages inlined into their consumers), then, for a program with slides, one iteration of
+    /// 2-D tiling, then every rule but vectorization, then the vectorization phase. Without, one
+    /// phase of every rule.
     pub guided: bool,
 }
 
@@ -154,11 +155,15 @@ pub fn rewrite(p: &Program, opts: &Options) -> Result<Outcome, RewriteError> {
         },
     };
     let has_let = p.nodes.iter().any(|n| matches!(n, mapsat_ir::Node::Let(..)));
+    let has_slide = p.nodes.iter().any(|n| matches!(n, mapsat_ir::Node::Prim(mapsat_ir::Prim::Slide(..))));
     let mut plan = match guided && has_let {
-        true => vec![phases::stages(opts.budget.nodes), phases::tiles2d(opts.budget.nodes), last],
-        false if guided => vec![phases::tiles2d(opts.budget.nodes), last],
-        false => vec![last],
+        true => vec![phases::stages(opts.budget.nodes)],
+        false => vec![],
     };
+    if guided && has_slide {
+        plan.push(phases::tiles2d(opts.budget.nodes));
+    }
+    plan.push(last);
     if guided {
         plan.push(phases::vectorize());
     }

@@ -19,8 +19,8 @@ const ASYM: &str = "size H = 8, W = 12\ndef f(img: [[f32]W]H) : [[f32]W]H =
   mapND2@A(fun(w => at(0, at(0, w)) + 2.0 * at(2, at(1, w)) - 3.0 * at(1, at(0, w))),
     slideND2(2, 1, 3, 1, padClamp(0, 1, map(padClamp(1, 1), img))))";
 
-/// The variants of `src` with its 2-D tiling, after `slide2d-tiling` alone.
-fn tiled(src: &str) -> (mapsat_ir::Program, Vec<Variant>) {
+/// `slide2d-tiling` alone on `src`: how many times it applied, and the variants.
+fn tile(src: &str) -> (usize, Vec<Variant>) {
     let p = mapsat_ir::parse(src).unwrap();
     let opts = Options {
         split_factors: vec![2, 4],
@@ -31,8 +31,15 @@ fn tiled(src: &str) -> (mapsat_ir::Program, Vec<Variant>) {
     };
     let out = rewrite(&p, &opts).unwrap();
     assert_eq!(out.rejected, 0, "ill-typed terms in the e-graph");
-    assert!(out.report.applied["slide2d-tiling"] > 0);
-    let tiled: Vec<Variant> = out.variants.into_iter().filter(|v| v.signature.contains("W[tA_0]")).collect();
+    (out.report.applied["slide2d-tiling"], out.variants)
+}
+
+/// The variants of `src` with its 2-D tiling, after `slide2d-tiling` alone.
+fn tiled(src: &str) -> (mapsat_ir::Program, Vec<Variant>) {
+    let p = mapsat_ir::parse(src).unwrap();
+    let (applied, variants) = tile(src);
+    assert!(applied > 0);
+    let tiled: Vec<Variant> = variants.into_iter().filter(|v| v.signature.contains("W[tA_0]")).collect();
     (p, tiled)
 }
 
@@ -75,6 +82,18 @@ fn tile_steps_that_do_not_divide_are_refused() {
         let sizes = Sizes::new().with("H", 12).with("W", 12).with("tA_0", 5).with("tA_1", 4);
         assert!(common::same_function(p, &v.program, &sizes).unwrap_err().contains("does not tile"));
     }
+}
+
+#[test]
+fn only_unit_steps_and_dividing_tiles_are_tiled() {
+    // Windows with a step of 2: a tile step would have to be a multiple of it.
+    let strided = "size H = 8, W = 8\ndef f(img: [[f32]W]H) =
+  mapND2@A(fun(w => reduce(add, 0.0, join(w))), slideND2(3, 2, 3, 2, padClampND2(1, 2, img)))";
+    assert_eq!(tile(strided).0, 0);
+    // 7 rows of windows: no tile size divides them.
+    let prime = "size H = 7, W = 8\ndef f(img: [[f32]W]H) : [[f32]W]H =
+  mapND2@A(fun(w => reduce(add, 0.0, join(w))), slideND2(3, 1, 3, 1, padClampND2(1, 1, img)))";
+    assert_eq!(tile(prime).0, 0);
 }
 
 #[test]
