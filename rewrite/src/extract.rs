@@ -109,7 +109,8 @@ pub fn variants(eg: &LiftGraph, src: &Source, k: usize) -> (Vec<Variant>, usize)
         frontier = next.into_iter().filter(|(_, s, _)| seen.insert(s.clone())).map(|(_, _, f)| f).take(BEAM).collect();
     }
     let seeds = crate::kinds::seeds(eg, src.root);
-    for forced in crate::compute_at::choices(eg, src.root).into_iter().chain(seeds) {
+    let tiled2d = crate::tiled2d::choices(eg, src.root);
+    for forced in crate::compute_at::choices(eg, src.root).into_iter().chain(tiled2d).chain(seeds) {
         let (term, _) = builder.build(src.root, &forced);
         if !terms.insert(term.expr.clone()) {
             continue;
@@ -148,7 +149,7 @@ fn choose(found: BTreeMap<String, Variant>, k: usize) -> Vec<Variant> {
     let (mut tilings, mut sigs) = (BTreeSet::new(), BTreeSet::new());
     let mut tiers: [Vec<Variant>; 5] = Default::default();
     for (_, v) in all.into_iter().filter(|(_, v)| !transposes_a_transpose(&v.program)) {
-        let new_kind = kinds_of(&v.signature).into_iter().filter(|k| kinds.insert(*k)).count() > 0;
+        let new_kind = kinds_of(&v.signature).into_iter().filter(|k| kinds.insert(k.clone())).count() > 0;
         let tier = if stages.insert(mapsat_ir::stages::count(&v.program)) {
             0
         } else if new_kind {
@@ -178,11 +179,22 @@ fn transposes_a_transpose(p: &Program) -> bool {
 }
 
 /// The kinds of a signature given a place of their own: `W` (tiled by a tile slide), `L`
-/// (staged in local memory). Not `V`: a vectorized variant may read vectors of a strided array
-/// (matmul's columns), which code generation refuses and this crate cannot tell; it competes as a
-/// distinct tiling.
-fn kinds_of(signature: &str) -> BTreeSet<char> {
-    ["W[", "L"].iter().filter(|k| signature.contains(*k)).filter_map(|k| k.chars().next()).collect()
+/// (staged in local memory), `D` (tiled in two dimensions: two tile slides or more) and `E`
+/// with the number of tile slides (tiled in two dimensions and staged in local memory: `E2`
+/// for a 2-D stencil, `E4` for a pipeline of two with both tiled). Not `V`: a vectorized
+/// variant may read vectors of a strided array (matmul's columns), which code generation
+/// refuses and this crate cannot tell; it competes as a distinct tiling.
+fn kinds_of(signature: &str) -> BTreeSet<String> {
+    let mut kinds: BTreeSet<String> =
+        ["W[", "L"].iter().filter(|k| signature.contains(*k)).map(|k| k[..1].to_string()).collect();
+    let tile_slides = signature.matches("W[").count();
+    if tile_slides >= 2 {
+        kinds.insert("D".to_string());
+        if kinds.contains("L") {
+            kinds.insert(format!("E{tile_slides}"));
+        }
+    }
+    kinds
 }
 
 /// A variant with a memory staging applied ([`crate::staging`]: partial reductions in private

@@ -3,10 +3,11 @@
 //! A checked program is added to an egg e-graph ([`lang::Lift`], [`convert`]), rewritten by rules
 //! grouped by topic ([`rules`]: split-join, map fusion and fission, β- and η-reduction,
 //! reduce-map fusion, partial reduction, map interchange through transposes, slides and pads
-//! through maps, overlapped slide tiling, stage inlining, vectorization) under explicit budgets
-//! ([`saturate`]), and K structurally diverse variants are extracted as ordinary programs
-//! ([`extract`]; with memory variants, [`staging`], and the per-tile producers they stage,
-//! [`compute_at`], and seeds per kind of variant, [`kinds`]), each checked symbolically and at the sizes.
+//! through maps, overlapped slide tiling in one and two dimensions, stage inlining,
+//! vectorization) under explicit budgets ([`saturate`]), and K structurally diverse variants are
+//! extracted as ordinary programs ([`extract`]; with memory variants, [`staging`], and the
+//! per-tile producers they stage, [`compute_at`], the 2-D tiled form, [`tiled2d`], and seeds per
+//! kind of variant, [`kinds`]), each checked symbolically and at the sizes.
 //! Every variant computes what the input computes (the rules are property-tested against the
 //! interpreter, `tests/rules.rs`, and so are the extracted variants, `tests/variants.rs`).
 //!
@@ -38,6 +39,7 @@ pub mod rules;
 pub mod saturate;
 pub mod stage_choice;
 pub mod staging;
+pub mod tiled2d;
 pub mod tiles;
 
 pub use error::RewriteError;
@@ -74,8 +76,9 @@ pub struct Options {
     /// Only the rules with these names (all rules when `None`), in one phase.
     pub rules: Option<Vec<String>>,
     /// Guided saturation ([`phases`]): for a program with `let`s, the stage phase first (its
-    /// stages inlined into their consumers), then every rule but vectorization, then the
-    /// vectorization phase. Without, one phase of every rule.
+    /// stages inlined into their consumers), then, for a program with slides, one iteration of
+    /// 2-D tiling, then every rule but vectorization, then the vectorization phase. Without, one
+    /// phase of every rule.
     pub guided: bool,
 }
 
@@ -154,10 +157,15 @@ pub fn rewrite(p: &Program, opts: &Options) -> Result<Outcome, RewriteError> {
         },
     };
     let has_let = p.nodes.iter().any(|n| matches!(n, mapsat_ir::Node::Let(..)));
+    let has_slide = p.nodes.iter().any(|n| matches!(n, mapsat_ir::Node::Prim(mapsat_ir::Prim::Slide(..))));
     let mut plan = match guided && has_let {
-        true => vec![phases::stages(), last],
-        false => vec![last],
+        true => vec![phases::stages(opts.budget.nodes)],
+        false => vec![],
     };
+    if guided && has_slide {
+        plan.push(phases::tiles2d(opts.budget.nodes));
+    }
+    plan.push(last);
     if guided {
         plan.push(phases::vectorize());
     }

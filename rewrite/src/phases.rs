@@ -48,14 +48,33 @@ pub const STAGE_RULES: [&str; 10] = [
 /// Iterations of the stage phase (the longest chain it is meant to complete, with room).
 pub const STAGE_ITERATIONS: usize = 16;
 
-/// The stage phase: inlining `let`-bound stages into their consumers.
-pub fn stages() -> Phase {
+/// The share of the node budget the stage phase leaves to the phases after it (1/4): the
+/// fission and interchange of a 2-D stencil's stages (jacobi2d's `mapND2`s) fill any budget
+/// before the stage phase saturates, and would leave the other rules no room.
+pub const STAGE_RESERVE: usize = 4;
+
+/// The stage phase: inlining `let`-bound stages into their consumers, leaving `1/STAGE_RESERVE`
+/// of the `nodes` budget to the phases after it.
+pub fn stages(nodes: usize) -> Phase {
     Phase {
         name: "stages".into(),
         rules: STAGE_RULES.map(String::from).to_vec(),
         iterations: STAGE_ITERATIONS,
-        reserve: 0,
+        reserve: nodes / STAGE_RESERVE,
     }
+}
+
+/// The 2-D tiling phase's rules.
+pub const TILE2D_RULES: [&str; 1] = ["slide2d-tiling"];
+
+/// The 2-D tiling phase, before the main one: one iteration of `slide2d-tiling` on the stencils
+/// the input (and the stage phase) hold. In the main phase, its matches come after those of
+/// every rule listed before it, which fill the budget first when the main phase starts from a
+/// large e-graph (jacobi2d after the stage phase). It leaves the vectorization phase its share
+/// of the `nodes` budget, as the main phase does.
+pub fn tiles2d(nodes: usize) -> Phase {
+    let rules = TILE2D_RULES.map(String::from).to_vec();
+    Phase { name: "tiles2d".into(), rules, iterations: 1, reserve: nodes / VECTOR_RESERVE }
 }
 
 /// The vectorization phase's rules ([`crate::rules::vectorize`]).

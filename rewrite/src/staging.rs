@@ -7,7 +7,7 @@
 //! its own class would let extraction put it around forms other than a map or reduce, which the
 //! IR forbids.
 
-use mapsat_ir::ast::{AddressSpace, Meta, Node, NodeId, Prim};
+use mapsat_ir::ast::{AddressSpace, MapKind, Meta, Node, NodeId, Prim};
 use mapsat_ir::Program;
 
 /// The program with every high-level `reduce` that runs inside a function (under a binder: a
@@ -19,14 +19,18 @@ pub fn stage_private(p: &Program) -> Option<Program> {
 
 /// The program with every high-level `map` that runs inside a function, computes (not a layout
 /// map, which is a view) and whose result a `slide` reads, not already placed, wrapped in
-/// `toLocal(...)`; `None` when there is none.
+/// `toLocal(...)`, and every tile of a 2-D tiled stencil (a variable read by the rows'
+/// windows `map(slide(m, 1), t)` whose both lengths are tunable tile sizes, see
+/// `slide2d-tiling`), in a function that computes from those windows, copied to local memory,
+/// `toLocal(map(map(fun(x => x)), t))`; `None` when there is neither.
 ///
 /// This is Halide's `compute_at` for a stencil: after overlapped tiling (`slide-tiling`) and
 /// fusion, a tile `t` computes its producer once over the tile with its halo,
 /// `slide(n, 1, map@P(h, t))`, and the tile's windows read it; staged, the tile's threads write
 /// it to local memory once and read their windows from there (a barrier in between), instead of
 /// recomputing it per window (`slide-map`, the inline choice) or writing it to global memory
-/// in a kernel of its own (`toGlobal`).
+/// in a kernel of its own (`toGlobal`). A 2-D tile is a view of the input: copied, its work
+/// group reads it from global memory once and its windows, which overlap, from local memory.
 pub fn stage_local(p: &Program) -> Option<Program> {
     stage(p, AddressSpace::Local, &|p, id, at| {
         at.depth > 0 && !at.placed && at.slid && is_call(p, id, false) && computes(p, id)
@@ -39,6 +43,10 @@ struct At {
     depth: u32,
     placed: bool,
     slid: bool,
+    /// The data argument of `map(slide(..), _)`.
+    rows_slid: bool,
+    /// In a function whose body computes (not only arranges its argument).
+    computing: bool,
 }
 
 /// Which terms to stage.
@@ -48,7 +56,11 @@ type Select = dyn Fn(&Program, NodeId, At) -> bool;
 fn stage(p: &Program, space: AddressSpace, select: &Select) -> Option<Program> {
     let mut out = Program { nodes: Vec::new(), meta: Vec::new(), ..p.clone() };
     let mut changed = false;
-    let mut cx = Copier { p, space, select, out: &mut out, changed: &mut changed };
+    let tiles = match space {
+        AddressSpace::Local => tiles_2d(p),
+        _ => Vec::new(),
+    };
+    let mut cx = Copier { p, space, select, tiles: &tiles, out: &mut out, changed: &mut changed };
     let root = cx.copy(p.root, At::default());
     out.root = root;
     changed.then_some(out)
@@ -59,6 +71,8 @@ struct Copier<'a> {
     p: &'a Program,
     space: AddressSpace,
     select: &'a Select,
+    /// By node: a 2-D tile ([`tiles_2d`]).
+    tiles: &'a [bool],
     out: &'a mut Program,
     changed: &'a mut bool,
 }
@@ -68,19 +82,28 @@ impl Copier<'_> {
     fn copy(&mut self, id: NodeId, at: At) -> NodeId {
         let p = self.p;
         let meta = p.meta.get(id.index()).cloned().unwrap_or_default();
-        let inner = At { depth: at.depth, ..At::default() };
+        let inner = At { depth: at.depth, computing: at.computing, ..At::default() };
         let new = match p.node(id) {
             Node::App(f, a) => {
                 let placed = matches!(p.node(*f), Node::Prim(Prim::To(_)));
                 let slid = matches!(p.node(*f), Node::Prim(Prim::Slide(..)));
+                let rows_slid = maps_slide(p, *f);
                 let f2 = self.copy(*f, inner);
-                let a2 = self.copy(*a, At { depth: at.depth, placed, slid });
+                let a2 = self.copy(*a, At { placed, slid, rows_slid, ..inner });
                 Node::App(f2, a2)
             }
-            Node::Lam(b, ann) => Node::Lam(self.copy(*b, At { depth: at.depth + 1, ..At::default() }), ann.clone()),
+            Node::Lam(b, ann) => {
+                let body = At { depth: at.depth + 1, computing: computes(p, *b), ..At::default() };
+                Node::Lam(self.copy(*b, body), ann.clone())
+            }
             Node::Let(v, b) => {
                 let v2 = self.copy(*v, inner);
                 Node::Let(v2, self.copy(*b, At { depth: at.depth + 1, ..At::default() }))
+            }
+            Node::Var(_) if self.tiles.get(id.index()) == Some(&true) && at.rows_slid && at.computing && !at.placed => {
+                let var = self.out.push(p.node(id).clone(), meta);
+                *self.changed = true;
+                return self.tile_copy(var);
             }
             leaf => leaf.clone(),
         };
@@ -92,6 +115,54 @@ impl Copier<'_> {
         }
         copied
     }
+}
+
+impl Copier<'_> {
+    /// `toLocal(map@C(map@C_1(fun(x => x)), tile))`, with labels the program does not use.
+    fn tile_copy(&mut self, tile: NodeId) -> NodeId {
+        let mut labels = (1..).map(|k| format!("copy{k}")).filter(|l| !has_label(self.p, l) && !has_label(self.out, l));
+        let (outer, inner) = (labels.next().unwrap_or_default(), labels.next().unwrap_or_default());
+        let var = self.push(Node::Var(0));
+        let id = self.push(Node::Lam(var, None));
+        let inner_map = self.push(Node::Prim(Prim::Map { kind: MapKind::Abstract, label: inner }));
+        let row_copy = self.push(Node::App(inner_map, id));
+        let outer_map = self.push(Node::Prim(Prim::Map { kind: MapKind::Abstract, label: outer }));
+        let partial = self.push(Node::App(outer_map, row_copy));
+        let copy = self.push(Node::App(partial, tile));
+        let to = self.push(Node::Prim(Prim::To(AddressSpace::Local)));
+        self.push(Node::App(to, copy))
+    }
+
+    fn push(&mut self, node: Node) -> NodeId {
+        self.out.push(node, Meta::default())
+    }
+}
+
+/// By node: true for a variable whose type is `[[T]c]r` with both `r` and `c` using a tunable size
+/// (a 2-D tile of `slide2d-tiling`, `tA_0 + 2` rows of `tA_1 + 2`). Empty when `p` does not check.
+fn tiles_2d(p: &Program) -> Vec<bool> {
+    let Ok(info) = mapsat_ir::check::check(p) else { return Vec::new() };
+    let tunable = crate::tunable(p);
+    let tiled = |n: &mapsat_ir::Size| n.vars().iter().any(|v| tunable.contains(v));
+    let is_tile = |t: &mapsat_ir::Type| {
+        let Some((row, r)) = t.as_array() else { return false };
+        tiled(r) && row.as_array().is_some_and(|(_, c)| tiled(c))
+    };
+    let var = |k: usize| matches!(p.nodes[k], Node::Var(_));
+    (0..p.nodes.len()).map(|k| var(k) && info.of(NodeId(k as u32)).is_some_and(is_tile)).collect()
+}
+
+/// True when the program has a map labelled `label`.
+fn has_label(p: &Program, label: &str) -> bool {
+    p.nodes.iter().any(|n| matches!(n, Node::Prim(Prim::Map { label: l, .. }) if l == label))
+}
+
+/// True when `f` is `map(slide(..))`: a function making the windows of each row.
+fn maps_slide(p: &Program, f: NodeId) -> bool {
+    let (head, args) = p.spine(f);
+    matches!(p.node(head), Node::Prim(Prim::Map { .. }))
+        && args.len() == 1
+        && matches!(p.node(args[0]), Node::Prim(Prim::Slide(..)))
 }
 
 /// True for a saturated high-level `reduce(f, init, xs)` (`reduce`), or `map(f, xs)` (not).

@@ -4,7 +4,8 @@
 //! range (`size tA in 1..64 = 4`), the tuner chooses it (it keeps the values at which the variant
 //! type-checks, i.e. those that divide). Each abstract map of the input gets one, named `t` and
 //! its label, with the largest constant split factor that divides its length as the default
-//! (rules decide divisibility at that default).
+//! (rules decide divisibility at that default). The inner map of a 2-D map (`map@A(map@B(f), xs)`,
+//! `mapND2`'s expansion) gets one too, over the rows of `xs`, for 2-D tiling (`slide2d-tiling`).
 
 use mapsat_ir::ast::{MapKind, Node, Prim, SizeVar};
 use mapsat_ir::check::TypeInfo;
@@ -33,17 +34,27 @@ pub fn new_tile_sizes(p: &Program, info: &TypeInfo, sizes: &Sizes, factors: &[i6
         if args.len() != 1 || info.types.get(k).and_then(Option::as_ref).is_none() {
             continue;
         }
-        let Some(len) = info.of(*xs).and_then(|t| t.as_array()).and_then(|(_, n)| n.eval(sizes)) else { continue };
-        let Some(n) = factors.iter().copied().filter(|n| *n > 1 && *n < len && len % n == 0).max() else { continue };
-        let base = format!("t{label}");
-        let name =
-            (0..).map(|i| if i == 0 { base.clone() } else { format!("{base}_{i}") }).find(|c| !taken.contains(c));
-        if let Some(name) = name {
-            taken.insert(name.clone());
-            out.push(Tile { label: label.clone(), size: SizeVar { name, min: 1, max: Some(len), default: Some(n) } });
+        let Some((row, len)) = info.of(*xs).and_then(|t| t.as_array()) else { continue };
+        out.extend(tile(label, len.eval(sizes), factors, &mut taken));
+        // The inner map of a 2-D map, `map@A(map@B(f), xs)`, tiles the rows of `xs`.
+        let (inner, inner_args) = p.spine(args[0]);
+        if let (Node::Prim(Prim::Map { kind: MapKind::Abstract, label }), 1) = (p.node(inner), inner_args.len()) {
+            let width = row.as_array().and_then(|(_, w)| w.eval(sizes));
+            out.extend(tile(label, width, factors, &mut taken));
         }
     }
     out
+}
+
+/// The tile size of the map labelled `label` over `len` elements, named `t` and its label (not
+/// in `taken`); `None` when no factor divides `len`.
+fn tile(label: &str, len: Option<i64>, factors: &[i64], taken: &mut BTreeSet<String>) -> Option<Tile> {
+    let len = len?;
+    let n = factors.iter().copied().filter(|n| *n > 1 && *n < len && len % n == 0).max()?;
+    let base = format!("t{label}");
+    let name = (0..).map(|i| if i == 0 { base.clone() } else { format!("{base}_{i}") }).find(|c| !taken.contains(c))?;
+    taken.insert(name.clone());
+    Some(Tile { label: label.to_string(), size: SizeVar { name, min: 1, max: Some(len), default: Some(n) } })
 }
 
 /// Declares in `p` the tile sizes its splits and tile slides use.

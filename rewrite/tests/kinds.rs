@@ -48,3 +48,38 @@ fn sharpen_has_a_tiled_and_a_locally_staged_variant() {
     assert!(checked_of_kind(&p, &variants, |v| v.signature.contains("W[")) > 0);
     assert!(checked_of_kind(&p, &variants, |v| mapsat_ir::print(&v.program).contains("toLocal(")) > 0);
 }
+
+/// The default K variants of one example at the default budgets (as `mapsat rewrite`).
+fn default_variants_of(file: &str) -> (mapsat_ir::Program, Vec<Variant>) {
+    let examples = common::examples();
+    let (_, p) = examples.iter().find(|(f, _)| f == file).unwrap_or_else(|| panic!("no example {file}"));
+    (p.clone(), rewrite(p, &Options::default()).unwrap_or_else(|e| panic!("{file}: {e}")).variants)
+}
+
+/// True for a variant with `n` tile slides whose 2-D tiles are copied to local memory.
+fn tiled_2d_and_staged(n: usize) -> impl Fn(&Variant) -> bool {
+    move |v| {
+        let text = mapsat_ir::print(&v.program);
+        v.signature.matches("W[").count() == n
+            && text.matches("(fun(x").count() > 0
+            && text.contains("toLocal(map@copy")
+    }
+}
+
+#[test]
+fn blur2d_has_a_2d_tiled_and_locally_staged_variant() {
+    let (p, variants) = default_variants_of("blur2d.lift");
+    assert!(checked_of_kind(&p, &variants, tiled_2d_and_staged(2)) > 0);
+    // Valid at every tile size that divides the image, not only the defaults.
+    let v = variants.iter().find(|v| tiled_2d_and_staged(2)(v)).unwrap();
+    for (th, tw) in [(1, 16), (2, 4), (16, 8)] {
+        let sizes = mapsat_ir::Sizes::new().with("tA_0", th).with("tA_1", tw);
+        common::same_function(&p, &v.program, &sizes).unwrap();
+    }
+}
+
+#[test]
+fn jacobi2d_has_both_stages_2d_tiled_and_locally_staged() {
+    let (p, variants) = default_variants_of("jacobi2d.lift");
+    assert!(checked_of_kind(&p, &variants, tiled_2d_and_staged(4)) > 0);
+}

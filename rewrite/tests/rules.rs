@@ -312,7 +312,10 @@ fn guided_saturation_inlines_a_two_dimensional_stage() {
     // stage phase moves it into the vertical pass, each output computing its 3 x 3 window.
     let (_, p) = common::examples().into_iter().find(|(n, _)| n == "sepblur.lift").unwrap();
     let out = rewrite(&p, &Options::default()).unwrap();
-    assert_eq!(out.phases.iter().map(|ph| ph.name.as_str()).collect::<Vec<_>>(), ["stages", "rules", "vectorize"]);
+    assert_eq!(
+        out.phases.iter().map(|ph| ph.name.as_str()).collect::<Vec<_>>(),
+        ["stages", "tiles2d", "rules", "vectorize"]
+    );
     let inlined: Vec<_> = out
         .variants
         .iter()

@@ -13,6 +13,7 @@ pub mod reduce;
 pub mod slide;
 pub mod split_join;
 pub mod stages;
+pub mod stencil2d;
 pub mod vectorize;
 
 use crate::analysis::{Data, LiftGraph};
@@ -284,6 +285,7 @@ pub fn all() -> Vec<Box<dyn Rule>> {
         Box::new(slide::SlideMap),
         Box::new(slide::PadMap),
         Box::new(slide::SlideTiling),
+        Box::new(stencil2d::Slide2dTiling),
         Box::new(stages::LetInline),
         Box::new(vectorize::VectorizeMap),
         Box::new(vectorize::AsScalarAsVector),
