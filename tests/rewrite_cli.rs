@@ -238,3 +238,23 @@ fn vectorized_variants_map_and_run() {
         let _ = std::fs::remove_dir_all(&dir);
     }
 }
+
+/// A variant written by a rewrite at other sizes than the input's defaults declares those sizes
+/// as its defaults, so that it checks at its own defaults (its new tile sizes were chosen to
+/// divide those sizes, not the input's defaults).
+#[test]
+fn variants_check_at_their_own_defaults() {
+    let dir = temp("sizes");
+    let out = mapsat(&["rewrite", "examples/blur2d.lift", "--size", "H=64,W=48", "-o", dir.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+    let summary: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.join("summary.json")).unwrap()).unwrap();
+    for v in summary["variants"].as_array().unwrap() {
+        let text = std::fs::read_to_string(dir.join(v["file"].as_str().unwrap())).unwrap();
+        let p = ir::parse(&text).unwrap();
+        let sizes = p.resolve_sizes(&Sizes::new()).unwrap();
+        assert_eq!((sizes.get("H"), sizes.get("W")), (Some(64), Some(48)), "{text}");
+        ir::check::check_with_sizes(&p, &sizes).unwrap_or_else(|e| panic!("{e}\n{text}"));
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}

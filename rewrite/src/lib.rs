@@ -172,7 +172,10 @@ pub fn rewrite(p: &Program, opts: &Options) -> Result<Outcome, RewriteError> {
     let (report, phases) = phases::run(&mut eg, &all, &params, &opts.budget, &plan);
     let src = extract::Source { template: p, root, names: &names, sizes: &sizes, tiles: &tiles };
     let start = std::time::Instant::now();
-    let (variants, rejected) = extract::variants(&eg, &src, opts.variants);
+    let (mut variants, rejected) = extract::variants(&eg, &src, opts.variants);
+    for v in &mut variants {
+        tiles::pin_defaults(&mut v.program, &sizes);
+    }
     Ok(Outcome { report, phases, variants, rejected, extract_time: start.elapsed() })
 }
 

@@ -73,3 +73,14 @@ pub fn declare_used(p: &mut Program, tiles: &[Tile]) {
         }
     }
 }
+
+/// Makes the sizes at which `p` was checked its defaults: a variant checked at `H = 512`
+/// declares `size H = 512`, so that its tile sizes (whose defaults and ranges come from those
+/// sizes) are valid at its own defaults.
+pub fn pin_defaults(p: &mut Program, sizes: &Sizes) {
+    for v in &mut p.sizes {
+        if let Some(value) = sizes.get(&v.name) {
+            v.default = Some(value);
+        }
+    }
+}
