@@ -181,7 +181,9 @@ fn transposes_a_transpose(p: &Program) -> bool {
 /// The kinds of a signature given a place of their own: `W` (tiled by a tile slide), `L`
 /// (staged in local memory), `D` (tiled in two dimensions: two tile slides or more) and `E`
 /// with the number of tile slides (tiled in two dimensions and staged in local memory: `E2`
-/// for a 2-D stencil, `E4` for a pipeline of two with both tiled). Not `V`: a vectorized
+/// for a 2-D stencil, `E4` for a pipeline of two with both tiled) and `E2SP` when such a
+/// variant also splits a map into groups and keeps partial sums in private memory (a
+/// convolution's output channels in groups, as in `examples/conv_blocked.lift`). Not `V`: a vectorized
 /// variant may read vectors of a strided array (matmul's columns), which code generation
 /// refuses and this crate cannot tell; it competes as a distinct tiling.
 fn kinds_of(signature: &str) -> BTreeSet<String> {
@@ -192,6 +194,9 @@ fn kinds_of(signature: &str) -> BTreeSet<String> {
         kinds.insert("D".to_string());
         if kinds.contains("L") {
             kinds.insert(format!("E{tile_slides}"));
+            if signature.contains("S[") && signature.contains('P') {
+                kinds.insert(format!("E{tile_slides}SP"));
+            }
         }
     }
     kinds

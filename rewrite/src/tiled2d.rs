@@ -8,6 +8,11 @@
 //! read by the work group that wrote it. These choices force the rule's own structure, from the
 //! map over the tiles down to the windows of one tile, so that local staging
 //! ([`crate::staging::stage_local`]) has the tile the work group reads.
+//!
+//! Each place is offered a second time with the map in the function of one window split into
+//! groups (`join(map@B(map@B_i(g), split(s, xs)))`, from `split-join`), when the e-graph holds
+//! that form: a convolution's output channels computed in groups of `s` per window (the
+//! hand-tiled `examples/conv_blocked.lift` without its register blocking).
 
 use crate::analysis::LiftGraph;
 use crate::lang::Lift;
@@ -25,8 +30,11 @@ pub fn choices(eg: &LiftGraph, root: Id) -> Vec<BTreeMap<Id, Lift>> {
     classes.sort();
     let mut out = Vec::new();
     for c in classes {
-        if let Some(forced) = place(eg, c).and_then(|f| crate::compute_at::reached(eg, root, c, f)) {
-            out.push(forced);
+        if let Some((forced, per_window)) = place(eg, c) {
+            let grouped = grouped(eg, &forced, per_window);
+            for f in std::iter::once(forced).chain(grouped) {
+                out.extend(crate::compute_at::reached(eg, root, c, f));
+            }
         }
         if out.len() >= LIMIT {
             break;
@@ -46,18 +54,38 @@ pub fn choices(eg: &LiftGraph, root: Id) -> Vec<BTreeMap<Id, Lift>> {
     out
 }
 
-/// The forced nodes of the 2-D tiled form in class `c`, if it holds one.
-fn place(eg: &LiftGraph, c: Id) -> Option<BTreeMap<Id, Lift>> {
+/// The forced nodes of the 2-D tiled form in class `c`, if it holds one, and the class of the
+/// map over one row of a tile's windows (`map@B_i(f)`).
+fn place(eg: &LiftGraph, c: Id) -> Option<(BTreeMap<Id, Lift>, Id)> {
     let mut forced = BTreeMap::new();
     let (g, data) = force_map(eg, &mut forced, c, |_| true)?;
     let lam = force(eg, &mut forced, g, |n| partial_map(eg, n))?;
     let body = force(eg, &mut forced, lam, |n| if let Lift::Lam(_, [b]) = n { Some(*b) } else { None })?;
-    let (_, windows) = force_map(eg, &mut forced, body, |_| true)?;
+    let (per_window, windows) = force_map(eg, &mut forced, body, |_| true)?;
     force_map(eg, &mut forced, windows, |f| transposes(eg, f))?;
     let (_, tiles) = force_map(eg, &mut forced, data, |f| transposes(eg, f))?;
     let tile_slide = eg[tiles].nodes.iter().find(|n| crate::kinds::tile_slide_2d(eg, n))?;
     forced.insert(tiles, tile_slide.clone());
+    Some((forced, per_window))
+}
+
+/// `forced` with, in the function `f` of one window (`per_window` is `map@B_i(f)`), a map
+/// split into groups forced: `fun(w => join(map@G(g, split(s, xs))))`; `None` when `f` has no
+/// such form.
+fn grouped(eg: &LiftGraph, forced: &BTreeMap<Id, Lift>, per_window: Id) -> Option<BTreeMap<Id, Lift>> {
+    let mut forced = forced.clone();
+    let f = force(eg, &mut forced, per_window, |n| partial_map(eg, n))?;
+    let body = force(eg, &mut forced, f, |n| if let Lift::Lam(_, [b]) = n { Some(*b) } else { None })?;
+    let joined = force(eg, &mut forced, body, |n| applied_prim(eg, n, |p| matches!(p, Prim::Join)))?;
+    let (_, groups) = force_map(eg, &mut forced, joined, |_| true)?;
+    force(eg, &mut forced, groups, |n| applied_prim(eg, n, |p| matches!(p, Prim::Split(_))))?;
     Some(forced)
+}
+
+/// The argument of a node `p(x)` whose function class holds a primitive `p` that `is` accepts.
+fn applied_prim(eg: &LiftGraph, node: &Lift, is: impl Fn(&Prim) -> bool) -> Option<Id> {
+    let Lift::App([p, x]) = node else { return None };
+    eg[*p].nodes.iter().any(|n| matches!(n, Lift::Prim(q) if is(q))).then_some(*x)
 }
 
 /// Forces in class `c` the first node that `pick` accepts; returns what `pick` returned.
