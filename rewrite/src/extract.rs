@@ -148,7 +148,7 @@ fn choose(found: BTreeMap<String, Variant>, k: usize) -> Vec<Variant> {
     let (mut tilings, mut sigs) = (BTreeSet::new(), BTreeSet::new());
     let mut tiers: [Vec<Variant>; 5] = Default::default();
     for (_, v) in all {
-        let new_kind = kinds_of(&v.signature).into_iter().filter(|k| kinds.insert(*k)).count() > 0;
+        let new_kind = kinds_of(&v).into_iter().filter(|k| kinds.insert(*k)).count() > 0;
         let tier = if stages.insert(mapsat_ir::stages::count(&v.program)) {
             0
         } else if new_kind {
@@ -167,12 +167,34 @@ fn choose(found: BTreeMap<String, Variant>, k: usize) -> Vec<Variant> {
     tiers.into_iter().flatten().take(k).collect()
 }
 
-/// The kinds of a signature given a place of their own: `W` (tiled by a tile slide), `L`
-/// (staged in local memory). Not `V`: a vectorized variant may read vectors of a strided array
-/// (matmul's columns), which code generation refuses and this crate cannot tell; it competes as a
-/// distinct tiling.
-fn kinds_of(signature: &str) -> BTreeSet<char> {
-    ["W[", "L"].iter().filter(|k| signature.contains(*k)).filter_map(|k| k.chars().next()).collect()
+/// The kinds of a variant given a place of their own: `W` (tiled by a tile slide), `L` (staged
+/// in local memory), `2` (2-D tiled: `map(join, transpose(..))`, [`crate::rules::tiling`]), `B` (register-blocked,
+/// [`crate::rules::register`]). Not `V`: a vectorized variant may read vectors of a strided
+/// array (matmul's columns), which code generation refuses and this crate cannot tell; it
+/// competes as a distinct tiling.
+fn kinds_of(v: &Variant) -> BTreeSet<char> {
+    let mut out: BTreeSet<char> =
+        ["W[", "L"].iter().filter(|k| v.signature.contains(*k)).filter_map(|k| k.chars().next()).collect();
+    let p = &v.program;
+    for node in &p.nodes {
+        let Node::App(f, x) = node else { continue };
+        let (head, args) = p.spine(*f);
+        let prim = |id: mapsat_ir::NodeId| match p.node(p.spine(id).0) {
+            Node::Prim(q) => Some(q),
+            _ => None,
+        };
+        let is_prim = |id: mapsat_ir::NodeId, want: Prim| prim(id) == Some(&want);
+        match (p.node(head), args.as_slice()) {
+            (Node::Prim(Prim::Map { .. }), [j]) if is_prim(*j, Prim::Join) && is_prim(*x, Prim::Transpose) => {
+                out.insert('2');
+            }
+            (Node::Prim(Prim::Reduce { .. }), [_, init]) if matches!(prim(*init), Some(Prim::Map { .. })) => {
+                out.insert('B');
+            }
+            _ => {}
+        }
+    }
+    out
 }
 
 /// A variant with a memory staging applied ([`crate::staging`]: partial reductions in private

@@ -10,9 +10,11 @@
 pub mod fusion;
 pub mod interchange;
 pub mod reduce;
+pub mod register;
 pub mod slide;
 pub mod split_join;
 pub mod stages;
+pub mod tiling;
 pub mod vectorize;
 
 use crate::analysis::{Data, LiftGraph};
@@ -278,6 +280,8 @@ pub fn all() -> Vec<Box<dyn Rule>> {
         Box::new(fusion::Beta),
         Box::new(reduce::ReduceMapFusion),
         Box::new(reduce::PartialReduce),
+        Box::new(tiling::TileMapMap),
+        Box::new(register::RegisterBlock),
         Box::new(interchange::MapInterchange),
         Box::new(interchange::TransposeTranspose),
         Box::new(interchange::Eta),
