@@ -7,11 +7,14 @@
 //! fissioned forms that the best term does not go through, out of reach of the neighbour search
 //! in [`crate::extract`]. Each seed forces one such node and a shortest path from the root to
 //! its class (`compute_at::reached`), so that the term goes through it; the rest of the
-//! term is the best.
+//! term is the best. Below a 2-D tiling or a register block, the smallest term rather than the
+//! best: the static cost prefers fissioned forms of the nest (a map of zips read by a map of
+//! reductions), which are no longer the tiled nest the macro made.
 
 use crate::analysis::LiftGraph;
+use crate::analysis::Meta;
 use crate::lang::Lift;
-use egg::Id;
+use egg::{AstSize, Extractor, Id, Language as _};
 use mapsat_ir::ast::Prim;
 use std::collections::BTreeMap;
 
@@ -25,15 +28,27 @@ pub fn seeds(eg: &LiftGraph, root: Id) -> Vec<BTreeMap<Id, Lift>> {
     let mut classes: Vec<Id> = eg.classes().map(|c| c.id).collect();
     classes.sort();
     let mut out = Vec::new();
-    let kinds: [Kind; 4] = [head(vectorized), head(tile_slide), Box::new(blocks_joined), head(array_reduce)];
-    for is_kind in kinds {
+    let smallest = Extractor::new(eg, AstSize);
+    let kinds: [(Kind, bool); 4] = [
+        (head(vectorized), false),
+        (head(tile_slide), false),
+        (Box::new(blocks_joined), true),
+        (head(array_reduce), true),
+    ];
+    for (is_kind, whole) in kinds {
         let mut n = 0;
         for &c in &classes {
-            for node in eg[c].nodes.iter().filter(|node| is_kind(eg, node)) {
+            for mut target in eg[c].nodes.iter().filter_map(|node| is_kind(eg, c, node)) {
                 if n >= PER_KIND {
                     break;
                 }
-                let Some(forced) = crate::compute_at::reached(eg, root, c, BTreeMap::from([(c, node.clone())])) else {
+                if whole {
+                    let pattern: Vec<Lift> = target.values().cloned().collect();
+                    for node in pattern {
+                        node.for_each(|ch| below(eg, &smallest, eg.find(ch), &mut target));
+                    }
+                }
+                let Some(forced) = crate::compute_at::reached(eg, root, c, target) else {
                     continue;
                 };
                 out.push(forced);
@@ -44,12 +59,26 @@ pub fn seeds(eg: &LiftGraph, root: Id) -> Vec<BTreeMap<Id, Lift>> {
     out
 }
 
-/// A kind of node: whether a node of the e-graph is of it.
-type Kind = Box<dyn Fn(&LiftGraph, &Lift) -> bool>;
+/// Forces the smallest term of class `c` (each class of it not forced yet).
+fn below(eg: &LiftGraph, smallest: &Extractor<AstSize, Lift, Meta>, c: Id, forced: &mut BTreeMap<Id, Lift>) {
+    if forced.contains_key(&c) {
+        return;
+    }
+    let node = smallest.find_best_node(c).clone();
+    forced.insert(c, node.clone());
+    node.for_each(|ch| below(eg, smallest, eg.find(ch), forced));
+}
+
+/// A kind of node: for a node of class `c` of the kind, the nodes to force (`c` to it, and
+/// the classes of the pattern below it to theirs).
+type Kind = Box<dyn Fn(&LiftGraph, Id, &Lift) -> Option<BTreeMap<Id, Lift>>>;
 
 /// The kind of the applications `f(x)` whose function class `f` is of the kind.
 fn head(is_kind: fn(&LiftGraph, Id) -> bool) -> Kind {
-    Box::new(move |eg, node| matches!(node, Lift::App([f, _]) if is_kind(eg, eg.find(*f))))
+    Box::new(move |eg, c, node| match node {
+        Lift::App([f, _]) if is_kind(eg, eg.find(*f)) => Some(BTreeMap::from([(c, node.clone())])),
+        _ => None,
+    })
 }
 
 /// True when class `f` holds `asScalar` (the head of a vectorized map, `asScalar(map(f_v, asVector(..)))`).
@@ -62,16 +91,50 @@ fn tile_slide(eg: &LiftGraph, f: Id) -> bool {
     eg[f].nodes.iter().any(|n| matches!(n, Lift::Prim(Prim::Slide(_, s)) if s.as_const().is_none()))
 }
 
-/// True for `map(join, transpose(..))` (a 2-D tiling's blocks put back as rows).
-fn blocks_joined(eg: &LiftGraph, node: &Lift) -> bool {
-    let has = |c: Id, p: &dyn Fn(&Prim) -> bool| eg[c].nodes.iter().any(|n| matches!(n, Lift::Prim(q) if p(q)));
-    let Lift::App([f, x]) = node else { return false };
-    let map_join = eg[*f].nodes.iter().any(|n| match n {
-        Lift::App([m, j]) => has(*m, &|p| matches!(p, Prim::Map { .. })) && has(*j, &|p| *p == Prim::Join),
+/// `map(join, transpose(map(f, split(n, ys))))` (a 2-D tiling's blocks put back as rows): the
+/// node and those of the pattern below it.
+fn blocks_joined(eg: &LiftGraph, c: Id, node: &Lift) -> Option<BTreeMap<Id, Lift>> {
+    let Lift::App([f, x]) = node else { return None };
+    let mut out = BTreeMap::from([(c, node.clone())]);
+    let [_, join] = applied(eg, eg.find(*f), &is_map, &mut out)?;
+    has(eg, join, &|p| *p == Prim::Join).then_some(())?;
+    let [_, blocks] = applied(eg, eg.find(*x), &|p| *p == Prim::Transpose, &mut out)?;
+    let [map_f, xs] = find(eg, blocks, &mut out, &|eg, n| match n {
+        Lift::App([mf, _]) => eg[*mf].nodes.iter().any(|m| matches!(m, Lift::App([m, _]) if has(eg, *m, &is_map))),
         _ => false,
-    });
-    let transposed = eg[*x].nodes.iter().any(|n| matches!(n, Lift::App([t, _]) if has(*t, &|p| *p == Prim::Transpose)));
-    map_join && transposed
+    })?;
+    applied(eg, map_f, &is_map, &mut out)?;
+    applied(eg, xs, &|p| matches!(p, Prim::Split(_)), &mut out)?;
+    Some(out)
+}
+
+/// True for an abstract map primitive.
+fn is_map(p: &Prim) -> bool {
+    matches!(p, Prim::Map { .. })
+}
+
+/// True when class `c` holds a primitive `want` accepts.
+fn has(eg: &LiftGraph, c: Id, want: &dyn Fn(&Prim) -> bool) -> bool {
+    eg[c].nodes.iter().any(|n| matches!(n, Lift::Prim(p) if want(p)))
+}
+
+/// The children `[f, x]` of an application `p(x)` in class `c` with `p` a primitive `want`
+/// accepts, recorded in `out`.
+fn applied(eg: &LiftGraph, c: Id, want: &dyn Fn(&Prim) -> bool, out: &mut BTreeMap<Id, Lift>) -> Option<[Id; 2]> {
+    find(eg, c, out, &|eg, n| matches!(n, Lift::App([p, _]) if has(eg, *p, want)))
+}
+
+/// The children of the first application in class `c` that `want` accepts, recorded in `out`.
+fn find(
+    eg: &LiftGraph,
+    c: Id,
+    out: &mut BTreeMap<Id, Lift>,
+    want: &dyn Fn(&LiftGraph, &Lift) -> bool,
+) -> Option<[Id; 2]> {
+    let node = eg[c].nodes.iter().find(|n| want(eg, n))?;
+    let Lift::App([a, b]) = node else { return None };
+    out.insert(c, node.clone());
+    Some([eg.find(*a), eg.find(*b)])
 }
 
 /// True when class `f` holds `reduce(h, init)` with an array `init` (a register block's

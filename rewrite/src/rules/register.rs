@@ -27,7 +27,9 @@ use mapsat_ir::{Size, Type};
 /// reduction computes (the map-reduce interchange, `map(reduce) => reduce(map) . transpose`). The
 /// accumulator is an array of `n` values, which `toPrivate` keeps in registers
 /// ([`crate::staging::stage_private`]); `r[k]` is read once per block instead of once per column.
-/// `h` is applied by β-reduction when it is a two-parameter lambda.
+/// `h` is applied by β-reduction when it is a two-parameter lambda, and the components of the
+/// pair it is given are then read directly (`(a, b).0 => a`); a lambda applied in its body (a
+/// fused map's function) is β-reduced too.
 pub struct RegisterBlock;
 
 impl Rule for RegisterBlock {
@@ -119,7 +121,7 @@ impl<'a> Parts<'a> {
         let tuple = b.add(Lift::Prim(Prim::Tuple(2)));
         let t = b.add(Lift::app(tuple, p0));
         b.add(Lift::app(t, q1));
-        Some(apply2(&h, &a, &b))
+        Some(project(&reduce_lambdas(&project(&apply2(&h, &a, &b)))))
     }
 }
 
@@ -153,6 +155,62 @@ fn apply2(h: &RecExpr<Lift>, a: &RecExpr<Lift>, b: &RecExpr<Lift>) -> RecExpr<Li
     let b = binders::append(&mut out, b);
     out.add(Lift::app(fa, b));
     out
+}
+
+/// `e` with every component of a pair built in place read directly: `(a, b).0 => a`,
+/// `(a, b).1 => b` (sound for any `a` and `b`: the interpreter evaluates both, and neither has
+/// effects).
+fn project(e: &RecExpr<Lift>) -> RecExpr<Lift> {
+    let mut out: RecExpr<Lift> = RecExpr::default();
+    let mut ids: Vec<Id> = Vec::with_capacity(e.as_ref().len());
+    for node in e.as_ref() {
+        let n = egg::Language::map_children(node.clone(), |c| ids[usize::from(c)]);
+        let id = match component(&out, &n) {
+            Some(c) => c,
+            None => out.add(n),
+        };
+        ids.push(id);
+    }
+    out
+}
+
+/// `e` with each lambda applied to an argument β-reduced (`fun(x => b)(a) => b[a/x]`), once
+/// bottom-up (a redex a reduction makes is left as it is).
+fn reduce_lambdas(e: &RecExpr<Lift>) -> RecExpr<Lift> {
+    let mut out: RecExpr<Lift> = RecExpr::default();
+    let mut ids: Vec<Id> = Vec::with_capacity(e.as_ref().len());
+    for node in e.as_ref() {
+        let n = egg::Language::map_children(node.clone(), |c| ids[usize::from(c)]);
+        let reduced = match &n {
+            Lift::App([f, a]) => match &out[*f] {
+                Lift::Lam(_, [body]) => binders::beta(&subterm(&out, *body), &subterm(&out, *a)),
+                _ => None,
+            },
+            _ => None,
+        };
+        let id = match reduced {
+            Some(r) => binders::append(&mut out, &r),
+            None => out.add(n),
+        };
+        ids.push(id);
+    }
+    out
+}
+
+/// For `get(i)(tuple(a)(b))` in `out`, the component (`a` or `b`).
+fn component(out: &RecExpr<Lift>, n: &Lift) -> Option<Id> {
+    let Lift::App([g, t]) = n else { return None };
+    let Lift::Prim(Prim::Get(i)) = &out[*g] else { return None };
+    let Lift::App([ta, b]) = &out[*t] else { return None };
+    let Lift::App([tuple, a]) = &out[*ta] else { return None };
+    if out[*tuple] != Lift::Prim(Prim::Tuple(2)) {
+        return None;
+    }
+    match i {
+        0 => Some(*a),
+        1 => Some(*b),
+        _ => None,
+    }
 }
 
 /// The subterm of `e` rooted at `id`, as a term of its own.

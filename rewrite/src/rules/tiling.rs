@@ -22,9 +22,13 @@ use mapsat_ir::{Size, Type};
 ///         split(tM, xs)))
 /// ```
 ///
+/// Only on maps that have a new tile size ([`crate::tiles`]: the maps of the input, and those
+/// rules make keeping their label), by that size: the nest of the input is tiled, not each of
+/// the fissioned, split and fused forms of it (on matmul, constant factors on every form made
+/// 196 applications and a cheapest tiled variant over a fissioned nest).
+///
 /// Sound when `row` is not free in `ys` (may-free analysis; `ys` is then the same term under
-/// `rowTile`) and `tM` divides the length of `xs`, `tN` that of `ys` (at the given sizes; the maps'
-/// new tile sizes when they have one, [`crate::tiles`]). Both sides have `g(xs[i])(ys[j])` at
+/// `rowTile`) and `tM` divides the length of `xs`, `tN` that of `ys` (at the given sizes). Both sides have `g(xs[i])(ys[j])` at
 /// `[i][j]`: the tile pair `(i / tM, j / tN)` computes the block `[[_]tN]tM`, the map over column
 /// tiles gives `[[[_]tN]tM](N/tN)`, `transpose` then `map(join)` makes it the `tM` rows of length
 /// `N`, and `join` puts the row tiles back in order. `g` moves under `colTile` and `rowTile`
@@ -50,8 +54,8 @@ impl Rule for TileMapMap {
                     }
                     let (Some(len_b), Some(col)) = (cx.length(ys), cx.elem(ys)) else { continue };
                     let Some(g2) = shifted_under(cx, g, 2) else { continue };
-                    for tm in cx.map_factors(&a, len_a) {
-                        for tn in cx.map_factors(&b, len_b) {
+                    for tm in tile(cx, &a, len_a) {
+                        for tn in tile(cx, &b, len_b) {
                             let tiles = Tiles { a: &a, b: &b, row: &row, col: &col, tm: &tm, tn: &tn };
                             out.push(tiles.build(g2.clone(), xs, ys));
                         }
@@ -60,6 +64,14 @@ impl Rule for TileMapMap {
             }
         }
         out
+    }
+}
+
+/// The new tile size of the map labelled `label`, if it has one and it divides `len`.
+fn tile(cx: &Ctx, label: &str, len: i64) -> Vec<Size> {
+    match cx.params.tiles.contains_key(label) {
+        true => cx.map_factors(label, len),
+        false => Vec::new(),
     }
 }
 
