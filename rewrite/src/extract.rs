@@ -24,7 +24,7 @@ use crate::cost::StaticCost;
 use crate::lang::Lift;
 use crate::staging;
 use egg::{CostFunction, Extractor, Id, Language, RecExpr};
-use mapsat_ir::ast::{Node, Prim};
+use mapsat_ir::ast::{AddressSpace, Node, Prim};
 use mapsat_ir::{Program, Sizes};
 use std::collections::{BTreeMap, BTreeSet, HashSet};
 
@@ -168,8 +168,10 @@ fn choose(found: BTreeMap<String, Variant>, k: usize) -> Vec<Variant> {
 }
 
 /// The kinds of a variant given a place of their own: `W` (tiled by a tile slide), `L` (staged
-/// in local memory), `2` (2-D tiled: `map(join, transpose(..))`, [`crate::rules::tiling`]), `B` (register-blocked,
-/// [`crate::rules::register`]). Not `V`: a vectorized variant may read vectors of a strided
+/// in local memory), `2` (2-D tiled: `map(join, transpose(..))`, [`crate::rules::tiling`]), `B`
+/// (register-blocked, [`crate::rules::register`], with its accumulators staged in private
+/// memory: unstaged, the accumulator array is shared by the threads a mapping of its maps
+/// gives). Not `V`: a vectorized variant may read vectors of a strided
 /// array (matmul's columns), which code generation refuses and this crate cannot tell; it
 /// competes as a distinct tiling.
 fn kinds_of(v: &Variant) -> BTreeSet<char> {
@@ -188,13 +190,20 @@ fn kinds_of(v: &Variant) -> BTreeSet<char> {
             (Node::Prim(Prim::Map { .. }), [j]) if is_prim(*j, Prim::Join) && is_prim(*x, Prim::Transpose) => {
                 out.insert('2');
             }
-            (Node::Prim(Prim::Reduce { .. }), [_, init]) if matches!(prim(*init), Some(Prim::Map { .. })) => {
+            (Node::Prim(Prim::To(AddressSpace::Private)), []) if array_reduce(p, *x) => {
                 out.insert('B');
             }
             _ => {}
         }
     }
     out
+}
+
+/// True when `id` is `reduce(f, map(..), xs)`: a reduction over an array accumulator made by a map.
+fn array_reduce(p: &Program, id: mapsat_ir::NodeId) -> bool {
+    let (head, args) = p.spine(id);
+    let is_map = |id: mapsat_ir::NodeId| matches!(p.node(p.spine(id).0), Node::Prim(Prim::Map { .. }));
+    matches!(p.node(head), Node::Prim(Prim::Reduce { .. })) && args.len() == 3 && is_map(args[1])
 }
 
 /// A variant with a memory staging applied ([`crate::staging`]: partial reductions in private
