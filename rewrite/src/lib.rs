@@ -3,7 +3,8 @@
 //! A checked program is added to an egg e-graph ([`lang::Lift`], [`convert`]), rewritten by rules
 //! grouped by topic ([`rules`]: split-join, map fusion and fission, β- and η-reduction,
 //! reduce-map fusion, partial reduction, map interchange through transposes, slides and pads
-//! through maps, overlapped slide tiling, stage inlining, vectorization) under explicit budgets
+//! through maps, overlapped slide tiling, stage inlining, vectorization, and the 2-D tiling and
+//! register-blocking macros) under explicit budgets
 //! ([`saturate`]), and K structurally diverse variants are extracted as ordinary programs
 //! ([`extract`]; with memory variants, [`staging`], and the per-tile producers they stage,
 //! [`compute_at`], and seeds per kind of variant, [`kinds`]), each checked symbolically and at the sizes.
