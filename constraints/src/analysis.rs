@@ -696,6 +696,12 @@ fn written_maps(p: &Program, e: NodeId) -> Vec<NodeId> {
     }
 }
 
+/// Is `id` a whole reduction `reduce(f, init, xs)`?
+fn is_reduction(p: &Program, id: NodeId) -> bool {
+    let (head, args) = p.spine(id);
+    matches!(p.node(head), Node::Prim(Prim::Reduce { .. })) && args.len() == 3
+}
+
 /// Is the function node `f` just the map `inner` applied to the parameter?
 fn is_perfect(p: &Program, f: NodeId, inner: NodeId) -> bool {
     match p.node(f) {
@@ -725,6 +731,15 @@ impl Analysis {
                     for m in written_maps(p, *x) {
                         explicit.insert(m, *s);
                     }
+                }
+            }
+        }
+        // An unplaced reduction's accumulator is private memory too: code generation keeps every
+        // accumulator there (an array one, `reduce(f, map(..), xs)`, as `toPrivate` would).
+        for id in (0..p.nodes.len()).map(|i| NodeId(i as u32)) {
+            if is_reduction(p, id) {
+                for m in written_maps(p, id) {
+                    explicit.entry(m).or_insert(AddressSpace::Private);
                 }
             }
         }

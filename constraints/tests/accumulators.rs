@@ -1,6 +1,9 @@
 //! `toPrivate(reduce(f, init, xs))` keeps the accumulator in private memory: the maps that write
 //! it (heading `init` and the body of `f`) run within one thread (family 1). Without this the
-//! space accepted them as `mapLcl`, which code generation refused or computed wrongly.
+//! space accepted them as `mapLcl`, which code generation refused or computed wrongly. The same
+//! holds without `toPrivate`: code generation keeps every accumulator in private memory (a
+//! `mapLcl` writing an unplaced one gave wrong results on pocl, found on matmul's
+//! register-blocked variants).
 
 use mapsat_constraints::{Family, Options, Space};
 
@@ -27,5 +30,21 @@ fn maps_writing_a_private_accumulator_stay_in_one_thread() {
         let e = space.explain(&space.parse_mapping(bad).unwrap()).unwrap();
         assert!(!e.valid && e.violated.iter().any(|c| c.family == Family::PrivateScope), "{bad}");
     }
+    assert!(space.explain(&space.parse_mapping("O=G0,A=S,Z=S").unwrap()).unwrap().valid);
+}
+
+#[test]
+fn an_unplaced_array_accumulator_is_private_too() {
+    let p = mapsat_ir::parse(&BLOCKED.replace("toPrivate(reduce(", "(reduce(")).unwrap();
+    let space = Space::generate(&p, Options::default()).unwrap();
+    let scoped: Vec<&str> = space
+        .constraints()
+        .iter()
+        .filter(|c| c.family == Family::PrivateScope)
+        .flat_map(|c| space.labels_of(&c.maps))
+        .collect();
+    assert_eq!(scoped, ["Z", "A"]);
+    let e = space.explain(&space.parse_mapping("O=W0,A=L0,Z=L0").unwrap()).unwrap();
+    assert!(!e.valid);
     assert!(space.explain(&space.parse_mapping("O=G0,A=S,Z=S").unwrap()).unwrap().valid);
 }

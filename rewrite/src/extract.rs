@@ -24,7 +24,7 @@ use crate::cost::StaticCost;
 use crate::lang::Lift;
 use crate::staging;
 use egg::{CostFunction, Extractor, Id, Language, RecExpr};
-use mapsat_ir::ast::{Node, Prim};
+use mapsat_ir::ast::{AddressSpace, Node, Prim};
 use mapsat_ir::{Program, Sizes};
 use std::collections::{BTreeMap, BTreeSet, HashSet};
 
@@ -149,7 +149,7 @@ fn choose(found: BTreeMap<String, Variant>, k: usize) -> Vec<Variant> {
     let (mut tilings, mut sigs) = (BTreeSet::new(), BTreeSet::new());
     let mut tiers: [Vec<Variant>; 5] = Default::default();
     for (_, v) in all.into_iter().filter(|(_, v)| !transposes_a_transpose(&v.program)) {
-        let new_kind = kinds_of(&v.signature).into_iter().filter(|k| kinds.insert(k.clone())).count() > 0;
+        let new_kind = kinds_of(&v).into_iter().filter(|k| kinds.insert(k.clone())).count() > 0;
         let tier = if stages.insert(mapsat_ir::stages::count(&v.program)) {
             0
         } else if new_kind {
@@ -178,7 +178,15 @@ fn transposes_a_transpose(p: &Program) -> bool {
     p.nodes.iter().filter_map(transposed).any(|e| transposed(p.node(e)).is_some())
 }
 
-/// The kinds of a signature given a place of their own: `W` (tiled by a tile slide), `L`
+/// The kinds of a variant given a place of their own: those of its signature
+/// ([`signature_kinds`]) and of the macros' forms in it ([`macro_kinds`]).
+fn kinds_of(v: &Variant) -> BTreeSet<String> {
+    let mut kinds = signature_kinds(&v.signature);
+    kinds.extend(macro_kinds(&v.program).into_iter().map(String::from));
+    kinds
+}
+
+/// The kinds of a signature: `W` (tiled by a tile slide), `L`
 /// (staged in local memory), `D` (tiled in two dimensions: two tile slides or more) and `E`
 /// with the number of tile slides (tiled in two dimensions and staged in local memory: `E2`
 /// for a 2-D stencil, `E4` for a pipeline of two with both tiled) and `E2SP` when such a
@@ -186,7 +194,7 @@ fn transposes_a_transpose(p: &Program) -> bool {
 /// convolution's output channels in groups, as in `examples/conv_blocked.lift`). Not `V`: a vectorized
 /// variant may read vectors of a strided array (matmul's columns), which code generation
 /// refuses and this crate cannot tell; it competes as a distinct tiling.
-fn kinds_of(signature: &str) -> BTreeSet<String> {
+fn signature_kinds(signature: &str) -> BTreeSet<String> {
     let mut kinds: BTreeSet<String> =
         ["W[", "L"].iter().filter(|k| signature.contains(*k)).map(|k| k[..1].to_string()).collect();
     let tile_slides = signature.matches("W[").count();
@@ -200,6 +208,40 @@ fn kinds_of(signature: &str) -> BTreeSet<String> {
         }
     }
     kinds
+}
+
+/// The kinds of the macros' forms in a program: `T2` (a map nest tiled in 2-D, blocks put back
+/// by `map(join, transpose(..))`, [`crate::rules::tiling`]), `B` (register-blocked,
+/// [`crate::rules::register`], with its accumulators staged in private memory: unstaged, the
+/// accumulator array is shared by the threads a mapping of its maps gives).
+fn macro_kinds(p: &Program) -> BTreeSet<&'static str> {
+    let mut out = BTreeSet::new();
+    for node in &p.nodes {
+        let Node::App(f, x) = node else { continue };
+        let (head, args) = p.spine(*f);
+        let prim = |id: mapsat_ir::NodeId| match p.node(p.spine(id).0) {
+            Node::Prim(q) => Some(q),
+            _ => None,
+        };
+        let is_prim = |id: mapsat_ir::NodeId, want: Prim| prim(id) == Some(&want);
+        match (p.node(head), args.as_slice()) {
+            (Node::Prim(Prim::Map { .. }), [j]) if is_prim(*j, Prim::Join) && is_prim(*x, Prim::Transpose) => {
+                out.insert("T2");
+            }
+            (Node::Prim(Prim::To(AddressSpace::Private)), []) if array_reduce(p, *x) => {
+                out.insert("B");
+            }
+            _ => {}
+        }
+    }
+    out
+}
+
+/// True when `id` is `reduce(f, map(..), xs)`: a reduction over an array accumulator made by a map.
+fn array_reduce(p: &Program, id: mapsat_ir::NodeId) -> bool {
+    let (head, args) = p.spine(id);
+    let is_map = |id: mapsat_ir::NodeId| matches!(p.node(p.spine(id).0), Node::Prim(Prim::Map { .. }));
+    matches!(p.node(head), Node::Prim(Prim::Reduce { .. })) && args.len() == 3 && is_map(args[1])
 }
 
 /// A variant with a memory staging applied ([`crate::staging`]: partial reductions in private

@@ -1,37 +1,56 @@
-//! Extraction seeds per kind of variant: vectorized (`asVector`, from `vectorize-map`),
-//! tiled (a slide with a symbolic step, from `slide-tiling`) and tiled in two dimensions (tile
-//! slides of rows of tile slides, from `slide2d-tiling`).
+//! Extraction seeds per kind of variant: vectorized (`asVector`, from `vectorize-map`), tiled
+//! (a slide with a symbolic step, from `slide-tiling`), tiled in two dimensions (tile slides of
+//! rows of tile slides, from `slide2d-tiling`), 2-D tiled map nests (`map(join)` putting blocks
+//! back, from `tile-map-map`) and register-blocked (a reduction over an array accumulator, from
+//! `register-block`).
 //!
 //! The static cost does not favour these forms, and they often exist only below unfused or
 //! fissioned forms that the best term does not go through, out of reach of the neighbour search
 //! in [`crate::extract`]. Each seed forces one such node and a shortest path from the root to
 //! its class (`compute_at::reached`), so that the term goes through it; the rest of the
-//! term is the best.
+//! term is the best. Below a 2-D tiling or a register block, the smallest term rather than the
+//! best: the static cost prefers fissioned forms of the nest (a map of zips read by a map of
+//! reductions), which are no longer the tiled nest the macro made.
 
 use crate::analysis::LiftGraph;
+use crate::analysis::Meta;
 use crate::lang::Lift;
-use egg::Id;
+use egg::{AstSize, Extractor, Id, Language as _};
 use mapsat_ir::ast::Prim;
 use std::collections::BTreeMap;
 
 /// At most this many seeds of each kind.
 const PER_KIND: usize = 8;
 
-/// Forced choices (class to node) giving terms that go through a vectorized map, a tile
-/// slide or a 2-D tile slide: at most `PER_KIND` of each, in order of class id (deterministic).
+/// Forced choices (class to node) giving terms that go through a node of each kind: at most
+/// `PER_KIND` of each, in order of class id (deterministic).
 pub fn seeds(eg: &LiftGraph, root: Id) -> Vec<BTreeMap<Id, Lift>> {
     let root = eg.find(root);
     let mut classes: Vec<Id> = eg.classes().map(|c| c.id).collect();
     classes.sort();
     let mut out = Vec::new();
-    for is_kind in [vectorized as fn(&LiftGraph, &Lift) -> bool, tile_slide, tile_slide_2d] {
+    let smallest = Extractor::new(eg, AstSize);
+    let kinds: [(Kind, bool); 5] = [
+        (head(vectorized), false),
+        (head(tile_slide), false),
+        (Box::new(|eg, c, node| tile_slide_2d(eg, node).then(|| BTreeMap::from([(c, node.clone())]))), false),
+        (Box::new(blocks_joined), true),
+        (head(array_reduce), true),
+    ];
+    for (is_kind, whole) in kinds {
         let mut n = 0;
         for &c in &classes {
-            for node in eg[c].nodes.iter().filter(|node| is_kind(eg, node)) {
+            for mut target in eg[c].nodes.iter().filter_map(|node| is_kind(eg, c, node)) {
                 if n >= PER_KIND {
                     break;
                 }
-                let Some(forced) = crate::compute_at::reached(eg, root, c, BTreeMap::from([(c, node.clone())])) else {
+                if whole {
+                    let pattern: Vec<Lift> = target.values().cloned().collect();
+                    for node in pattern {
+                        node.for_each(|ch| below(eg, &smallest, eg.find(ch), &mut target));
+                    }
+                }
+                let Some(forced) = crate::compute_at::reached(eg, root, c, target) else {
                     continue;
                 };
                 out.push(forced);
@@ -42,40 +61,108 @@ pub fn seeds(eg: &LiftGraph, root: Id) -> Vec<BTreeMap<Id, Lift>> {
     out
 }
 
-/// True for an application `f(x)` whose function class satisfies `is_kind`.
-fn applies(eg: &LiftGraph, node: &Lift, is_kind: fn(&LiftGraph, Id) -> bool) -> bool {
-    matches!(node, Lift::App([f, _]) if is_kind(eg, eg.find(*f)))
+/// Forces the smallest term of class `c` (each class of it not forced yet).
+fn below(eg: &LiftGraph, smallest: &Extractor<AstSize, Lift, Meta>, c: Id, forced: &mut BTreeMap<Id, Lift>) {
+    if forced.contains_key(&c) {
+        return;
+    }
+    let node = smallest.find_best_node(c).clone();
+    forced.insert(c, node.clone());
+    node.for_each(|ch| below(eg, smallest, eg.find(ch), forced));
 }
 
-/// True for `asScalar(..)` (the head of a vectorized map, `asScalar(map(f_v, asVector(..)))`).
-fn vectorized(eg: &LiftGraph, node: &Lift) -> bool {
-    applies(eg, node, |eg, f| eg[f].nodes.iter().any(|n| matches!(n, Lift::Prim(Prim::AsScalar))))
+/// A kind of node: for a node of class `c` of the kind, the nodes to force (`c` to it, and
+/// the classes of the pattern below it to theirs).
+type Kind = Box<dyn Fn(&LiftGraph, Id, &Lift) -> Option<BTreeMap<Id, Lift>>>;
+
+/// The kind of the applications `f(x)` whose function class `f` is of the kind.
+fn head(is_kind: fn(&LiftGraph, Id) -> bool) -> Kind {
+    Box::new(move |eg, c, node| match node {
+        Lift::App([f, _]) if is_kind(eg, eg.find(*f)) => Some(BTreeMap::from([(c, node.clone())])),
+        _ => None,
+    })
 }
 
-/// True for a tile slide's application (`slide-tiling`).
-fn tile_slide(eg: &LiftGraph, node: &Lift) -> bool {
-    applies(eg, node, has_tile_slide)
+/// True when class `f` holds `asScalar` (the head of a vectorized map, `asScalar(map(f_v, asVector(..)))`).
+fn vectorized(eg: &LiftGraph, f: Id) -> bool {
+    eg[f].nodes.iter().any(|n| matches!(n, Lift::Prim(Prim::AsScalar)))
+}
+
+/// True when class `f` holds a slide with a symbolic step (a tile slide of `slide-tiling`).
+fn tile_slide(eg: &LiftGraph, f: Id) -> bool {
+    eg[f].nodes.iter().any(|n| matches!(n, Lift::Prim(Prim::Slide(_, s)) if s.as_const().is_none()))
 }
 
 /// True for `slide(u + n - 1, u, map(slide(v + m - 1, v), xs))`: the 2-D tiles of
 /// `slide2d-tiling`.
 pub(crate) fn tile_slide_2d(eg: &LiftGraph, node: &Lift) -> bool {
-    let Lift::App([_, rows]) = node else { return false };
+    let Lift::App([f, rows]) = node else { return false };
     let tiled_rows = |n: &Lift| match n {
         Lift::App([f, _]) => {
-            eg[*f].nodes.iter().any(|g| matches!(g, Lift::App([m, s]) if is_map(eg, *m) && has_tile_slide(eg, *s)))
+            eg[*f].nodes.iter().any(|g| matches!(g, Lift::App([m, s]) if has(eg, *m, &is_map) && tile_slide(eg, *s)))
         }
         _ => false,
     };
-    tile_slide(eg, node) && eg[*rows].nodes.iter().any(tiled_rows)
+    tile_slide(eg, eg.find(*f)) && eg[*rows].nodes.iter().any(tiled_rows)
 }
 
-/// True when class `m` holds a map primitive.
-fn is_map(eg: &LiftGraph, m: Id) -> bool {
-    eg[m].nodes.iter().any(|n| matches!(n, Lift::Prim(Prim::Map { .. })))
+/// `map(join, transpose(map(f, split(n, ys))))` (a 2-D tiling's blocks put back as rows): the
+/// node and those of the pattern below it.
+fn blocks_joined(eg: &LiftGraph, c: Id, node: &Lift) -> Option<BTreeMap<Id, Lift>> {
+    let Lift::App([f, x]) = node else { return None };
+    let mut out = BTreeMap::from([(c, node.clone())]);
+    let [_, join] = applied(eg, eg.find(*f), &is_map, &mut out)?;
+    has(eg, join, &|p| *p == Prim::Join).then_some(())?;
+    let [_, blocks] = applied(eg, eg.find(*x), &|p| *p == Prim::Transpose, &mut out)?;
+    let [map_f, xs] = find(eg, blocks, &mut out, &|eg, n| match n {
+        Lift::App([mf, _]) => eg[*mf].nodes.iter().any(|m| matches!(m, Lift::App([m, _]) if has(eg, *m, &is_map))),
+        _ => false,
+    })?;
+    applied(eg, map_f, &is_map, &mut out)?;
+    applied(eg, xs, &|p| matches!(p, Prim::Split(_)), &mut out)?;
+    Some(out)
 }
 
-/// True when class `f` holds a slide with a symbolic step (a tile slide).
-fn has_tile_slide(eg: &LiftGraph, f: Id) -> bool {
-    eg[f].nodes.iter().any(|n| matches!(n, Lift::Prim(Prim::Slide(_, s)) if s.as_const().is_none()))
+/// True for an abstract map primitive.
+fn is_map(p: &Prim) -> bool {
+    matches!(p, Prim::Map { .. })
+}
+
+/// True when class `c` holds a primitive `want` accepts.
+fn has(eg: &LiftGraph, c: Id, want: &dyn Fn(&Prim) -> bool) -> bool {
+    eg[c].nodes.iter().any(|n| matches!(n, Lift::Prim(p) if want(p)))
+}
+
+/// The children `[f, x]` of an application `p(x)` in class `c` with `p` a primitive `want`
+/// accepts, recorded in `out`.
+fn applied(eg: &LiftGraph, c: Id, want: &dyn Fn(&Prim) -> bool, out: &mut BTreeMap<Id, Lift>) -> Option<[Id; 2]> {
+    find(eg, c, out, &|eg, n| matches!(n, Lift::App([p, _]) if has(eg, *p, want)))
+}
+
+/// The children of the first application in class `c` that `want` accepts, recorded in `out`.
+fn find(
+    eg: &LiftGraph,
+    c: Id,
+    out: &mut BTreeMap<Id, Lift>,
+    want: &dyn Fn(&LiftGraph, &Lift) -> bool,
+) -> Option<[Id; 2]> {
+    let node = eg[c].nodes.iter().find(|n| want(eg, n))?;
+    let Lift::App([a, b]) = node else { return None };
+    out.insert(c, node.clone());
+    Some([eg.find(*a), eg.find(*b)])
+}
+
+/// True when class `f` holds `reduce(h, init)` with an array `init` (a register block's
+/// accumulators).
+fn array_reduce(eg: &LiftGraph, f: Id) -> bool {
+    let is_reduce = |c: Id| {
+        eg[c].nodes.iter().any(|n| match n {
+            Lift::App([r, _]) => eg[*r].nodes.iter().any(|m| matches!(m, Lift::Prim(Prim::Reduce { .. }))),
+            _ => false,
+        })
+    };
+    eg[f].nodes.iter().any(|n| match n {
+        Lift::App([rh, init]) => is_reduce(*rh) && eg[*init].data.ty.array().is_some(),
+        _ => false,
+    })
 }

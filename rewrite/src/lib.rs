@@ -4,10 +4,11 @@
 //! grouped by topic ([`rules`]: split-join, map fusion and fission, β- and η-reduction,
 //! reduce-map fusion, partial reduction, map interchange through transposes, slides and pads
 //! through maps, overlapped slide tiling in one and two dimensions, stage inlining,
-//! vectorization) under explicit budgets ([`saturate`]), and K structurally diverse variants are
-//! extracted as ordinary programs ([`extract`]; with memory variants, [`staging`], and the
-//! per-tile producers they stage, [`compute_at`], the 2-D tiled form, [`tiled2d`], and seeds per
-//! kind of variant, [`kinds`]), each checked symbolically and at the sizes.
+//! vectorization, and the 2-D tiling and register-blocking macros) under explicit budgets
+//! ([`saturate`]), and K structurally diverse variants are extracted as ordinary programs
+//! ([`extract`]; with memory variants, [`staging`], and the per-tile producers they stage,
+//! [`compute_at`], the 2-D tiled form, [`tiled2d`], and seeds per kind of variant, [`kinds`]),
+//! each checked symbolically and at the sizes.
 //! Every variant computes what the input computes (the rules are property-tested against the
 //! interpreter, `tests/rules.rs`, and so are the extracted variants, `tests/variants.rs`).
 //!

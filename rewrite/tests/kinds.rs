@@ -83,3 +83,32 @@ fn jacobi2d_has_both_stages_2d_tiled_and_locally_staged() {
     let (p, variants) = default_variants_of("jacobi2d.lift");
     assert!(checked_of_kind(&p, &variants, tiled_2d_and_staged(4)) > 0);
 }
+
+#[test]
+fn matmul_has_a_2d_tiled_and_a_register_blocked_variant_among_16() {
+    let (p, variants) = variants_of("matmul.lift", 16);
+    // The printed program without white space.
+    let text = |v: &Variant| mapsat_ir::print(&v.program).split_whitespace().collect::<String>();
+    // Blocks of tA x tB outputs put back in place by `map(join, transpose(..))`, both tile sizes
+    // declared as tunable.
+    let tiled_2d = |v: &Variant| {
+        let t = text(v);
+        t.contains("split(tA,a)") && t.contains("split(tB,transpose(b))") && t.contains("(join,transpose(map@B(")
+    };
+    assert!(
+        checked_of_kind(&p, &variants, tiled_2d) > 0,
+        "{:?}",
+        variants.iter().map(|v| &v.signature).collect::<Vec<_>>()
+    );
+    // Each work item's block of tB outputs accumulated in a private array over k.
+    let blocked = |v: &Variant| text(v).contains("toPrivate(reduce(") && text(v).contains("map@B_z(");
+    assert!(checked_of_kind(&p, &variants, blocked) > 0);
+    for v in variants.iter().filter(|v| tiled_2d(v) || blocked(v)) {
+        let declared: Vec<&str> = v.program.sizes.iter().filter(|s| s.max.is_some()).map(|s| s.name.as_str()).collect();
+        assert!(declared.contains(&"tB"), "{}", text(v));
+        for t in [1, 2, 4, 8] {
+            let sizes = mapsat_ir::Sizes::new().with("tA", t).with("tB", t);
+            common::same_function(&p, &v.program, &sizes).unwrap();
+        }
+    }
+}

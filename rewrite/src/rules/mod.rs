@@ -10,10 +10,12 @@
 pub mod fusion;
 pub mod interchange;
 pub mod reduce;
+pub mod register;
 pub mod slide;
 pub mod split_join;
 pub mod stages;
 pub mod stencil2d;
+pub mod tiling;
 pub mod vectorize;
 
 use crate::analysis::{Data, LiftGraph};
@@ -279,6 +281,8 @@ pub fn all() -> Vec<Box<dyn Rule>> {
         Box::new(fusion::Beta),
         Box::new(reduce::ReduceMapFusion),
         Box::new(reduce::PartialReduce),
+        Box::new(tiling::TileMapMap),
+        Box::new(register::RegisterBlock),
         Box::new(interchange::MapInterchange),
         Box::new(interchange::TransposeTranspose),
         Box::new(interchange::Eta),

@@ -1,0 +1,124 @@
+//! Property tests of the tiling macros (`tile-map-map`, `register-block`): the variants they
+//! give, rewritten once at the default sizes with symbolic tile sizes, compute what the input
+//! computes at random valid sizes (tile sizes that divide the lengths), on random inputs.
+
+mod common;
+
+use mapsat_ir::{Program, Sizes};
+use mapsat_rewrite::{rewrite, Budget, Options, Variant};
+use proptest::prelude::*;
+use std::sync::OnceLock;
+
+/// Matrix multiplication (the dot product under the column map uses the row).
+const MATMUL: &str = "size M = 8, K = 4, N = 8\ndef mm(a: [[f32]K]M, b: [[f32]N]K) : [[f32]N]M =\n  map@A(fun(row => map@B(fun(col => reduce(add, 0.0, map@C(fun(p => p.0 * p.1), zip(row, col)))), transpose(b))), a)";
+
+/// A map nest whose inner function uses the outer row twice and a non-zero initial value, with
+/// an accumulator that is not a plain sum.
+const ROWS: &str = "size M = 8, K = 3, N = 8\ndef f(a: [[f32]K]M, b: [[f32]K]N) : [[f32]N]M =\n  map@A(fun(row => map@B(fun(col => reduce(fun(acc, p => acc * 0.5 + p.0 - exp(p.1) * at(0, row)), 1.0, zip(row, col))), b)), a)";
+
+/// The variants of `src` after `rules` that `keep` selects (at least one).
+fn variants(src: &str, rules: &[&str], iterations: usize, keep: fn(&str) -> bool) -> (Program, Vec<Variant>) {
+    let p = mapsat_ir::parse(src).unwrap();
+    let opts = Options {
+        budget: Budget { iterations, ..Budget::default() },
+        rules: Some(rules.iter().map(|r| r.to_string()).collect()),
+        variants: 64,
+        ..Options::default()
+    };
+    let out = rewrite(&p, &opts).unwrap();
+    assert_eq!(out.rejected, 0, "{rules:?}: ill-typed terms in the e-graph");
+    let kept: Vec<Variant> = out.variants.into_iter().filter(|v| keep(&mapsat_ir::print(&v.program))).collect();
+    assert!(!kept.is_empty(), "{src}: no variant of the kind");
+    (p, kept)
+}
+
+/// The printed program without white space.
+fn flat(text: &str) -> String {
+    text.chars().filter(|c| !c.is_whitespace()).collect()
+}
+
+/// True for a 2-D tiled program (`map(join, transpose(...))` puts the blocks back).
+fn tiled_2d(text: &str) -> bool {
+    let t = flat(text);
+    t.contains("split(tA,a)") && t.contains("split(tB,") && t.contains("join,transpose(")
+}
+
+/// True for a register-blocked program (a reduction over an array accumulator of a block,
+/// started by the rule's `map@B_z`).
+fn blocked(text: &str) -> bool {
+    let t = flat(text);
+    t.contains("map@B_z(fun(") && t.contains("split(tB,")
+}
+
+fn tiled_matmul() -> &'static (Program, Vec<Variant>) {
+    static V: OnceLock<(Program, Vec<Variant>)> = OnceLock::new();
+    V.get_or_init(|| variants(MATMUL, &["tile-map-map"], 1, tiled_2d))
+}
+
+fn tiled_rows() -> &'static (Program, Vec<Variant>) {
+    static V: OnceLock<(Program, Vec<Variant>)> = OnceLock::new();
+    V.get_or_init(|| variants(ROWS, &["tile-map-map"], 1, tiled_2d))
+}
+
+fn blocked_matmul() -> &'static (Program, Vec<Variant>) {
+    static V: OnceLock<(Program, Vec<Variant>)> = OnceLock::new();
+    V.get_or_init(|| variants(MATMUL, &["register-block", "reduce-map-fusion"], 2, blocked))
+}
+
+fn blocked_rows() -> &'static (Program, Vec<Variant>) {
+    static V: OnceLock<(Program, Vec<Variant>)> = OnceLock::new();
+    V.get_or_init(|| variants(ROWS, &["register-block"], 1, blocked))
+}
+
+/// Checks every variant against the input at `sizes`.
+fn check(pv: &(Program, Vec<Variant>), sizes: &Sizes) -> Result<(), TestCaseError> {
+    for v in &pv.1 {
+        common::same_function(&pv.0, &v.program, sizes).map_err(TestCaseError::fail)?;
+    }
+    Ok(())
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 16, ..ProptestConfig::default() })]
+
+    #[test]
+    fn tiling_2d_keeps_the_function(tm in 1i64..5, rows in 1i64..4, tn in 1i64..5, cols in 1i64..4, k in 1i64..6) {
+        let sizes = Sizes::new().with("M", tm * rows).with("N", tn * cols).with("K", k).with("tA", tm).with("tB", tn);
+        check(tiled_matmul(), &sizes)?;
+        check(tiled_rows(), &sizes)?;
+    }
+
+    #[test]
+    fn register_blocking_keeps_the_function(m in 1i64..5, rn in 1i64..5, blocks in 1i64..4, k in 1i64..6) {
+        let sizes = Sizes::new().with("M", m).with("N", rn * blocks).with("K", k).with("tB", rn);
+        check(blocked_matmul(), &sizes)?;
+        check(blocked_rows(), &sizes)?;
+    }
+}
+
+#[test]
+fn tiling_needs_an_inner_array_free_of_the_row() {
+    // The inner map runs over the row itself: no 2-D tiling.
+    let src =
+        "size M = 8, N = 8\ndef f(a: [[f32]N]M) : [[f32]N]M = map@A(fun(row => map@B(fun(x => x * 2.0), row)), a)";
+    let p = mapsat_ir::parse(src).unwrap();
+    let opts = Options {
+        budget: Budget { iterations: 2, ..Budget::default() },
+        rules: Some(vec!["tile-map-map".into()]),
+        ..Options::default()
+    };
+    assert_eq!(rewrite(&p, &opts).unwrap().report.applied["tile-map-map"], 0);
+}
+
+#[test]
+fn register_blocking_needs_a_reduction_free_of_the_column() {
+    // The initial value depends on the column: blocks cannot share one accumulator start.
+    let src = "size M = 4, K = 4, N = 8\ndef f(a: [[f32]K]M, b: [[f32]K]N) : [[f32]N]M =\n  map@A(fun(row => map@B(fun(col => reduce(fun(acc, p => acc + p.0 * p.1), at(0, col), zip(row, col))), b)), a)";
+    let p = mapsat_ir::parse(src).unwrap();
+    let opts = Options {
+        budget: Budget { iterations: 2, ..Budget::default() },
+        rules: Some(vec!["register-block".into()]),
+        ..Options::default()
+    };
+    assert_eq!(rewrite(&p, &opts).unwrap().report.applied["register-block"], 0);
+}
