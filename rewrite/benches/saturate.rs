@@ -62,9 +62,12 @@ fn main() {
     }
 }
 
+/// An example, a structure and how to recognize it in a variant's text without white space.
+type Target = (&'static str, &'static str, fn(&str) -> bool);
+
 /// The structures issue #10 asks the rewrite stage to reach, each recognized in a variant's text
 /// without white space.
-const TARGETS: [(&str, &str, fn(&str) -> bool); 4] = [
+const TARGETS: [Target; 4] = [
     ("matmul", "2-D tiled (tile-map-map)", |t| t.contains("split(tA,a)") && t.contains("(join,transpose(map@B(")),
     ("matmul", "register-blocked", |t| t.contains("toPrivate(reduce(") && t.contains("map@B_z(")),
     ("blur2d", "2-D tiles staged in local", |t| t.contains("tA_0,map@") && t.contains("toLocal(map@copy")),
