@@ -44,7 +44,9 @@ impl Rule for ReduceMapFusion {
 ///
 /// Sound when `op` is associative with `init` as its identity (`add` with `0`, `mul` with `1`;
 /// exact for integers, up to rounding for floats) and `n` divides the length of `xs`: each chunk
-/// is reduced from the identity, then the partial results are reduced. The new map's label is
+/// is reduced from the identity, then the partial results are reduced. `n` is each constant
+/// factor that divides, and the reduction's new tile size of that length if any
+/// ([`crate::tiles`]: `tK` for matmul's dot products, tuned later). The new map's label is
 /// `R<n>` (a function of the match, so that saturation terminates; extraction makes labels
 /// unique in a variant).
 pub struct PartialReduce;
@@ -61,7 +63,12 @@ impl Rule for PartialReduce {
                 continue;
             }
             let Some(len) = cx.length(xs) else { continue };
-            for n in cx.factors(len) {
+            let tile = cx
+                .params
+                .reduction_tiles
+                .get(&len)
+                .filter(|t| t.eval(&cx.params.sizes).is_some_and(|n| n > 1 && n < len && len % n == 0));
+            for n in cx.factors(len).into_iter().chain(tile.cloned()) {
                 let partial = Build::call(Prim::Reduce { seq: false }, vec![Build::Class(op), Build::Class(init)]);
                 let split = Build::call(Prim::Split(n.clone()), vec![Build::Class(xs)]);
                 let chunks = Build::map(&format!("R{n}"), partial, split);
