@@ -319,7 +319,8 @@ fn tiled_matmul_variant_with_split_dot_products_runs_on_pocl() {
     let is_split_k = |t: &str| {
         t.contains("(join,transpose(map@B(")
             && t.contains("split(tA,a)")
-            && t.contains("map@RtK(reduce(add,0.0),split(tK,")
+            && t.contains("map@RtK(fun(")
+            && t.contains("split(tK,zip(")
     };
     let found = (0..16)
         .map(|k| dir.join(format!("variant_{k:02}.lift")))

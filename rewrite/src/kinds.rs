@@ -93,35 +93,70 @@ fn below(
     if forced.contains_key(&c) {
         return;
     }
-    let split_node = || eg[c].nodes.iter().find(|n| split_reduce(eg, n));
-    let node = match split.then(split_node).flatten() {
-        Some(n) => n.clone(),
+    // A reduction split by a tunable size, its chunks mapped each on their own where the
+    // classes have that form (`map(fun(chunk => ..), split(n, xs))`, as
+    // `examples/matmul_tiled.lift`).
+    let node = match split.then(|| eg[c].nodes.iter().find(|n| split_reduce(eg, n))).flatten() {
+        Some(n) => {
+            forced.insert(c, n.clone());
+            for chunk_node in force_chunks(eg, n, forced) {
+                chunk_node.for_each(|ch| below(eg, smallest, split, eg.find(ch), forced));
+            }
+            n.clone()
+        }
         None => smallest.find_best_node(c).clone(),
     };
     forced.insert(c, node.clone());
     node.for_each(|ch| below(eg, smallest, split, eg.find(ch), forced));
 }
 
-/// True for `reduce(op, init, map(f, split(n, xs)))` with a symbolic `n`: a reduction split by
+/// For `reduce(op, init, chunks)`, forces in `chunks` a map of a lambda over a tunable split
+/// (`map(fun(chunk => ..), split(n, xs))`), if its class holds one; returns the nodes forced.
+fn force_chunks(eg: &LiftGraph, node: &Lift, forced: &mut BTreeMap<Id, Lift>) -> Vec<Lift> {
+    let Lift::App([_, chunks]) = node else { return Vec::new() };
+    let chunks = eg.find(*chunks);
+    for n in &eg[chunks].nodes {
+        let Lift::App([mf, xs]) = n else { continue };
+        if !tunable_split(eg, *xs) {
+            continue;
+        }
+        for m in &eg[*mf].nodes {
+            let Lift::App([mp, f]) = m else { continue };
+            let Some(lam) = eg[*f].nodes.iter().find(|l| matches!(l, Lift::Lam(..))) else { continue };
+            if has(eg, *mp, &is_map) {
+                forced.insert(chunks, n.clone());
+                forced.insert(eg.find(*mf), m.clone());
+                forced.insert(eg.find(*f), lam.clone());
+                return vec![n.clone(), m.clone(), lam.clone()];
+            }
+        }
+    }
+    Vec::new()
+}
+
+/// True when class `c` holds `split(n, xs)` with a symbolic `n`.
+fn tunable_split(eg: &LiftGraph, c: Id) -> bool {
+    eg[c].nodes.iter().any(
+        |n| matches!(n, Lift::App([s, _]) if has(eg, *s, &|p| matches!(p, Prim::Split(n) if n.as_const().is_none()))),
+    )
+}
+
+/// True for `reduce(op, init, map(f, split(n, xs)))` with a binary operator `op` and a symbolic `n`: a reduction split by
 /// a tunable size (`partial-reduce` by a reduction's new tile size, [`crate::tiles`]).
 fn split_reduce(eg: &LiftGraph, node: &Lift) -> bool {
     let Lift::App([r, chunks]) = node else { return false };
-    // `r` is `reduce(op, init)`: an application of an application of `reduce`.
+    // `r` is `reduce(op, init)` with `op` a binary operator (`partial-reduce` keeps the monoid's).
+    let is_op = |op: Id| has(eg, op, &|p| matches!(p, Prim::Bin(_)));
     let reduce2 = eg[*r].nodes.iter().any(|n| match n {
-        Lift::App([r1, _]) => eg[*r1]
-            .nodes
-            .iter()
-            .any(|m| matches!(m, Lift::App([p, _]) if has(eg, *p, &|p| matches!(p, Prim::Reduce { .. })))),
+        Lift::App([r1, _]) => eg[*r1].nodes.iter().any(
+            |m| matches!(m, Lift::App([p, op]) if is_op(*op) && has(eg, *p, &|p| matches!(p, Prim::Reduce { .. }))),
+        ),
         _ => false,
     });
-    let tunable_split = |c: Id| {
-        eg[c].nodes.iter().any(|n| {
-            matches!(n, Lift::App([s, _]) if has(eg, *s, &|p| matches!(p, Prim::Split(n) if n.as_const().is_none())))
-        })
-    };
     let mapped_split = eg[*chunks].nodes.iter().any(|n| match n {
         Lift::App([mf, xs]) => {
-            tunable_split(*xs) && eg[*mf].nodes.iter().any(|m| matches!(m, Lift::App([m, _]) if has(eg, *m, &is_map)))
+            tunable_split(eg, *xs)
+                && eg[*mf].nodes.iter().any(|m| matches!(m, Lift::App([m, _]) if has(eg, *m, &is_map)))
         }
         _ => false,
     });

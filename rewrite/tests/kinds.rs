@@ -126,7 +126,8 @@ fn matmul_has_a_2d_tiled_variant_with_its_dot_products_split_among_16() {
         t.contains("split(tA,a)")
             && t.contains("split(tB,transpose(b))")
             && t.contains("(join,transpose(map@B(")
-            && t.contains("reduce(add,0.0,map@RtK(reduce(add,0.0),split(tK,")
+            && t.contains("reduce(add,0.0,map@RtK(fun(")
+            && t.contains("split(tK,zip(")
     };
     assert_eq!(
         checked_of_kind(&p, &variants, split_k),
