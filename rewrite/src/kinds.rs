@@ -2,8 +2,8 @@
 //! (a slide with a symbolic step, from `slide-tiling`), tiled in two dimensions (tile slides of
 //! rows of tile slides, from `slide2d-tiling`), 2-D tiled map nests (`map(join)` putting blocks
 //! back, from `tile-map-map`), the same with its reductions split by a tunable size (from
-//! `partial-reduce`: matmul's dot products split by `tK`) and register-blocked (a reduction over an array accumulator, from
-//! `register-block`).
+//! `partial-reduce`: matmul's dot products split by `tK`) and register-blocked (a reduction
+//! over an array accumulator, from `register-block`).
 //!
 //! The static cost does not favour these forms, and they often exist only below unfused or
 //! fissioned forms that the best term does not go through, out of reach of the neighbour search
@@ -12,7 +12,8 @@
 //! term is the best. Below a 2-D tiling or a register block, the smallest term rather than the
 //! best: the static cost prefers fissioned forms of the nest (a map of zips read by a map of
 //! reductions), which are no longer the tiled nest the macro made; for the split kind, the
-//! smallest term but with each reduction split by a tunable size where its class holds one.
+//! smallest term but with each reduction split by a tunable size where its class holds one,
+//! its chunks mapped each on their own where their class holds that form.
 
 use crate::analysis::LiftGraph;
 use crate::analysis::Meta;
