@@ -306,3 +306,43 @@ fn tiled_and_register_blocked_matmul_variants_run_on_pocl() {
     }
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// Among matmul's 16 variants, the 2-D tiled one with its dot products split by a tunable `tK`
+/// (`examples/matmul_tiled.lift`'s form): it declares `tK`, and every sampled mapping of it runs
+/// on pocl and matches the interpreter, at the default sizes and at other sizes and tile sizes.
+#[test]
+fn tiled_matmul_variant_with_split_dot_products_runs_on_pocl() {
+    let dir = temp("tiling-split-k");
+    let d = dir.to_str().unwrap();
+    let out = mapsat(&["rewrite", "examples/matmul.lift", "--variants", "16", "--time-limit", "300", "-o", d]);
+    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+    let is_split_k = |t: &str| {
+        t.contains("(join,transpose(map@B(")
+            && t.contains("split(tA,a)")
+            && t.contains("map@RtK(fun(")
+            && t.contains("split(tK,zip(")
+    };
+    let found = (0..16)
+        .map(|k| dir.join(format!("variant_{k:02}.lift")))
+        .find(|f| is_split_k(&std::fs::read_to_string(f).unwrap().split_whitespace().collect::<String>()));
+    let f = found.unwrap_or_else(|| panic!("no 2-D tiled variant with split dot products:\n{}", common::text(&out)));
+    let f = f.to_str().unwrap();
+    assert!(std::fs::read_to_string(f).unwrap().contains("size tK in 1.."), "{f}");
+    let space = mapsat(&["space", f, "--json", "--sample", "6"]);
+    assert_eq!(space.status.code(), Some(0), "{}", String::from_utf8_lossy(&space.stderr));
+    let json: serde_json::Value = serde_json::from_slice(&space.stdout).unwrap();
+    let samples = json["samples"].as_array().unwrap();
+    assert!(!samples.is_empty(), "{f}: no valid mapping");
+    if opencl() {
+        for m in samples.iter().map(|m| m.as_str().unwrap()) {
+            for size in [&["--runs", "1"][..], &["--size", "M=24,K=32,N=16,tA=8,tB=4,tK=4", "--runs", "1"]] {
+                let mut args = vec!["run", f, "--mapping", m, "--check"];
+                args.extend(size);
+                let run = mapsat(&args);
+                assert_eq!(run.status.code(), Some(0), "{f} with {m} {size:?}: {}", common::text(&run));
+                assert!(common::text(&run).contains("check: ok"), "{}", common::text(&run));
+            }
+        }
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}

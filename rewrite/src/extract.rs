@@ -213,9 +213,14 @@ fn signature_kinds(signature: &str) -> BTreeSet<String> {
 /// The kinds of the macros' forms in a program: `T2` (a map nest tiled in 2-D, blocks put back
 /// by `map(join, transpose(..))`, [`crate::rules::tiling`]), `B` (register-blocked,
 /// [`crate::rules::register`], with its accumulators staged in private memory: unstaged, the
-/// accumulator array is shared by the threads a mapping of its maps gives).
+/// accumulator array is shared by the threads a mapping of its maps gives) and `T2K` (tiled in
+/// 2-D with a reduction split by a tunable size, as `examples/matmul_tiled.lift` splits its dot
+/// products by `tK`).
 fn macro_kinds(p: &Program) -> BTreeSet<&'static str> {
     let mut out = BTreeSet::new();
+    if p.nodes.iter().any(|n| split_reduce(p, n)) {
+        out.insert("K");
+    }
     for node in &p.nodes {
         let Node::App(f, x) = node else { continue };
         let (head, args) = p.spine(*f);
@@ -234,7 +239,24 @@ fn macro_kinds(p: &Program) -> BTreeSet<&'static str> {
             _ => {}
         }
     }
+    if out.remove("K") && out.contains("T2") {
+        out.insert("T2K");
+    }
     out
+}
+
+/// True for `reduce(op, init, map(f, split(n, xs)))` with a symbolic `n`: a reduction split by a
+/// tunable size.
+fn split_reduce(p: &Program, node: &Node) -> bool {
+    let Node::App(f, x) = node else { return false };
+    let (head, args) = p.spine(*f);
+    let (map, map_args) = p.spine(*x);
+    let [_, chunks] = map_args.as_slice() else { return false };
+    let (split, _) = p.spine(*chunks);
+    matches!(p.node(head), Node::Prim(Prim::Reduce { .. }))
+        && args.len() == 2
+        && matches!(p.node(map), Node::Prim(Prim::Map { .. }))
+        && matches!(p.node(split), Node::Prim(Prim::Split(n)) if n.as_const().is_none())
 }
 
 /// True when `id` is `reduce(f, map(..), xs)`: a reduction over an array accumulator made by a map.

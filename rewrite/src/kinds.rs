@@ -1,8 +1,9 @@
 //! Extraction seeds per kind of variant: vectorized (`asVector`, from `vectorize-map`), tiled
 //! (a slide with a symbolic step, from `slide-tiling`), tiled in two dimensions (tile slides of
 //! rows of tile slides, from `slide2d-tiling`), 2-D tiled map nests (`map(join)` putting blocks
-//! back, from `tile-map-map`) and register-blocked (a reduction over an array accumulator, from
-//! `register-block`).
+//! back, from `tile-map-map`), the same with its reductions split by a tunable size (from
+//! `partial-reduce`: matmul's dot products split by `tK`) and register-blocked (a reduction
+//! over an array accumulator, from `register-block`).
 //!
 //! The static cost does not favour these forms, and they often exist only below unfused or
 //! fissioned forms that the best term does not go through, out of reach of the neighbour search
@@ -10,7 +11,9 @@
 //! its class (`compute_at::reached`), so that the term goes through it; the rest of the
 //! term is the best. Below a 2-D tiling or a register block, the smallest term rather than the
 //! best: the static cost prefers fissioned forms of the nest (a map of zips read by a map of
-//! reductions), which are no longer the tiled nest the macro made.
+//! reductions), which are no longer the tiled nest the macro made; for the split kind, the
+//! smallest term but with each reduction split by a tunable size where its class holds one,
+//! its chunks mapped each on their own where their class holds that form.
 
 use crate::analysis::LiftGraph;
 use crate::analysis::Meta;
@@ -30,24 +33,29 @@ pub fn seeds(eg: &LiftGraph, root: Id) -> Vec<BTreeMap<Id, Lift>> {
     classes.sort();
     let mut out = Vec::new();
     let smallest = Extractor::new(eg, AstSize);
-    let kinds: [(Kind, bool); 5] = [
-        (head(vectorized), false),
-        (head(tile_slide), false),
-        (Box::new(|eg, c, node| tile_slide_2d(eg, node).then(|| BTreeMap::from([(c, node.clone())]))), false),
-        (Box::new(blocks_joined), true),
-        (head(array_reduce), true),
+    let kinds: [(Kind, Below); 6] = [
+        (head(vectorized), Below::Best),
+        (head(tile_slide), Below::Best),
+        (Box::new(|eg, c, node| tile_slide_2d(eg, node).then(|| BTreeMap::from([(c, node.clone())]))), Below::Best),
+        (Box::new(blocks_joined), Below::Smallest),
+        (Box::new(blocks_joined), Below::SmallestSplit),
+        (head(array_reduce), Below::Smallest),
     ];
-    for (is_kind, whole) in kinds {
+    for (is_kind, below_it) in kinds {
         let mut n = 0;
         for &c in &classes {
             for mut target in eg[c].nodes.iter().filter_map(|node| is_kind(eg, c, node)) {
                 if n >= PER_KIND {
                     break;
                 }
-                if whole {
+                if below_it != Below::Best {
+                    let split = below_it == Below::SmallestSplit;
                     let pattern: Vec<Lift> = target.values().cloned().collect();
                     for node in pattern {
-                        node.for_each(|ch| below(eg, &smallest, eg.find(ch), &mut target));
+                        node.for_each(|ch| below(eg, &smallest, split, eg.find(ch), &mut target));
+                    }
+                    if split && !target.values().any(|n| split_reduce(eg, n)) {
+                        continue;
                     }
                 }
                 let Some(forced) = crate::compute_at::reached(eg, root, c, target) else {
@@ -61,14 +69,99 @@ pub fn seeds(eg: &LiftGraph, root: Id) -> Vec<BTreeMap<Id, Lift>> {
     out
 }
 
-/// Forces the smallest term of class `c` (each class of it not forced yet).
-fn below(eg: &LiftGraph, smallest: &Extractor<AstSize, Lift, Meta>, c: Id, forced: &mut BTreeMap<Id, Lift>) {
+/// What a seed forces below the node of its kind.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Below {
+    /// Nothing: the best term.
+    Best,
+    /// The smallest term.
+    Smallest,
+    /// The smallest term, with each reduction split by a tunable size where its class holds
+    /// one ([`split_reduce`]).
+    SmallestSplit,
+}
+
+/// Forces the smallest term of class `c` (each class of it not forced yet); with `split`, a
+/// reduction split by a tunable size ([`split_reduce`]) in place of the smallest node of a class
+/// that holds one.
+fn below(
+    eg: &LiftGraph,
+    smallest: &Extractor<AstSize, Lift, Meta>,
+    split: bool,
+    c: Id,
+    forced: &mut BTreeMap<Id, Lift>,
+) {
     if forced.contains_key(&c) {
         return;
     }
-    let node = smallest.find_best_node(c).clone();
+    // A reduction split by a tunable size, its chunks mapped each on their own where the
+    // classes have that form (`map(fun(chunk => ..), split(n, xs))`, as
+    // `examples/matmul_tiled.lift`).
+    let node = match split.then(|| eg[c].nodes.iter().find(|n| split_reduce(eg, n))).flatten() {
+        Some(n) => {
+            forced.insert(c, n.clone());
+            for chunk_node in force_chunks(eg, n, forced) {
+                chunk_node.for_each(|ch| below(eg, smallest, split, eg.find(ch), forced));
+            }
+            n.clone()
+        }
+        None => smallest.find_best_node(c).clone(),
+    };
     forced.insert(c, node.clone());
-    node.for_each(|ch| below(eg, smallest, eg.find(ch), forced));
+    node.for_each(|ch| below(eg, smallest, split, eg.find(ch), forced));
+}
+
+/// For `reduce(op, init, chunks)`, forces in `chunks` a map of a lambda over a tunable split
+/// (`map(fun(chunk => ..), split(n, xs))`), if its class holds one; returns the nodes forced.
+fn force_chunks(eg: &LiftGraph, node: &Lift, forced: &mut BTreeMap<Id, Lift>) -> Vec<Lift> {
+    let Lift::App([_, chunks]) = node else { return Vec::new() };
+    let chunks = eg.find(*chunks);
+    for n in &eg[chunks].nodes {
+        let Lift::App([mf, xs]) = n else { continue };
+        if !tunable_split(eg, *xs) {
+            continue;
+        }
+        for m in &eg[*mf].nodes {
+            let Lift::App([mp, f]) = m else { continue };
+            let Some(lam) = eg[*f].nodes.iter().find(|l| matches!(l, Lift::Lam(..))) else { continue };
+            if has(eg, *mp, &is_map) {
+                forced.insert(chunks, n.clone());
+                forced.insert(eg.find(*mf), m.clone());
+                forced.insert(eg.find(*f), lam.clone());
+                return vec![n.clone(), m.clone(), lam.clone()];
+            }
+        }
+    }
+    Vec::new()
+}
+
+/// True when class `c` holds `split(n, xs)` with a symbolic `n`.
+fn tunable_split(eg: &LiftGraph, c: Id) -> bool {
+    eg[c].nodes.iter().any(
+        |n| matches!(n, Lift::App([s, _]) if has(eg, *s, &|p| matches!(p, Prim::Split(n) if n.as_const().is_none()))),
+    )
+}
+
+/// True for `reduce(op, init, map(f, split(n, xs)))` with a binary operator `op` and a symbolic `n`: a reduction split by
+/// a tunable size (`partial-reduce` by a reduction's new tile size, [`crate::tiles`]).
+fn split_reduce(eg: &LiftGraph, node: &Lift) -> bool {
+    let Lift::App([r, chunks]) = node else { return false };
+    // `r` is `reduce(op, init)` with `op` a binary operator (`partial-reduce` keeps the monoid's).
+    let is_op = |op: Id| has(eg, op, &|p| matches!(p, Prim::Bin(_)));
+    let reduce2 = eg[*r].nodes.iter().any(|n| match n {
+        Lift::App([r1, _]) => eg[*r1].nodes.iter().any(
+            |m| matches!(m, Lift::App([p, op]) if is_op(*op) && has(eg, *p, &|p| matches!(p, Prim::Reduce { .. }))),
+        ),
+        _ => false,
+    });
+    let mapped_split = eg[*chunks].nodes.iter().any(|n| match n {
+        Lift::App([mf, xs]) => {
+            tunable_split(eg, *xs)
+                && eg[*mf].nodes.iter().any(|m| matches!(m, Lift::App([m, _]) if has(eg, *m, &is_map)))
+        }
+        _ => false,
+    });
+    reduce2 && mapped_split
 }
 
 /// A kind of node: for a node of class `c` of the kind, the nodes to force (`c` to it, and

@@ -136,8 +136,10 @@ pub fn rewrite(p: &Program, opts: &Options) -> Result<Outcome, RewriteError> {
     if opts.tunable_splits {
         factors.extend(tunable(p).iter().map(|v| mapsat_ir::Size::var(v)));
     }
-    let by_label = tiles.iter().map(|t| (t.label.clone(), mapsat_ir::Size::var(&t.size.name))).collect();
-    let params = rules::Params { sizes: sizes.clone(), factors, tiles: by_label, max_rank };
+    let var = |t: &tiles::Tile| mapsat_ir::Size::var(&t.size.name);
+    let by_label = tiles.iter().filter(|t| t.reduction.is_none()).map(|t| (t.label.clone(), var(t))).collect();
+    let reduction_tiles = tiles.iter().filter_map(|t| Some((t.reduction?, var(t)))).collect();
+    let params = rules::Params { sizes: sizes.clone(), factors, tiles: by_label, reduction_tiles, max_rank };
     let all = rules::all();
     let all_names: Vec<String> = all.iter().map(|r| r.name().to_string()).collect();
     if let Some(bad) = opts.rules.iter().flatten().find(|n| !all_names.contains(n)) {

@@ -6,6 +6,9 @@
 //! its label, with the largest constant split factor that divides its length as the default
 //! (rules decide divisibility at that default). The inner map of a 2-D map (`map@A(map@B(f), xs)`,
 //! `mapND2`'s expansion) gets one too, over the rows of `xs`, for 2-D tiling (`slide2d-tiling`).
+//! Each reduction of the input gets one as well, named `t` and the size variable of its length
+//! (`tK` for matmul's dot products over `K`): `partial-reduce` splits reductions of that length
+//! by it (the `split(tK, ..)` of `examples/matmul_tiled.lift`).
 
 use mapsat_ir::ast::{MapKind, Node, Prim, SizeVar};
 use mapsat_ir::check::TypeInfo;
@@ -15,21 +18,29 @@ use std::collections::BTreeSet;
 /// A new tile size and the map it tiles.
 #[derive(Clone, Debug)]
 pub struct Tile {
-    /// The map's label.
+    /// The map's label (for a reduction's: the size variable of its length, or `R`).
     pub label: String,
     /// The size variable, as the variants declare it.
     pub size: SizeVar,
+    /// For a reduction's tile size: the length of the reductions it splits (`None` for a map's).
+    pub reduction: Option<i64>,
 }
 
-/// The new tile sizes of `p`'s abstract maps (in source order; none for a map whose length has
-/// no divisor among `factors`).
+/// The new tile sizes of `p`'s abstract maps and reductions (in source order; none for one whose
+/// length has no divisor among `factors`).
 pub fn new_tile_sizes(p: &Program, info: &TypeInfo, sizes: &Sizes, factors: &[i64]) -> Vec<Tile> {
     let mut taken: BTreeSet<String> = p.sizes.iter().map(|v| v.name.clone()).collect();
     taken.extend(p.params.iter().map(|q| q.name.clone()));
     let mut out = Vec::new();
+    // Lengths of the reductions given a tile size: one per length.
+    let mut reduced = BTreeSet::new();
     for (k, node) in p.nodes.iter().enumerate() {
         let Node::App(f, xs) = node else { continue };
         let (head, args) = p.spine(*f);
+        if let (Node::Prim(Prim::Reduce { .. }), 2) = (p.node(head), args.len()) {
+            out.extend(reduction(info.of(*xs), sizes, factors, &mut reduced, &mut taken));
+            continue;
+        }
         let Node::Prim(Prim::Map { kind: MapKind::Abstract, label }) = p.node(head) else { continue };
         if args.len() != 1 || info.types.get(k).and_then(Option::as_ref).is_none() {
             continue;
@@ -54,7 +65,37 @@ fn tile(label: &str, len: Option<i64>, factors: &[i64], taken: &mut BTreeSet<Str
     let base = format!("t{label}");
     let name = (0..).map(|i| if i == 0 { base.clone() } else { format!("{base}_{i}") }).find(|c| !taken.contains(c))?;
     taken.insert(name.clone());
-    Some(Tile { label: label.to_string(), size: SizeVar { name, min: 1, max: Some(len), default: Some(n) } })
+    Some(Tile {
+        label: label.to_string(),
+        size: SizeVar { name, min: 1, max: Some(len), default: Some(n) },
+        reduction: None,
+    })
+}
+
+/// The tile size of a reduction over `xs` (of type `ty`), named `t` and the size variable of its
+/// length (`tR` for another length); `None` when the length is not known, no factor divides it,
+/// or a reduction of that length (in `reduced`) has one already.
+fn reduction(
+    ty: Option<&mapsat_ir::Type>,
+    sizes: &Sizes,
+    factors: &[i64],
+    reduced: &mut BTreeSet<i64>,
+    taken: &mut BTreeSet<String>,
+) -> Option<Tile> {
+    let (_, len) = ty?.as_array()?;
+    let vars = len.vars();
+    let label = match vars.as_slice() {
+        [v] if *len == mapsat_ir::Size::var(v) => v.clone(),
+        _ => "R".to_string(),
+    };
+    let n = len.eval(sizes)?;
+    if reduced.contains(&n) {
+        return None;
+    }
+    let mut t = tile(&label, Some(n), factors, taken)?;
+    t.reduction = Some(n);
+    reduced.insert(n);
+    Some(t)
 }
 
 /// Declares in `p` the tile sizes its splits and tile slides use.

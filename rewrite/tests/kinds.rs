@@ -112,3 +112,36 @@ fn matmul_has_a_2d_tiled_and_a_register_blocked_variant_among_16() {
         }
     }
 }
+
+/// Matmul's 16 variants include the 2-D tiled one of `examples/matmul_tiled.lift`: blocks of
+/// tA x tB outputs put back by `map(join, transpose(..))`, each dot product split into chunks
+/// of a tunable `tK` (declared with a range) whose sums are added; the same function as the
+/// input at several tile sizes.
+#[test]
+fn matmul_has_a_2d_tiled_variant_with_its_dot_products_split_among_16() {
+    let (p, variants) = variants_of("matmul.lift", 16);
+    let text = |v: &Variant| mapsat_ir::print(&v.program).split_whitespace().collect::<String>();
+    let split_k = |v: &Variant| {
+        let t = text(v);
+        t.contains("split(tA,a)")
+            && t.contains("split(tB,transpose(b))")
+            && t.contains("(join,transpose(map@B(")
+            && t.contains("reduce(add,0.0,map@RtK(fun(")
+            && t.contains("split(tK,zip(")
+    };
+    assert_eq!(
+        checked_of_kind(&p, &variants, split_k),
+        1,
+        "{:?}",
+        variants.iter().map(|v| &v.signature).collect::<Vec<_>>()
+    );
+    let v = variants.iter().find(|v| split_k(v)).unwrap();
+    let tunable: Vec<&str> = v.program.sizes.iter().filter(|s| s.max.is_some()).map(|s| s.name.as_str()).collect();
+    for t in ["tA", "tB", "tK"] {
+        assert!(tunable.contains(&t), "{t} not declared: {}", text(v));
+    }
+    for (ta, tb, tk) in [(1, 1, 1), (2, 4, 2), (4, 2, 4), (8, 8, 8), (2, 2, 16)] {
+        let sizes = mapsat_ir::Sizes::new().with("tA", ta).with("tB", tb).with("tK", tk);
+        common::same_function(&p, &v.program, &sizes).unwrap_or_else(|e| panic!("{ta} {tb} {tk}: {e}"));
+    }
+}

@@ -104,6 +104,9 @@ pub struct Params {
     pub factors: Vec<Size>,
     /// New tile sizes by map label ([`crate::tiles`]): a map with one is split by it only.
     pub tiles: std::collections::BTreeMap<String, Size>,
+    /// New tile sizes of reductions by length ([`crate::tiles`]): `partial-reduce` splits a
+    /// reduction of that length by it too.
+    pub reduction_tiles: std::collections::BTreeMap<i64, Size>,
     /// Largest array rank a rule may create.
     pub max_rank: usize,
 }

@@ -44,8 +44,11 @@ impl Rule for ReduceMapFusion {
 ///
 /// Sound when `op` is associative with `init` as its identity (`add` with `0`, `mul` with `1`;
 /// exact for integers, up to rounding for floats) and `n` divides the length of `xs`: each chunk
-/// is reduced from the identity, then the partial results are reduced. The new map's label is
-/// `R<n>` (a function of the match, so that saturation terminates; extraction makes labels
+/// is reduced from the identity, then the partial results are reduced. `n` is each constant
+/// factor that divides, and the reduction's new tile size of that length if any
+/// ([`crate::tiles`]: `tK` for matmul's dot products, tuned later); by that tile size, over a
+/// map, also with the map fused into each chunk's reduction ([`mapped_chunks`]). The new map's
+/// label is `R<n>` (a function of the match, so that saturation terminates; extraction makes labels
 /// unique in a variant).
 pub struct PartialReduce;
 
@@ -61,15 +64,53 @@ impl Rule for PartialReduce {
                 continue;
             }
             let Some(len) = cx.length(xs) else { continue };
-            for n in cx.factors(len) {
+            let tile = cx
+                .params
+                .reduction_tiles
+                .get(&len)
+                .filter(|t| t.eval(&cx.params.sizes).is_some_and(|n| n > 1 && n < len && len % n == 0));
+            for n in cx.factors(len).into_iter().chain(tile.cloned()) {
                 let partial = Build::call(Prim::Reduce { seq: false }, vec![Build::Class(op), Build::Class(init)]);
                 let split = Build::call(Prim::Split(n.clone()), vec![Build::Class(xs)]);
                 let chunks = Build::map(&format!("R{n}"), partial, split);
                 out.push(Build::call(Prim::Reduce { seq: false }, vec![Build::Class(op), Build::Class(init), chunks]));
+                if tile == Some(&n) {
+                    out.extend(mapped_chunks(cx, op, init, xs, &n));
+                }
             }
         }
         out
     }
+}
+
+/// With `xs` a map `map@L(f, ys)`, the chunks of `partial-reduce` each reduced with `f` fused
+/// into the operator (as `reduce-map-fusion` does):
+///
+/// ```text
+/// reduce(op, init, map@R<n>(fun(chunk =>
+///   reduce(fun(acc => fun(x => op(acc, f(x)))), init, chunk)), split(n, ys)))
+/// ```
+///
+/// the dot products of `examples/matmul_tiled.lift` split by `tK`; the same as
+/// `split(n, map@L(f, ys))` reduced chunk by chunk. Fused, the chunk's function has no map for
+/// `map-fission` to take apart again. `op`, `init` and `f` move under the new binders.
+fn mapped_chunks(cx: &Ctx, op: Id, init: Id, xs: Id, n: &mapsat_ir::Size) -> Vec<Build> {
+    let mut out = Vec::new();
+    for (_, f, ys) in cx.maps(xs) {
+        // Under chunk, acc, x: op and f by three, init by one.
+        let (Some(op3), Some(init1), Some(f3)) = (cx.shifted(op, 3), cx.shifted(init, 1), cx.shifted(f, 3)) else {
+            continue;
+        };
+        let acc = Build::var(1, cx.data(init).ty.known().cloned());
+        let x = Build::var(0, cx.elem(ys));
+        let g = Build::lam(Build::lam(Build::app(Build::app(op3, acc), Build::app(f3, x))));
+        let chunk = Build::var(0, cx.elem(ys).map(|e| mapsat_ir::Type::array(e, n.clone())));
+        let sum = Build::call(Prim::Reduce { seq: false }, vec![g, init1, chunk]);
+        let split = Build::call(Prim::Split(n.clone()), vec![Build::Class(ys)]);
+        let chunks = Build::map(&format!("R{n}"), Build::lam(sum), split);
+        out.push(Build::call(Prim::Reduce { seq: false }, vec![Build::Class(op), Build::Class(init), chunks]));
+    }
+    out
 }
 
 /// True when `op` is `add` with `init` zero, or `mul` with `init` one.
