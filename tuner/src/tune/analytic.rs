@@ -78,6 +78,10 @@ pub fn rates_of(p: &Profile) -> Rates {
         lock_step: true,
         cache_bytes: 0,
         cache_bandwidth_gbs: 0.0,
+        l1_bytes: 0,
+        l1_bandwidth_gbs: 0.0,
+        l2_bytes: 0,
+        l2_bandwidth_gbs: 0.0,
     })
 }
 
