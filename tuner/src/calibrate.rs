@@ -255,3 +255,18 @@ pub fn notes() -> Vec<(&'static str, &'static str)> {
         ("rates.lock_step", "false for a CPU device (CL_DEVICE_TYPE_CPU): its compiler packs work items into vector lanes only where their accesses allow it."),
     ]
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_level_is_measured_on_the_largest_power_of_two_floats_in_half_of_it() {
+        // 48 KiB: 6144 floats in half, 4096 the largest power of two.
+        assert_eq!(level_floats(48 << 10), Some(4096));
+        assert_eq!(level_floats(1 << 20), Some(1 << 17));
+        // Unknown, or too small for a work group's reads.
+        assert_eq!(level_floats(0), None);
+        assert_eq!(level_floats(GROUP as u64 * 4), None);
+    }
+}
