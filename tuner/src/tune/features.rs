@@ -15,8 +15,9 @@ use mapsat_ir::profile::Profile;
 /// The version of the feature layout; bump it whenever [`NAMES`] changes, or what a feature
 /// counts (2: loads, selections and bounds tests a block repeats are counted once; 3: the
 /// working sets of a work group, a bundle of work items and a work item, the analytical global
-/// term serves lines read again from the cache level they fit in, and private arrays promoted
-/// to scalars are registers, not private accesses).
+/// term serves lines read again from the cache level they fit in, private arrays promoted to
+/// scalars are registers, not private accesses, and a store to a value declared in a loop's
+/// body is no sum vectorized along that loop).
 pub const FEATURES_VERSION: u32 = 3;
 
 /// The name of each feature, in order.

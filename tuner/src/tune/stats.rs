@@ -13,7 +13,8 @@
 //! in the loop over the fastest-varying thread id (no sequential loop in between: a compiler
 //! vectorizes innermost loops only) and all its accesses have stride 0 or 1 along that id, or
 //! when its innermost loop is sequential, it stores along that loop's variable (or, where the
-//! compiler may reassociate sums, it accumulates across it), and all its accesses have stride 0
+//! compiler may reassociate sums, it accumulates across it: into a value declared outside the
+//! loop, not one its body declares afresh each iteration), and all its accesses have stride 0
 //! or 1 along it. Its operations are counted in `vector_flops`.
 //!
 //! Operations (arithmetic on values, and the index arithmetic of accesses: a term, a division,
@@ -127,6 +128,9 @@ struct Walk<'k> {
     /// The global accesses whose distinct lines are counted in `group_lines` and `item_lines`,
     /// by buffer, width and index less its constant (see [`Touched`]).
     touched: Vec<Touched>,
+    /// The private variables and arrays declared so far, with the loop depth of their
+    /// declaration.
+    declared: Vec<(BufId, usize)>,
     s: KernelStats,
 }
 
@@ -192,6 +196,7 @@ impl KernelStats {
             stack: Vec::new(),
             seen: vec![Vec::new()],
             touched: Vec::new(),
+            declared: Vec::new(),
             s: KernelStats {
                 threads_per_group: threads,
                 groups: (launched / threads).max(1.0),
@@ -310,7 +315,8 @@ impl<'k> Walk<'k> {
     fn stmt(&mut self, s: &'k Stmt) {
         match s {
             Stmt::Comment(_) | Stmt::BarrierSlot(_) => {}
-            Stmt::Decl(_, init) => {
+            Stmt::Decl(buf, init) => {
+                self.declared.push((*buf, self.stack.len()));
                 if let Some(e) = init {
                     let n = self.count();
                     self.expr(e, n);
@@ -423,7 +429,11 @@ impl<'k> Walk<'k> {
             LoopKind::Local(0) | LoopKind::Global(0) => unit(inner.var),
             LoopKind::Seq | LoopKind::Vec => {
                 let along = p.index.mentions(inner.var);
-                inner.extent > 1 && (along || self.lanes.reassociate) && unit(inner.var)
+                // An accumulator across the loop lives outside it: a variable declared in its
+                // body is another one at each iteration.
+                let depth = self.declared.iter().rev().find(|(b, _)| *b == p.buf).map_or(0, |(_, d)| *d);
+                let across = self.lanes.reassociate && depth < self.stack.len();
+                inner.extent > 1 && (along || across) && unit(inner.var)
             }
             _ => false,
         };
@@ -656,6 +666,22 @@ mod tests {
         assert_eq!(s.global_loads, 64.0 * 32.0 * (1.0 + 4.0));
         // Four multiply-adds per step, and the sums' accesses are registers.
         assert_eq!(s.flops, 64.0 * 32.0 * 4.0 * 2.0);
+    }
+
+    #[test]
+    fn values_declared_in_a_loop_are_not_sums_across_it() {
+        // Each work item walks the columns of `b` (sequential), and for each computes the
+        // 4 products of a dot product (an unrolled map into a private array, scalars
+        // declared in the column loop's body) and their sum (a variable declared there too).
+        let src = "size N = 8, K = 4, M = 16\ndef f(a: [[f32]K]N, b: [[f32]M]K) = \
+                   mapGlb(0, fun(r => mapSeq(fun(c => reduceSeq(add, 0.0, \
+                   mapSeq(fun(p => p.0 * p.1), zip(r, c)))), transpose(b))), a)";
+        let k = kernel(src, Some(vec![8]));
+        let s = KernelStats::of(&k, Lanes { reassociate: true, ..LANES });
+        // Only the store of each result runs along the column loop: 8 x 16 stores, with
+        // their index and the loads' shares at most; not the 8 x 16 x 4 products and sums.
+        assert!(s.vector_ops_in_item < 8.0 * 16.0 * 4.0, "{s:?}");
+        assert!(s.vector_ops_in_item > 0.0, "{s:?}");
     }
 
     #[test]
