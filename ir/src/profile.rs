@@ -70,6 +70,23 @@ pub struct Rates {
     /// Bandwidth of that cache in GB/s, for reads of a buffer that fits in it. 0: unknown.
     #[serde(default)]
     pub cache_bandwidth_gbs: f64,
+    /// Bytes of the first-level data cache of one compute unit (a CPU core's L1d, a GPU SM's
+    /// L1/shared): lines a work group (or work item) reads again while its working set fits in
+    /// it move at `l1_bandwidth_gbs`. 0: unknown.
+    #[serde(default)]
+    pub l1_bytes: u64,
+    /// Bandwidth of the first-level caches of all compute units together, in GB/s, counted in
+    /// lines as the analytical model counts them. 0: unknown.
+    #[serde(default)]
+    pub l1_bandwidth_gbs: f64,
+    /// Bytes of the second-level cache of one compute unit (a CPU core's L2; 0 where there is
+    /// none of its own, as on GPUs whose L2 is `cache_bytes`). 0: unknown.
+    #[serde(default)]
+    pub l2_bytes: u64,
+    /// Bandwidth of the second-level caches of all compute units together, in GB/s, counted as
+    /// `l1_bandwidth_gbs`. 0: unknown.
+    #[serde(default)]
+    pub l2_bandwidth_gbs: f64,
 }
 
 fn yes() -> bool {
@@ -81,7 +98,7 @@ fn address_bits_64() -> u32 {
 }
 
 /// The fields of [`Rates`] in declaration order.
-const RATE_FIELDS: [&str; 9] = [
+const RATE_FIELDS: [&str; 13] = [
     "gflops",
     "bandwidth_gbs",
     "launch_us",
@@ -91,6 +108,10 @@ const RATE_FIELDS: [&str; 9] = [
     "lock_step",
     "cache_bytes",
     "cache_bandwidth_gbs",
+    "l1_bytes",
+    "l1_bandwidth_gbs",
+    "l2_bytes",
+    "l2_bandwidth_gbs",
 ];
 
 /// The fields of [`Profile`] in declaration order: the order [`Profile::to_toml`] writes them.

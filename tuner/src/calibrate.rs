@@ -13,6 +13,14 @@
 //!   reading consecutive floats, written out without a loop; the bandwidth is counted as the analytical model
 //!   counts a kernel's traffic: lines moved by `simd_width`-wide groups of work items.
 //!   The cache's size is the device's (`CL_DEVICE_GLOBAL_MEM_CACHE_SIZE`, CUDA's L2 size).
+//!   Where the compute unit's own cache levels are known (below), the buffer is 4 times the
+//!   largest of them (at most half the cache), each work group reading its own 256 KiB window
+//!   of it, so that the reads come from the shared cache and not from the compute unit's;
+//! - **cache levels**: the same kernel on a buffer of half the first-level (then the
+//!   second-level) cache of one compute unit, each work item reading it 256 times over.
+//!   OpenCL and CUDA report no such sizes: a CPU device's are the host's (Linux sysfs,
+//!   `/sys/devices/system/cpu/cpu0/cache`), a GPU's come from the base profile (its data
+//!   sheet); a level of unknown size is not measured (0).
 //!
 //! A CPU device packs work items into vector lanes only where their code allows it
 //! (`lock_step = false`): its lanes are the ratio of the arithmetic rate to that of the same
@@ -133,8 +141,24 @@ pub fn calibrate(device: DeviceSpec, base: &Profile) -> Result<Rates, MeasureErr
     let m = manifest(d, "mapsat_empty", GROUPS_N, GROUP, None, GROUPS_N, 0);
     let full_ms = time(&mut s, &empty, &m, &[], GROUPS_N as usize)?;
     let group_us = ((ones_ms - full_ms) * 1e3 / (GROUPS_N - GROUPS_N / GROUP) as f64).max(0.0);
-    let cached_ms = time_cache_reads(&mut s, d)?;
     let given = base.rates.clone();
+    let levels = if cpu { host_cache_levels() } else { None };
+    let (l1_bytes, l2_bytes) = levels.or_else(|| given.as_ref().map(|r| (r.l1_bytes, r.l2_bytes))).unwrap_or((0, 0));
+    let cache_bytes = measure::cache_bytes(device)?;
+    // The outer cache beyond the compute unit's own levels: a buffer 4 times the largest of
+    // them (within the cache), else 256 KiB.
+    let own = l1_bytes.max(l2_bytes);
+    let outer_n = match own {
+        0 => CACHED_N,
+        _ => level_floats((8 * own).min(cache_bytes.max(2 * own))).unwrap_or(CACHED_N),
+    };
+    let cached_ms = time_cache_reads(&mut s, d, outer_n)?;
+    // Each level with a buffer of half its size (the rest holds the stores and the stack).
+    let mut level_ms = |bytes: u64| match level_floats(bytes) {
+        Some(n) => time_cache_reads(&mut s, d, n).map(Some),
+        None => Ok(None),
+    };
+    let (l1_ms, l2_ms) = (level_ms(l1_bytes)?, level_ms(l2_bytes)?);
     let line_bytes = given.as_ref().map_or(64, |r| r.line_bytes);
     let simd_width = if cpu {
         // The lanes a CPU driver gains by packing work items: the two rates' ratio, as a
@@ -156,22 +180,60 @@ pub fn calibrate(device: DeviceSpec, base: &Profile) -> Result<Rates, MeasureErr
         line_bytes,
         group_us,
         lock_step: !cpu,
-        cache_bytes: measure::cache_bytes(device)?,
+        cache_bytes,
         cache_bandwidth_gbs: moved / (cached_ms.max(1e-6) * 1e6),
+        l1_bytes,
+        l1_bandwidth_gbs: l1_ms.map_or(0.0, |ms| moved / (ms.max(1e-6) * 1e6)),
+        l2_bytes,
+        l2_bandwidth_gbs: l2_ms.map_or(0.0, |ms| moved / (ms.max(1e-6) * 1e6)),
     })
 }
 
-/// The cache kernel's time in ms (see the module documentation).
-fn time_cache_reads(s: &mut Session, d: Dialect) -> Result<f64, MeasureError> {
-    let lid = match d {
-        Dialect::OpenCl => "get_local_id(0)",
-        Dialect::Cuda => "threadIdx.x",
+/// Floats of the buffer that measures a cache level of `bytes`: the largest power of two in
+/// half of it, at least a work group's ([`GROUP`]); `None` for an unknown level (0).
+fn level_floats(bytes: u64) -> Option<i64> {
+    let n = bytes / 2 / 4;
+    (n >= GROUP as u64).then(|| 1i64 << n.ilog2())
+}
+
+/// The data-cache sizes of one core of the host (L1d and L2), from Linux's sysfs: a CPU
+/// OpenCL device runs on the host. `None` where they cannot be read.
+fn host_cache_levels() -> Option<(u64, u64)> {
+    let dir = std::path::Path::new("/sys/devices/system/cpu/cpu0/cache");
+    let mut levels = (0, 0);
+    for entry in std::fs::read_dir(dir).ok()?.flatten() {
+        let read = |f: &str| std::fs::read_to_string(entry.path().join(f)).map(|t| t.trim().to_string());
+        let (Ok(level), Ok(kind), Ok(size)) = (read("level"), read("type"), read("size")) else { continue };
+        let bytes = match size.strip_suffix('K') {
+            Some(k) => k.parse::<u64>().ok().map(|k| k << 10),
+            None => size.strip_suffix('M').and_then(|m| m.parse::<u64>().ok()).map(|m| m << 20),
+        };
+        match (level.as_str(), kind.as_str(), bytes) {
+            ("1", "Data", Some(b)) => levels.0 = b,
+            ("2", "Unified" | "Data", Some(b)) => levels.1 = b,
+            _ => {}
+        }
+    }
+    (levels.0 > 0).then_some(levels)
+}
+
+/// The cache kernel's time in ms (see the module documentation), reading a buffer of `n`
+/// floats (a power of two, at least [`GROUP`]).
+fn time_cache_reads(s: &mut Session, d: Dialect, n: i64) -> Result<f64, MeasureError> {
+    let (lid, gid) = match d {
+        Dialect::OpenCl => ("get_local_id(0)", "get_group_id(0)"),
+        Dialect::Cuda => ("threadIdx.x", "blockIdx.x"),
     };
-    let reads: String = (0..CACHE_READS).map(|r| format!("  acc += x[l + {}];\n", r * GROUP)).collect();
-    let body = format!("  int l = {lid};\n  float acc = 0.0f;\n{reads}  out[i] = acc;\n");
+    let reads: String = (0..CACHE_READS).map(|r| format!("  acc += x[l + {}];\n", (r * GROUP) % n)).collect();
+    let reads = reads.replace("x[l + ", "x[b + l + ");
+    // Each group reads its own window of [`CACHED_N`] floats (all of a smaller buffer).
+    let body = format!(
+        "  int l = {lid};\n  int b = ((int){gid} * {CACHED_N}) & {};\n  float acc = 0.0f;\n{reads}  out[i] = acc;\n",
+        n - 1
+    );
     let src = source(d, "mapsat_cached", "const PTR x, PTR out", &body);
-    let x = Tensor::f32(vec![CACHED_N as usize], vec![1.0; CACHED_N as usize]);
-    let m = manifest(d, "mapsat_cached", CACHE_ITEMS, GROUP, Some(CACHED_N), CACHE_ITEMS, 0);
+    let x = Tensor::f32(vec![n as usize], vec![1.0; n as usize]);
+    let m = manifest(d, "mapsat_cached", CACHE_ITEMS, GROUP, Some(n), CACHE_ITEMS, 0);
     time(s, &src, &m, std::slice::from_ref(&x), CACHE_ITEMS as usize)
 }
 
@@ -186,6 +248,25 @@ pub fn notes() -> Vec<(&'static str, &'static str)> {
         ("rates.group_us", "Measured by `mapsat calibrate`: 2^16 work items storing one float each, in groups of 1 against groups of 256 (time per extra group)."),
         ("rates.cache_bytes", "CL_DEVICE_GLOBAL_MEM_CACHE_SIZE (OpenCL) or the L2 size (CUDA), read by `mapsat calibrate`."),
         ("rates.cache_bandwidth_gbs", "Measured by `mapsat calibrate`: 2^20 work items reading 256 floats each of a 256 KiB buffer, counted as the model counts lines (median of 9 runs)."),
+        ("rates.l1_bytes", "The L1 data cache of one core (Linux sysfs, for a CPU device), else from the base profile."),
+        ("rates.l1_bandwidth_gbs", "Measured by `mapsat calibrate`: 2^20 work items reading 256 floats each of a buffer of half the L1, counted as the model counts lines (median of 9 runs)."),
+        ("rates.l2_bytes", "The L2 cache of one core (Linux sysfs, for a CPU device), else from the base profile."),
+        ("rates.l2_bandwidth_gbs", "Measured by `mapsat calibrate`: as the L1's, with a buffer of half the L2 (median of 9 runs)."),
         ("rates.lock_step", "false for a CPU device (CL_DEVICE_TYPE_CPU): its compiler packs work items into vector lanes only where their accesses allow it."),
     ]
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_level_is_measured_on_the_largest_power_of_two_floats_in_half_of_it() {
+        // 48 KiB: 6144 floats in half, 4096 the largest power of two.
+        assert_eq!(level_floats(48 << 10), Some(4096));
+        assert_eq!(level_floats(1 << 20), Some(1 << 17));
+        // Unknown, or too small for a work group's reads.
+        assert_eq!(level_floats(0), None);
+        assert_eq!(level_floats(GROUP as u64 * 4), None);
+    }
 }

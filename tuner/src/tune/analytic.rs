@@ -9,8 +9,16 @@
 //! tail      = ceil(G / CU) / (G / CU)              idle compute units in the last wave
 //! compute   = lane_ops / gflops / (lane_util * busy) * tail          (lock-step lanes: GPUs)
 //!           = (across / lane_util + in_item + scalar_ops * lanes) / gflops * tail    (CPUs)
-//! global    = max(footprint / bw, transactions * line / cache_bw) * tail     (footprint fits in the cache)
-//!           = max(footprint / bw, transactions * line / (bw * CACHE_REUSE)) * tail   (otherwise)
+//! outer     = cache_bw                  (footprint fits in the cache: `cache_bytes`)
+//!           = bw * CACHE_REUSE          (otherwise)
+//! first     = min(transactions, group_lines * G)                    lines each group reads first
+//! across    = clamp(item_lines * G * T - first, 0, transactions - first)  read again by the group's items
+//! within    = transactions - first - across                          read again by a work item
+//! rate(ws)  = l1_bw if ws <= l1_bytes, else l2_bw if ws <= l2_bytes, else outer
+//! sharing   = group_lines                           (lock-step lanes: GPUs)
+//!           = min(bundle_lines, group_lines)        (CPUs)
+//! global    = max(footprint / bw, line * (first / outer + across / rate(sharing * line)
+//!                                        + within / rate(min(item_lines, group_lines) * line))) * tail
 //! local     = (local + private array accesses) * 4 B / (bw * LOCAL_SPEEDUP) * tail
 //! barriers  = barriers_per_group * G * T * BARRIER_FLOPS / gflops * tail
 //! groups    = G * group_us / CU
@@ -25,10 +33,20 @@
 //! run one work item at a time, and idle work items cost nothing. `footprint` is the bytes of
 //! the kernel's global buffers: each is
 //! read or written at least once from memory. `transactions` are the lines moved by the
-//! accesses as coalesced (see [`KernelStats`]); a cache serves repeated lines: at its measured
-//! bandwidth when the profile has one (`cache_bytes`, `cache_bandwidth_gbs`, from `mapsat
-//! calibrate`) and the footprint fits in it, else counted by the `CACHE_REUSE` factor. A profile without rates gets rough ones from its limits
-//! ([`rates_of`]), which is enough to rank candidates but not to predict seconds.
+//! accesses as coalesced (see [`KernelStats`]). `group_lines` and `item_lines` are the
+//! distinct lines one work group and one work item touch (their working sets): a group reads
+//! its working set once from the outer cache (the cache that serves global memory, at its
+//! measured bandwidth when the profile has one, `cache_bytes`, `cache_bandwidth_gbs` from
+//! `mapsat calibrate`, and the footprint fits in it; else from memory, counted by the
+//! `CACHE_REUSE` factor); lines it reads again come from the first level of the compute unit's
+//! caches that holds the working set of the scope that reads them again (`l1_bytes`,
+//! `l2_bytes` and their bandwidths), else from the outer cache as well: a work item's for its
+//! own reads again; for reads across the work items of a group, the group's on a GPU (its work
+//! items run at once), on a CPU that of `simd` consecutive work items (`bundle_lines`: a work
+//! group runs on one core, its work items one bundle of vector lanes after the other, so a
+//! line they share is read again after one bundle's working set). A profile without these levels charges every line at the outer rate. A profile
+//! without rates gets rough ones from its limits ([`rates_of`]), which is enough to rank
+//! candidates but not to predict seconds.
 
 use super::stats::{KernelStats, Lanes};
 use mapsat_ir::profile::{Profile, Rates};
@@ -78,6 +96,10 @@ pub fn rates_of(p: &Profile) -> Rates {
         lock_step: true,
         cache_bytes: 0,
         cache_bandwidth_gbs: 0.0,
+        l1_bytes: 0,
+        l1_bandwidth_gbs: 0.0,
+        l2_bytes: 0,
+        l2_bandwidth_gbs: 0.0,
     })
 }
 
@@ -87,17 +109,61 @@ pub fn lanes_of(p: &Profile, reassociate: bool) -> Lanes {
     Lanes { simd: r.simd_width, line: r.line_bytes, reassociate }
 }
 
+/// The lines of a kernel's global accesses by where they are served from (see the module
+/// documentation): first reads of each work group's working set, reads again across the work
+/// items of a group, reads again within a work item.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Reuse {
+    /// Lines each work group reads first, from the outer cache or memory.
+    pub first: f64,
+    /// Lines read again by other work items of the same group.
+    pub across: f64,
+    /// Lines a work item reads again.
+    pub within: f64,
+}
+
+/// Splits the transactions of `s` (see [`Reuse`]).
+pub fn reuse_of(s: &KernelStats) -> Reuse {
+    let lines = s.global_transactions.max(0.0);
+    let first = (s.group_lines * s.groups.max(1.0)).min(lines);
+    let items = s.groups.max(1.0) * s.threads_per_group.max(1.0);
+    let across = (s.item_lines * items - first).clamp(0.0, lines - first);
+    Reuse { first, across, within: lines - first - across }
+}
+
+/// Bytes per second of lines read again by a scope whose working set is `bytes`: the first
+/// cache level it fits in (the profile's `l1_bytes`, `l2_bytes`), else `outer`.
+fn level_rate(r: &Rates, bytes: f64, outer: f64) -> f64 {
+    let levels = [(r.l1_bytes, r.l1_bandwidth_gbs), (r.l2_bytes, r.l2_bandwidth_gbs)];
+    levels.iter().find(|(size, bw)| *size > 0 && *bw > 0.0 && bytes <= *size as f64).map_or(outer, |(_, bw)| bw * 1e9)
+}
+
 /// Global-memory time, before the tail: the footprint from memory once, and the lines the
-/// accesses move, from the cache at its bandwidth when the footprint fits in it (and the
-/// profile knows the cache), else from memory with [`CACHE_REUSE`].
+/// accesses move: those a work group reads first from the outer cache at its bandwidth when
+/// the footprint fits in it (and the profile knows the cache), else from memory with
+/// [`CACHE_REUSE`]; those read again from the first cache level the reading scope's working
+/// set fits in (a work group's for reads across its work items, a work item's for its own),
+/// else as the first reads.
 fn global_seconds(s: &KernelStats, r: &Rates) -> f64 {
     let bytes_per_s = r.bandwidth_gbs * 1e9;
-    let lines = s.global_transactions * f64::from(r.line_bytes);
+    let line = f64::from(r.line_bytes);
     let cached = r.cache_bytes > 0 && r.cache_bandwidth_gbs > 0.0 && s.footprint_bytes <= r.cache_bytes as f64;
-    match cached {
-        true => (s.footprint_bytes / bytes_per_s).max(lines / (r.cache_bandwidth_gbs * 1e9)),
-        false => s.footprint_bytes.max(lines / CACHE_REUSE) / bytes_per_s,
-    }
+    let outer = match cached {
+        true => r.cache_bandwidth_gbs * 1e9,
+        false => bytes_per_s * CACHE_REUSE,
+    };
+    let u = reuse_of(s);
+    // The working set between two reads of a line the work items of a group share: the whole
+    // group's where they run at once (lock step), else that of the work items that run
+    // together in vector lanes, the next ones reading it again.
+    let sharing = match r.lock_step {
+        true => s.group_lines,
+        false => s.bundle_lines.min(s.group_lines),
+    };
+    let group = level_rate(r, sharing * line, outer);
+    let item = level_rate(r, s.item_lines.min(s.group_lines) * line, outer);
+    let lines = u.first * line / outer + u.across * line / group + u.within * line / item;
+    (s.footprint_bytes / bytes_per_s).max(lines)
 }
 
 /// Predicts a kernel's run time on a device (see the module documentation).
@@ -167,7 +233,8 @@ mod tests {
         let mut p = Profile::builtin("pocl-cpu").unwrap();
         let src = "size N = 256, M = 256\ndef f(a: [[f32]M]N) = mapGlb(0, fun(r => reduceSeq(add, 0.0, r)), a)";
         let s = stats(src, vec![64], &p);
-        let rates = p.rates.clone().unwrap();
+        // No cache levels of the compute unit's own: every line from the outer cache.
+        let rates = Rates { l1_bytes: 0, l2_bytes: 0, ..p.rates.clone().unwrap() };
         let line = f64::from(rates.line_bytes);
         p.rates = Some(Rates { cache_bytes: 0, cache_bandwidth_gbs: 0.0, ..rates.clone() });
         let unknown = predict(&s, &p).global_ms;
@@ -182,6 +249,119 @@ mod tests {
         // Not in a 64 KiB one.
         p.rates = Some(Rates { cache_bytes: 1 << 16, cache_bandwidth_gbs: 400.0, ..rates });
         assert_eq!(predict(&s, &p).global_ms, unknown);
+    }
+
+    /// A CPU-like profile with two cache levels of its own: 1 KiB at 400 GB/s, 16 KiB at
+    /// 200 GB/s, behind a 1 MiB cache at 100 GB/s and memory at 10 GB/s.
+    fn levels() -> Profile {
+        let mut p = Profile::builtin("pocl-cpu").unwrap();
+        let r = p.rates.clone().unwrap();
+        p.rates = Some(Rates {
+            bandwidth_gbs: 10.0,
+            line_bytes: 64,
+            cache_bytes: 1 << 20,
+            cache_bandwidth_gbs: 100.0,
+            l1_bytes: 1 << 10,
+            l1_bandwidth_gbs: 400.0,
+            l2_bytes: 1 << 14,
+            l2_bandwidth_gbs: 200.0,
+            ..r
+        });
+        p
+    }
+
+    /// Counts of a kernel of 4 groups of 8 work items moving 1000 lines over a 640-byte
+    /// footprint, with the working sets given (in lines) of a group, of the work items in
+    /// vector lanes together, and of a work item.
+    fn moving(group_lines: f64, bundle_lines: f64, item_lines: f64) -> KernelStats {
+        KernelStats {
+            groups: 4.0,
+            threads_per_group: 8.0,
+            global_transactions: 1000.0,
+            footprint_bytes: 640.0,
+            group_lines,
+            bundle_lines,
+            item_lines,
+            ..KernelStats::default()
+        }
+    }
+
+    /// Milliseconds to move `lines` 64-byte lines at `gbs` GB/s.
+    fn ms(lines: f64, gbs: f64) -> f64 {
+        lines * 64.0 / (gbs * 1e6)
+    }
+
+    #[test]
+    fn lines_read_again_come_from_the_cache_level_the_working_set_fits_in() {
+        let p = levels();
+        // Groups of 10 lines (640 B, in the 1 KiB level), items of 4: the groups read 40
+        // lines first from the outer cache, 4 x 32 - 40 = 88 again across items, the other 872
+        // within an item, both at the first level's rate.
+        let s = moving(10.0, 4.0, 4.0);
+        assert_eq!(reuse_of(&s), Reuse { first: 40.0, across: 88.0, within: 872.0 });
+        let fits = predict(&s, &p).global_ms;
+        assert!((fits - (ms(40.0, 100.0) + ms(960.0, 400.0))).abs() < 1e-12, "{fits}");
+        // Groups of 100 lines (6400 B: the second level), items of 10 (640 B: the first).
+        let s = moving(100.0, 10.0, 10.0);
+        assert_eq!(reuse_of(&s), Reuse { first: 400.0, across: 0.0, within: 600.0 });
+        let l2 = predict(&s, &p).global_ms;
+        assert!((l2 - (ms(400.0, 100.0) + ms(600.0, 400.0))).abs() < 1e-12, "{l2}");
+        // Groups of 100 lines, items of 20 (1280 B: beyond the first level): 400 first, 240
+        // across, 360 within, both at the second level's rate.
+        let s = moving(100.0, 20.0, 20.0);
+        assert_eq!(reuse_of(&s), Reuse { first: 400.0, across: 240.0, within: 360.0 });
+        let both = predict(&s, &p).global_ms;
+        assert!((both - (ms(400.0, 100.0) + ms(600.0, 200.0))).abs() < 1e-12, "{both}");
+        assert!(fits < l2 && l2 < both, "{fits} {l2} {both}");
+        // Working sets beyond both levels: every line at the outer cache's rate, as a profile
+        // that knows no levels charges them.
+        let s = moving(1000.0, 500.0, 500.0);
+        let outer = predict(&s, &p).global_ms;
+        assert!((outer - ms(1000.0, 100.0)).abs() < 1e-12, "{outer}");
+        let mut unknown = p.clone();
+        unknown.rates = unknown.rates.map(|r| Rates { l1_bytes: 0, l2_bytes: 0, ..r });
+        assert_eq!(predict(&moving(10.0, 4.0, 4.0), &unknown).global_ms, outer);
+    }
+
+    #[test]
+    fn lines_work_items_share_are_read_again_after_a_bundle_on_a_cpu_and_a_group_on_a_gpu() {
+        // Groups of 100 lines (6400 B: the second level), 15 lines (960 B: the first) for the
+        // work items in lanes together and for one: 400 lines first, 15 x 32 - 400 = 80 across
+        // work items, 520 within one.
+        let s = moving(100.0, 15.0, 15.0);
+        assert_eq!(reuse_of(&s), Reuse { first: 400.0, across: 80.0, within: 520.0 });
+        // A CPU (the profile's `lock_step = false`): the next bundle reads the shared lines
+        // again from the first level.
+        let cpu = levels();
+        let t = predict(&s, &cpu).global_ms;
+        assert!((t - (ms(400.0, 100.0) + ms(600.0, 400.0))).abs() < 1e-12, "{t}");
+        // Lock-step lanes: the whole group runs at once, its working set is in the second level.
+        let mut gpu = cpu.clone();
+        gpu.rates = gpu.rates.map(|r| Rates { lock_step: true, ..r });
+        let t = predict(&s, &gpu).global_ms;
+        assert!((t - (ms(400.0, 100.0) + ms(80.0, 200.0) + ms(520.0, 400.0))).abs() < 1e-12, "{t}");
+    }
+
+    #[test]
+    fn a_shared_vector_that_fits_the_first_level_makes_a_matrix_vector_product_faster() {
+        // Each work item multiplies a row of `a` by `x`: the rows are read once, `x` by every
+        // work item of a group again.
+        let src = |m: i64| {
+            format!(
+                "size N = 64, M = {m}\ndef f(a: [[f32]M]N, x: [f32]M) = \
+                 mapGlb(0, fun(r => reduceSeq(fun(acc, p => acc + p.0 * p.1), 0.0, zip(r, x))), a)"
+            )
+        };
+        let p = levels();
+        let small = stats(&src(64), vec![8], &p);
+        // A group: 8 rows of 64 floats (4 lines each), x (4 lines), 8 results (1 line); an
+        // item: its row, x and its result.
+        assert_eq!((small.group_lines, small.item_lines), (8.0 * 4.0 + 4.0 + 1.0, 4.0 + 4.0 + 1.0));
+        // 4096 floats per row: the group's 8 rows and x are beyond 16 KiB.
+        let big = stats(&src(4096), vec![8], &p);
+        assert_eq!((big.group_lines, big.item_lines), (8.0 * 256.0 + 256.0 + 1.0, 256.0 + 256.0 + 1.0));
+        let per_line = |s: &KernelStats| predict(s, &p).global_ms / s.global_transactions;
+        assert!(per_line(&small) < per_line(&big) / 2.0, "{} vs {}", per_line(&small), per_line(&big));
     }
 
     #[test]

@@ -13,11 +13,15 @@ use mapsat_constraints::Code;
 use mapsat_ir::profile::Profile;
 
 /// The version of the feature layout; bump it whenever [`NAMES`] changes, or what a feature
-/// counts (2: loads, selections and bounds tests a block repeats are counted once).
-pub const FEATURES_VERSION: u32 = 2;
+/// counts (2: loads, selections and bounds tests a block repeats are counted once; 3: the
+/// working sets of a work group, a bundle of work items and a work item, the analytical global
+/// term serves lines read again from the cache level they fit in, private arrays promoted to
+/// scalars are registers, not private accesses, and a store to a value declared in a loop's
+/// body is no sum vectorized along that loop).
+pub const FEATURES_VERSION: u32 = 3;
 
 /// The name of each feature, in order.
-pub const NAMES: [&str; 58] = [
+pub const NAMES: [&str; 61] = [
     "threads_per_group",
     "groups",
     "groups_per_cu",
@@ -68,6 +72,9 @@ pub const NAMES: [&str; 58] = [
     "private_bytes",
     "private_bytes_of_limit",
     "footprint_bytes",
+    "group_working_set_lines",
+    "bundle_working_set_lines",
+    "item_working_set_lines",
     "predicted_ms",
     "compute_ms",
     "global_ms",
@@ -139,6 +146,9 @@ pub fn features(s: &KernelStats, launch: &Launch, pred: &Prediction, codes: &[Co
         lg(s.private_bytes),
         ratio(s.private_bytes, p.private_mem_bytes as f64),
         lg(s.footprint_bytes),
+        lg(s.group_lines),
+        lg(s.bundle_lines),
+        lg(s.item_lines),
         lg(pred.total_ms * 1e3),
         lg(pred.compute_ms * 1e3),
         lg(pred.global_ms * 1e3),

@@ -13,7 +13,8 @@
 //! in the loop over the fastest-varying thread id (no sequential loop in between: a compiler
 //! vectorizes innermost loops only) and all its accesses have stride 0 or 1 along that id, or
 //! when its innermost loop is sequential, it stores along that loop's variable (or, where the
-//! compiler may reassociate sums, it accumulates across it), and all its accesses have stride 0
+//! compiler may reassociate sums, it accumulates across it: into a value declared outside the
+//! loop, not one its body declares afresh each iteration), and all its accesses have stride 0
 //! or 1 along it. Its operations are counted in `vector_flops`.
 //!
 //! Operations (arithmetic on values, and the index arithmetic of accesses: a term, a division,
@@ -86,6 +87,15 @@ pub struct KernelStats {
     pub private_bytes: f64,
     /// Bytes of the kernel's global buffers (inputs, output, temporaries).
     pub footprint_bytes: f64,
+    /// Distinct lines of global memory one work group touches (its working set, in lines;
+    /// see [`KernelStats::of`]).
+    pub group_lines: f64,
+    /// Distinct lines of global memory one work item touches.
+    pub item_lines: f64,
+    /// Distinct lines of global memory `simd` consecutive work items (along the
+    /// fastest-varying local id) touch: what a CPU runs at once in vector lanes, and the
+    /// working set between two reads of a line that consecutive work items share.
+    pub bundle_lines: f64,
 }
 
 /// The lanes that run together and the bytes of a memory transaction.
@@ -115,11 +125,65 @@ struct Walk<'k> {
     /// The loads, selections and bounds tests counted in the current block (see the module
     /// documentation), one list per open block.
     seen: Vec<Vec<(&'k Expr, usize)>>,
+    /// The global accesses whose distinct lines are counted in `group_lines` and `item_lines`,
+    /// by buffer, width and index less its constant (see [`Touched`]).
+    touched: Vec<Touched>,
+    /// The private variables and arrays declared so far, with the loop depth of their
+    /// declaration.
+    declared: Vec<(BufId, usize)>,
     s: KernelStats,
+}
+
+/// Global accesses that differ only by their index's constant (the unrolled iterations of a
+/// sequential loop): the distinct lines of the first one, in a work group and in a work item,
+/// and the constants of all.
+struct Touched {
+    buf: BufId,
+    width: u32,
+    index: Index,
+    group: f64,
+    bundle: f64,
+    item: f64,
+    constants: Vec<i64>,
+}
+
+impl Touched {
+    /// Lines of the family: those of one access times the lines its constants fall in (each
+    /// at most the buffer's lines).
+    fn lines(&self, scope: Scope, bytes: f64, line: f64, buf_lines: f64) -> f64 {
+        let mut at: Vec<i64> = self.constants.iter().map(|c| (*c as f64 * bytes / line).floor() as i64).collect();
+        at.sort_unstable();
+        at.dedup();
+        let one = match scope {
+            Scope::Group => self.group,
+            Scope::Bundle => self.bundle,
+            Scope::Item => self.item,
+        };
+        (one * at.len() as f64).min(buf_lines)
+    }
+}
+
+/// Whose distinct lines are counted: one work group's, `simd` consecutive work items', or one
+/// work item's.
+#[derive(Clone, Copy, PartialEq)]
+enum Scope {
+    Group,
+    Bundle,
+    Item,
 }
 
 impl KernelStats {
     /// Counts `k` (see the module documentation).
+    ///
+    /// The working sets (`group_lines`, `bundle_lines`, `item_lines`) are the distinct lines
+    /// of each global access summed: an access takes, in a scope, as many values of each loop
+    /// variable its index uses as the scope runs of that loop (all of a sequential or local
+    /// loop in a work group, a work group's share of a global or group loop; a work item's
+    /// share of each parallel loop, `simd` times that along the fastest-varying id for a
+    /// bundle of consecutive work items), and its elements fill lines along the variable of
+    /// the smallest stride. Accesses that differ only by their index's constant (unrolled
+    /// iterations) count the lines of one times the lines their constants fall in, at most
+    /// their buffer's lines.
     pub fn of(k: &Kernel, lanes: Lanes) -> KernelStats {
         let l = &k.launch;
         let threads = (l.local[0] * l.local[1] * l.local[2]).max(1) as f64;
@@ -131,6 +195,8 @@ impl KernelStats {
             grouped: has_loop(&k.body, &|kind| matches!(kind, LoopKind::Group(_) | LoopKind::Local(_))),
             stack: Vec::new(),
             seen: vec![Vec::new()],
+            touched: Vec::new(),
+            declared: Vec::new(),
             s: KernelStats {
                 threads_per_group: threads,
                 groups: (launched / threads).max(1.0),
@@ -144,6 +210,14 @@ impl KernelStats {
         };
         w.s.busy_fraction = busy_fraction(&k.body, launched, k);
         w.block(&k.body);
+        let line = f64::from(lanes.line.max(1));
+        for t in &w.touched {
+            let buf = k.buf(t.buf);
+            let (bytes, buf_lines) = (buf.kind.bytes() as f64, (buf.bytes() as f64 / line).ceil().max(1.0));
+            w.s.group_lines += t.lines(Scope::Group, bytes, line, buf_lines);
+            w.s.bundle_lines += t.lines(Scope::Bundle, bytes, line, buf_lines);
+            w.s.item_lines += t.lines(Scope::Item, bytes, line, buf_lines);
+        }
         w.s
     }
 }
@@ -241,7 +315,8 @@ impl<'k> Walk<'k> {
     fn stmt(&mut self, s: &'k Stmt) {
         match s {
             Stmt::Comment(_) | Stmt::BarrierSlot(_) => {}
-            Stmt::Decl(_, init) => {
+            Stmt::Decl(buf, init) => {
+                self.declared.push((*buf, self.stack.len()));
                 if let Some(e) = init {
                     let n = self.count();
                     self.expr(e, n);
@@ -354,7 +429,11 @@ impl<'k> Walk<'k> {
             LoopKind::Local(0) | LoopKind::Global(0) => unit(inner.var),
             LoopKind::Seq | LoopKind::Vec => {
                 let along = p.index.mentions(inner.var);
-                inner.extent > 1 && (along || self.lanes.reassociate) && unit(inner.var)
+                // An accumulator across the loop lives outside it: a variable declared in its
+                // body is another one at each iteration.
+                let depth = self.declared.iter().rev().find(|(b, _)| *b == p.buf).map_or(0, |(_, d)| *d);
+                let across = self.lanes.reassociate && depth < self.stack.len();
+                inner.extent > 1 && (along || across) && unit(inner.var)
             }
             _ => false,
         };
@@ -369,6 +448,8 @@ impl<'k> Walk<'k> {
         }
         match buf.space {
             Space::Local => self.s.local_accesses += n,
+            // An array's element promoted to a scalar (no dimensions) is a register.
+            Space::Private if buf.dims.is_empty() => {}
             Space::Private => self.s.private_accesses += n,
             Space::Global => {
                 if buf.by_value {
@@ -381,6 +462,7 @@ impl<'k> Walk<'k> {
                 }
                 let bytes = (p.width.max(1) as u64 * buf.kind.bytes()) as f64;
                 self.s.global_bytes += n * bytes;
+                self.touch(p);
                 let stride = self.lane_stride(p);
                 let simd = self.lanes.simd.max(1) as f64;
                 let line = self.lanes.line.max(1) as f64;
@@ -403,6 +485,69 @@ impl<'k> Walk<'k> {
         }
     }
 
+    /// Records the global access `p` in its family of [`Touched`].
+    fn touch(&mut self, p: &Place) {
+        let index = Index { constant: 0, ..p.index.clone() };
+        let known = self.touched.iter_mut().find(|t| t.buf == p.buf && t.width == p.width && t.index == index);
+        match known {
+            Some(t) if t.constants.contains(&p.index.constant) => {}
+            Some(t) => t.constants.push(p.index.constant),
+            None => {
+                let group = self.distinct_lines(p, Scope::Group);
+                let bundle = self.distinct_lines(p, Scope::Bundle);
+                let item = self.distinct_lines(p, Scope::Item);
+                let constants = vec![p.index.constant];
+                self.touched.push(Touched { buf: p.buf, width: p.width, index, group, bundle, item, constants });
+            }
+        }
+    }
+
+    /// The values of a loop's variable that one scope runs (see [`KernelStats::of`]).
+    fn share(&self, f: &Frame, scope: Scope) -> f64 {
+        let l = &self.k.launch;
+        let e = f.extent.max(1) as f64;
+        let per = |n: i64| (e / n.max(1) as f64).ceil().max(1.0);
+        // Consecutive work items along the fastest-varying local id run together.
+        let bundle = |n: i64| (per(n) * l.local[0].clamp(1, i64::from(self.lanes.simd.max(1))) as f64).min(e);
+        match (f.kind, scope) {
+            (LoopKind::Seq | LoopKind::Vec, _) => e,
+            (LoopKind::Local(_), Scope::Group) => e,
+            (LoopKind::Local(0), Scope::Bundle) => bundle(l.local[0]),
+            (LoopKind::Local(d), _) => per(l.local[d as usize]),
+            (LoopKind::Global(d), Scope::Group) => per(l.global[d as usize] / l.local[d as usize].max(1)),
+            (LoopKind::Global(0), Scope::Bundle) => bundle(l.global[0]),
+            (LoopKind::Global(d), _) => per(l.global[d as usize]),
+            (LoopKind::Group(d), _) => per(l.global[d as usize] / l.local[d as usize].max(1)),
+        }
+    }
+
+    /// The distinct lines a scope touches with the global access `p` (see [`KernelStats::of`]).
+    fn distinct_lines(&self, p: &Place, scope: Scope) -> f64 {
+        let buf = self.k.buf(p.buf);
+        let bytes = buf.kind.bytes() as f64;
+        let line = f64::from(self.lanes.line.max(1));
+        let width = f64::from(p.width.max(1));
+        let mut elements = 1.0;
+        // The loop of the smallest stride (in scalars): its values and that stride.
+        let mut run: Option<(f64, f64)> = None;
+        for f in self.stack.iter().filter(|f| p.index.mentions(f.var)) {
+            let values = self.share(f, scope);
+            elements *= values;
+            let step = scalar_stride(p, f.var) as f64;
+            if step > 0.0 && run.is_none_or(|(_, s)| step < s) {
+                run = Some((values, step));
+            }
+        }
+        match run {
+            // Runs of `values` elements, `step` scalars apart, that share lines.
+            Some((values, step)) if step * bytes < line => {
+                elements / values * (((values - 1.0) * step + width) * bytes / line).ceil()
+            }
+            // An element (or vector) per line.
+            _ => elements * (width * bytes / line).ceil(),
+        }
+    }
+
     /// The stride of `p` along the lane variable: 0 when no enclosing loop is over the
     /// fastest-varying thread id.
     fn lane_stride(&self, p: &Place) -> i64 {
@@ -420,6 +565,15 @@ fn stride(p: &Place, var: VarId) -> i64 {
     let at = |v: i64| p.index.eval(&|x: VarId| if x == var { v } else { 0 });
     let d = ((at(2) - at(1)).abs()).max((at(1) - at(0)).abs());
     (d / p.width.max(1) as i64).max(i64::from(d != 0))
+}
+
+/// The step of `p`'s index along `var`, in scalars (0 when it does not use it).
+fn scalar_stride(p: &Place, var: VarId) -> i64 {
+    if !p.index.mentions(var) {
+        return 0;
+    }
+    let at = |v: i64| p.index.eval(&|x: VarId| if x == var { v } else { 0 });
+    ((at(2) - at(1)).abs()).max((at(1) - at(0)).abs())
 }
 
 /// The places an expression loads from.
@@ -512,6 +666,38 @@ mod tests {
         assert_eq!(s.global_loads, 64.0 * 32.0 * (1.0 + 4.0));
         // Four multiply-adds per step, and the sums' accesses are registers.
         assert_eq!(s.flops, 64.0 * 32.0 * 4.0 * 2.0);
+    }
+
+    #[test]
+    fn values_declared_in_a_loop_are_not_sums_across_it() {
+        // Each work item walks the columns of `b` (sequential), and for each computes the
+        // 4 products of a dot product (an unrolled map into a private array, scalars
+        // declared in the column loop's body) and their sum (a variable declared there too).
+        let src = "size N = 8, K = 4, M = 16\ndef f(a: [[f32]K]N, b: [[f32]M]K) = \
+                   mapGlb(0, fun(r => mapSeq(fun(c => reduceSeq(add, 0.0, \
+                   mapSeq(fun(p => p.0 * p.1), zip(r, c)))), transpose(b))), a)";
+        let k = kernel(src, Some(vec![8]));
+        let s = KernelStats::of(&k, Lanes { reassociate: true, ..LANES });
+        // Only the store of each result runs along the column loop: 8 x 16 stores, with
+        // their index and the loads' shares at most; not the 8 x 16 x 4 products and sums.
+        assert!(s.vector_ops_in_item < 8.0 * 16.0 * 4.0, "{s:?}");
+        assert!(s.vector_ops_in_item > 0.0, "{s:?}");
+    }
+
+    #[test]
+    fn working_sets_count_the_lines_of_unrolled_accesses_once() {
+        let s = KernelStats::of(&kernel(BLOCKED, Some(vec![64])), LANES);
+        // A work item: its row of `xs` (32 floats, 2 lines), all of `ws` (its 4 unrolled rows
+        // of 32 floats: 8 lines, not 4 x 32), its 4 results (one line).
+        assert_eq!(s.item_lines, 2.0 + 8.0 + 1.0);
+        // 8 consecutive work items (the lanes): 8 rows of `xs`, `ws`, 32 results (2 lines).
+        assert_eq!(s.bundle_lines, 16.0 + 8.0 + 2.0);
+        // The one work group: all of `xs` (64 x 32 floats, 128 lines), `ws`, and the 256
+        // results (16 lines).
+        assert_eq!(s.group_lines, 128.0 + 8.0 + 16.0);
+        // Groups of 8: a group's rows of `xs` (16 lines), `ws`, its 32 results (2 lines).
+        let s = KernelStats::of(&kernel(BLOCKED, Some(vec![8])), LANES);
+        assert_eq!(s.group_lines, 16.0 + 8.0 + 2.0);
     }
 
     #[test]
