@@ -260,7 +260,8 @@ fn variants_check_at_their_own_defaults() {
 }
 
 /// Issue #10, tiling macros end to end: among matmul's 16 variants, a 2-D tiled one (blocks of
-/// tA x tB outputs put back by `map(join, transpose(..))`) and a register-blocked one (each
+/// tA x tB outputs put back by `map(join, transpose(..))`), the same with its dot products split
+/// by a tunable `tK` (`examples/matmul_tiled.lift`'s form) and a register-blocked one (each
 /// block's tB sums accumulated over k in a private array); each declares its tile sizes, and
 /// every sampled mapping of it runs on pocl and matches the interpreter, at the default sizes
 /// and at other sizes and tile sizes.
@@ -281,68 +282,42 @@ fn tiled_and_register_blocked_matmul_variants_run_on_pocl() {
         let found = files.iter().find(|(_, t)| is(t));
         found.map(|(f, _)| f.clone()).unwrap_or_else(|| panic!("no {what} variant:\n{}", common::text(&out)))
     };
-    let tiled = find("2-D tiled", &|t| t.contains("(join,transpose(map@B(") && t.contains("split(tA,a)"));
+    let tiled_2d = |t: &str| t.contains("(join,transpose(map@B(") && t.contains("split(tA,a)");
+    let tiled = find("2-D tiled", &tiled_2d);
+    let split_k = find("2-D tiled, split dot products", &|t| {
+        tiled_2d(t) && t.contains("map@RtK(fun(") && t.contains("split(tK,zip(")
+    });
     let blocked = find("register-blocked", &|t| t.contains("toPrivate(reduce(") && t.contains("map@B_z("));
-    for (f, sizes) in [(&tiled, "M=24,K=8,N=32,tA=8,tB=4"), (&blocked, "M=8,K=24,N=32,tB=8")] {
+    for (f, tile, sizes) in [
+        (&tiled, "tB", "M=24,K=8,N=32,tA=8,tB=4"),
+        (&split_k, "tK", "M=24,K=32,N=16,tA=8,tB=4,tK=4"),
+        (&blocked, "tB", "M=8,K=24,N=32,tB=8"),
+    ] {
         let f = f.to_str().unwrap();
-        assert!(std::fs::read_to_string(f).unwrap().contains("size tB in 1.."), "{f}");
-        let space = mapsat(&["space", f, "--json", "--sample", "6"]);
-        assert_eq!(space.status.code(), Some(0), "{}", String::from_utf8_lossy(&space.stderr));
-        let json: serde_json::Value = serde_json::from_slice(&space.stdout).unwrap();
-        let samples = json["samples"].as_array().unwrap();
-        assert!(!samples.is_empty(), "{f}: no valid mapping");
-        if !opencl() {
-            continue;
-        }
-        for m in samples.iter().map(|m| m.as_str().unwrap()) {
-            for size in [&["--runs", "1"][..], &["--size", sizes, "--runs", "1"]] {
-                let mut args = vec!["run", f, "--mapping", m, "--check"];
-                args.extend(size);
-                let run = mapsat(&args);
-                assert_eq!(run.status.code(), Some(0), "{f} with {m} {size:?}: {}", common::text(&run));
-                assert!(common::text(&run).contains("check: ok"), "{}", common::text(&run));
-            }
-        }
+        assert!(std::fs::read_to_string(f).unwrap().contains(&format!("size {tile} in 1..")), "{f}");
+        sampled_mappings_run(f, sizes);
     }
     let _ = std::fs::remove_dir_all(&dir);
 }
 
-/// Among matmul's 16 variants, the 2-D tiled one with its dot products split by a tunable `tK`
-/// (`examples/matmul_tiled.lift`'s form): it declares `tK`, and every sampled mapping of it runs
-/// on pocl and matches the interpreter, at the default sizes and at other sizes and tile sizes.
-#[test]
-fn tiled_matmul_variant_with_split_dot_products_runs_on_pocl() {
-    let dir = temp("tiling-split-k");
-    let d = dir.to_str().unwrap();
-    let out = mapsat(&["rewrite", "examples/matmul.lift", "--variants", "16", "--time-limit", "300", "-o", d]);
-    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
-    let is_split_k = |t: &str| {
-        t.contains("(join,transpose(map@B(")
-            && t.contains("split(tA,a)")
-            && t.contains("map@RtK(fun(")
-            && t.contains("split(tK,zip(")
-    };
-    let found = (0..16)
-        .map(|k| dir.join(format!("variant_{k:02}.lift")))
-        .find(|f| is_split_k(&std::fs::read_to_string(f).unwrap().split_whitespace().collect::<String>()));
-    let f = found.unwrap_or_else(|| panic!("no 2-D tiled variant with split dot products:\n{}", common::text(&out)));
-    let f = f.to_str().unwrap();
-    assert!(std::fs::read_to_string(f).unwrap().contains("size tK in 1.."), "{f}");
+/// Six sampled mappings of the program in `f` are valid, and each runs on the OpenCL device
+/// equal to the interpreter at the default sizes and at `sizes`.
+fn sampled_mappings_run(f: &str, sizes: &str) {
     let space = mapsat(&["space", f, "--json", "--sample", "6"]);
     assert_eq!(space.status.code(), Some(0), "{}", String::from_utf8_lossy(&space.stderr));
     let json: serde_json::Value = serde_json::from_slice(&space.stdout).unwrap();
     let samples = json["samples"].as_array().unwrap();
     assert!(!samples.is_empty(), "{f}: no valid mapping");
-    if opencl() {
-        for m in samples.iter().map(|m| m.as_str().unwrap()) {
-            for size in [&["--runs", "1"][..], &["--size", "M=24,K=32,N=16,tA=8,tB=4,tK=4", "--runs", "1"]] {
-                let mut args = vec!["run", f, "--mapping", m, "--check"];
-                args.extend(size);
-                let run = mapsat(&args);
-                assert_eq!(run.status.code(), Some(0), "{f} with {m} {size:?}: {}", common::text(&run));
-                assert!(common::text(&run).contains("check: ok"), "{}", common::text(&run));
-            }
+    if !opencl() {
+        return;
+    }
+    for m in samples.iter().map(|m| m.as_str().unwrap()) {
+        for size in [&["--runs", "1"][..], &["--size", sizes, "--runs", "1"]] {
+            let mut args = vec!["run", f, "--mapping", m, "--check"];
+            args.extend(size);
+            let run = mapsat(&args);
+            assert_eq!(run.status.code(), Some(0), "{f} with {m} {size:?}: {}", common::text(&run));
+            assert!(common::text(&run).contains("check: ok"), "{}", common::text(&run));
         }
     }
-    let _ = std::fs::remove_dir_all(&dir);
 }
