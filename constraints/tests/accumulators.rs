@@ -15,17 +15,17 @@ def f(xs: [[f32]K]N, ws: [[f32]K]B) =
       zip(x, transpose(ws))))),
     xs)";
 
+/// The maps of the private-scope constraints (family 1), in order.
+fn private_scoped(space: &Space) -> Vec<&str> {
+    let scoped = space.constraints().iter().filter(|c| c.family == Family::PrivateScope);
+    scoped.flat_map(|c| space.labels_of(&c.maps)).collect()
+}
+
 #[test]
 fn maps_writing_a_private_accumulator_stay_in_one_thread() {
     let p = mapsat_ir::parse(BLOCKED).unwrap();
     let space = Space::generate(&p, Options::default()).unwrap();
-    let scoped: Vec<&str> = space
-        .constraints()
-        .iter()
-        .filter(|c| c.family == Family::PrivateScope)
-        .flat_map(|c| space.labels_of(&c.maps))
-        .collect();
-    assert_eq!(scoped, ["Z", "A"]);
+    assert_eq!(private_scoped(&space), ["Z", "A"]);
     for bad in ["O=W0,A=L0,Z=S", "O=W0,A=S,Z=L0", "O=G0,A=G1,Z=S"] {
         let e = space.explain(&space.parse_mapping(bad).unwrap()).unwrap();
         assert!(!e.valid && e.violated.iter().any(|c| c.family == Family::PrivateScope), "{bad}");
@@ -37,13 +37,7 @@ fn maps_writing_a_private_accumulator_stay_in_one_thread() {
 fn an_unplaced_array_accumulator_is_private_too() {
     let p = mapsat_ir::parse(&BLOCKED.replace("toPrivate(reduce(", "(reduce(")).unwrap();
     let space = Space::generate(&p, Options::default()).unwrap();
-    let scoped: Vec<&str> = space
-        .constraints()
-        .iter()
-        .filter(|c| c.family == Family::PrivateScope)
-        .flat_map(|c| space.labels_of(&c.maps))
-        .collect();
-    assert_eq!(scoped, ["Z", "A"]);
+    assert_eq!(private_scoped(&space), ["Z", "A"]);
     let e = space.explain(&space.parse_mapping("O=W0,A=L0,Z=L0").unwrap()).unwrap();
     assert!(!e.valid);
     assert!(space.explain(&space.parse_mapping("O=G0,A=S,Z=S").unwrap()).unwrap().valid);
