@@ -161,38 +161,35 @@ fn apply2(h: &RecExpr<Lift>, a: &RecExpr<Lift>, b: &RecExpr<Lift>) -> RecExpr<Li
 /// `(a, b).1 => b` (sound for any `a` and `b`: the interpreter evaluates both, and neither has
 /// effects).
 fn project(e: &RecExpr<Lift>) -> RecExpr<Lift> {
-    let mut out: RecExpr<Lift> = RecExpr::default();
-    let mut ids: Vec<Id> = Vec::with_capacity(e.as_ref().len());
-    for node in e.as_ref() {
-        let n = egg::Language::map_children(node.clone(), |c| ids[usize::from(c)]);
-        let id = match component(&out, &n) {
-            Some(c) => c,
-            None => out.add(n),
-        };
-        ids.push(id);
-    }
-    out
+    rebuild(e, |out, n| component(out, &n).unwrap_or_else(|| out.add(n)))
 }
 
 /// `e` with each lambda applied to an argument β-reduced (`fun(x => b)(a) => b[a/x]`), once
 /// bottom-up (a redex a reduction makes is left as it is).
 fn reduce_lambdas(e: &RecExpr<Lift>) -> RecExpr<Lift> {
-    let mut out: RecExpr<Lift> = RecExpr::default();
-    let mut ids: Vec<Id> = Vec::with_capacity(e.as_ref().len());
-    for node in e.as_ref() {
-        let n = egg::Language::map_children(node.clone(), |c| ids[usize::from(c)]);
+    rebuild(e, |out, n| {
         let reduced = match &n {
             Lift::App([f, a]) => match &out[*f] {
-                Lift::Lam(_, [body]) => binders::beta(&subterm(&out, *body), &subterm(&out, *a)),
+                Lift::Lam(_, [body]) => binders::beta(&subterm(out, *body), &subterm(out, *a)),
                 _ => None,
             },
             _ => None,
         };
-        let id = match reduced {
-            Some(r) => binders::append(&mut out, &r),
+        match reduced {
+            Some(r) => binders::append(out, &r),
             None => out.add(n),
-        };
-        ids.push(id);
+        }
+    })
+}
+
+/// `e` rebuilt bottom-up: `step` adds each node (its children already rebuilt) to the output and
+/// returns the node that stands for it.
+fn rebuild(e: &RecExpr<Lift>, mut step: impl FnMut(&mut RecExpr<Lift>, Lift) -> Id) -> RecExpr<Lift> {
+    let mut out: RecExpr<Lift> = RecExpr::default();
+    let mut ids: Vec<Id> = Vec::with_capacity(e.as_ref().len());
+    for node in e.as_ref() {
+        let n = egg::Language::map_children(node.clone(), |c| ids[usize::from(c)]);
+        ids.push(step(&mut out, n));
     }
     out
 }
