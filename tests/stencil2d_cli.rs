@@ -60,3 +60,32 @@ fn jacobi2d_stages_tiled_and_staged_run_as_two_kernels() {
     let b = "B_0=W1,B_1=W0,copy3=L1,copy4=L0,B_0_i=L1,B_1_i=L0";
     maps_and_runs(&path, &format!("{a},{b}"), &["H=16,W=16", "H=24,W=40,tA_0=8,tA_1=5,tB_0=4,tB_1=10"]);
 }
+
+/// Issue #9 in two dimensions: among jacobi2d's default 8 variants, one computes `u1` per tile of
+/// `B` into local memory (`stages u1 local`); with the tiles over work groups and `u1`'s tile and
+/// `B`'s windows over local ids it runs as one kernel equal to the interpreter.
+#[test]
+fn jacobi2d_u1_computed_per_tile_in_local_memory_runs_with_tiles_over_work_groups() {
+    let dir = scratch("stencil2d", "jacobi2d_u1_local");
+    // Time enough for the stage phase to reach its node budget on a loaded machine.
+    let out = mapsat(&["rewrite", "examples/jacobi2d.lift", "--time-limit", "120", "-o", dir.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    let stdout = text(&out);
+    let line = stdout.lines().find(|l| l.ends_with("stages u1 local")).unwrap_or_else(|| panic!("{stdout}"));
+    let path = dir.join(line.split(':').next().unwrap());
+    let t = std::fs::read_to_string(&path).unwrap();
+    assert!(!t.contains("toGlobal") && t.contains("toLocal("), "{t}");
+    let v = path.to_str().unwrap();
+    let mapping = "B_0=W1,B_1=W0,A_1_t=L1,A_1_ti=L0,B_0_i=L1,B_1_i=L0";
+    let out = mapsat(&["explain", v, "--mapping", mapping]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    assert!(text(&out).contains("needs a barrier between map A_1_t and its readers"), "{}", text(&out));
+    if !opencl() {
+        return;
+    }
+    for s in ["H=16,W=16", "H=24,W=40,tB_0=4,tB_1=10", "H=20,W=12,tB_0=2,tB_1=6", "H=3,W=5,tB_0=1,tB_1=5"] {
+        let out = mapsat(&["run", v, "--size", s, "--mapping", mapping, "--check", "--runs", "1"]);
+        assert_eq!(out.status.code(), Some(0), "{s}: {}", text(&out));
+        assert!(text(&out).contains("check: ok"), "{s}: {}", text(&out));
+    }
+}

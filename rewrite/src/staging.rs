@@ -17,9 +17,10 @@ pub fn stage_private(p: &Program) -> Option<Program> {
     stage(p, AddressSpace::Private, &|p, id, at| at.depth > 0 && !at.placed && is_call(p, id, true))
 }
 
-/// The program with every high-level `map` that runs inside a function, computes (not a layout
-/// map, which is a view) and whose result a `slide` reads, not already placed, wrapped in
-/// `toLocal(...)`, and every tile of a 2-D tiled stencil (a variable read by the rows'
+/// The program with every high-level `map` that runs inside a function, computes (its function
+/// is not a layout function: such a map is a view) and whose result a `slide` reads (or the rows'
+/// windows `map(slide(m, 1), _)` of a 2-D stencil: a producer computed per 2-D tile by
+/// `slide2d-tiling`), not already placed, wrapped in `toLocal(...)`, and every tile of a 2-D tiled stencil (a variable read by the rows'
 /// windows `map(slide(m, 1), t)` whose both lengths are tunable tile sizes, see
 /// `slide2d-tiling`), in a function that computes from those windows, copied to local memory,
 /// `toLocal(map(map(fun(x => x)), t))`; `None` when there is neither.
@@ -33,7 +34,7 @@ pub fn stage_private(p: &Program) -> Option<Program> {
 /// group reads it from global memory once and its windows, which overlap, from local memory.
 pub fn stage_local(p: &Program) -> Option<Program> {
     stage(p, AddressSpace::Local, &|p, id, at| {
-        at.depth > 0 && !at.placed && at.slid && is_call(p, id, false) && computes(p, id)
+        at.depth > 0 && !at.placed && (at.slid || at.rows_slid) && is_call(p, id, false) && computing_fn(p, id)
     })
 }
 
@@ -173,6 +174,13 @@ fn is_call(p: &Program, id: NodeId, reduce: bool) -> bool {
         Node::Prim(Prim::Map { .. }) => !reduce && args.len() == 2,
         _ => false,
     }
+}
+
+/// True when the function of the call at `id` computes ([`computes`]): a producer, not a layout
+/// map over one (`map(slide(..), map(h, t))` reads its argument's values, it does not compute them).
+fn computing_fn(p: &Program, id: NodeId) -> bool {
+    let (_, args) = p.spine(id);
+    args.first().is_some_and(|f| computes(p, *f))
 }
 
 /// True when the term at `id` performs a scalar operation or a reduction somewhere (a primitive

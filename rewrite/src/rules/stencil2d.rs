@@ -33,6 +33,23 @@ use mapsat_ir::{Size, Type};
 /// (`[i*u + a][j*v + b]`). Unit steps only. `f` moves under the new binder `t`: shifted. Each
 /// tile reads its halo again; local staging copies the tile to local memory once per work
 /// group ([`crate::staging::stage_local`]).
+///
+/// When `xs` is a 2-D producer, `map@P(map@Q(h), zs)` (a stage inlined into its consumer by the
+/// stage phase, its padding moved inside by `pad-map`), the rule also gives the form that
+/// computes the producer over each tile (Halide's `compute_at`):
+///
+/// ```text
+///   =>  ... map@A(map@B(fun(t => map@A_i(map@B_i(f),
+///                         map@T(transpose, slide(n, 1, map@S(slide(m, 1), map@Q_t(map@Q_ti(h), t))))))),
+///           map@T(transpose, slide(u + n - 1, u, map@S(slide(v + m - 1, v), zs)))) ...
+/// ```
+///
+/// Sound for the same reason: a tile of `map(map(h), zs)` is `map(map(h))` of the same tile of
+/// `zs`. A clamped border is sound too: `pad-map` made it part of `zs` (the windows of the
+/// clamped input at clamped positions), so a halo outside the image computes the border's copy.
+/// Both producer labels derive from `Q`, the map that computes (`P` may be a layout map's), so
+/// that the stage choice names the producer ([`crate::stage_choice`]); staged, the producer is
+/// computed into local memory once per tile and `B`'s windows read it there.
 pub struct Slide2dTiling;
 
 /// The parts of a matched 2-D window construction.
@@ -83,25 +100,59 @@ impl Windows2d {
 }
 
 impl Slide2dTiling {
-    /// The right-hand side for tiles of `u x v` windows (`(tile height, u)`, `(tile width, v)`),
-    /// with `f` already shifted under the tile's binder.
-    fn tiled(
-        win: &Windows2d,
-        (a, b): (&str, &str),
-        f: Build,
-        tile_rows: (Size, Size),
-        tile_cols: (Size, Size),
-    ) -> Build {
-        let one = Size::constant(1);
-        let elem = Type::array(Type::array(win.elem.clone(), tile_cols.0.clone()), tile_rows.0.clone());
-        let windows = win.of((win.rows.clone(), one.clone()), (win.cols.clone(), one), Build::var(0, Some(elem)));
+    /// The right-hand side: `tiles` (of `u x v` windows each, with their halo) mapped by a
+    /// function reading the windows `windows` of its tile (the variable 0), with `f` already
+    /// shifted under the tile's binder.
+    fn tiled(win: &Windows2d, (a, b): (&str, &str), f: Build, tiles: Build, windows: Build) -> Build {
         let per_window = Build::call(map_prim(&super::derived(b, "_i")), vec![f]);
         let per_tile = Build::lam(Build::map(&super::derived(a, "_i"), per_window, windows));
-        let tiles = win.of(tile_rows, tile_cols, Build::Class(win.xs));
         let results = Build::map(a, Build::call(map_prim(b), vec![per_tile]), tiles);
         let rows = Build::map(&win.transpose, Build::prim(Prim::Transpose), results);
         Build::map(&win.slide_map, Build::prim(Prim::Join), Build::call(Prim::Join, vec![rows]))
     }
+
+    /// The 2-D producers `map@P(map@Q(h), zs)` in class `xs` (the array whose windows the
+    /// stencil reads), for tiles of `rows x cols` elements: computed over each tile of `zs` in
+    /// the tiled form (Halide's `compute_at`), rather than read from `xs`.
+    fn producers(cx: &Ctx, xs: Id, rows: &Size, cols: &Size) -> Vec<Producer> {
+        let mut out = Vec::new();
+        for (_, g, zs) in cx.maps(xs) {
+            let Some(elem) = cx.elem(zs).and_then(|r| r.as_array().map(|(e, _)| e.clone())) else { continue };
+            for (q, h) in cx.partial_maps(g) {
+                let Some(h) = cx.shifted(h, 1) else { continue };
+                let tile = Type::array(Type::array(elem.clone(), cols.clone()), rows.clone());
+                // Both labels derived from the computing map's (`p` may be a layout map's label).
+                let (outer, inner) = (super::derived(&q, "_t"), super::derived(&q, "_ti"));
+                out.push(Producer { outer, inner, h, xs: zs, tile });
+            }
+        }
+        out
+    }
+}
+
+/// A producer of a stencil's input computed per tile ([`Slide2dTiling::producers`]).
+struct Producer {
+    outer: String,
+    inner: String,
+    /// Its function, shifted under the tile's binder.
+    h: Build,
+    /// Its input.
+    xs: Id,
+    /// The type of one tile of its input.
+    tile: Type,
+}
+
+impl Producer {
+    /// The producer over the tile (the variable 0).
+    fn over_tile(&self) -> Build {
+        let t = Build::var(0, Some(self.tile.clone()));
+        Build::map(&self.outer, Build::call(map_prim(&self.inner), vec![self.h.clone()]), t)
+    }
+}
+
+/// A unit-step window of `n`: `(n, 1)`.
+fn unit(n: &Size) -> (Size, Size) {
+    (n.clone(), Size::constant(1))
 }
 
 /// The abstract map primitive labelled `label`.
@@ -125,8 +176,16 @@ impl Rule for Slide2dTiling {
                     for u in cx.map_factors(&a, h).into_iter().filter(symbolic) {
                         for v in cx.map_factors(&b, w).into_iter().filter(symbolic) {
                             let tile_rows = (u.add(&win.rows).sub(&Size::constant(1)), u.clone());
-                            let tile_cols = (v.add(&win.cols).sub(&Size::constant(1)), v);
-                            out.push(Self::tiled(&win, (&a, &b), f1.clone(), tile_rows, tile_cols));
+                            let tile_cols = (v.add(&win.cols).sub(&Size::constant(1)), v.clone());
+                            for producer in Self::producers(cx, win.xs, &tile_rows.0, &tile_cols.0) {
+                                let tiles = win.of(tile_rows.clone(), tile_cols.clone(), Build::Class(producer.xs));
+                                let windows = win.of(unit(&win.rows), unit(&win.cols), producer.over_tile());
+                                out.push(Self::tiled(&win, (&a, &b), f1.clone(), tiles, windows));
+                            }
+                            let tiles = win.of(tile_rows.clone(), tile_cols.clone(), Build::Class(win.xs));
+                            let tile = Type::array(Type::array(win.elem.clone(), tile_cols.0.clone()), tile_rows.0);
+                            let windows = win.of(unit(&win.rows), unit(&win.cols), Build::var(0, Some(tile)));
+                            out.push(Self::tiled(&win, (&a, &b), f1.clone(), tiles, windows));
                         }
                     }
                 }
