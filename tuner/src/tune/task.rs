@@ -339,6 +339,21 @@ impl Task {
         }
     }
 
+    /// The candidate with the work-group size that gives its `mapLcl` loops one iteration per
+    /// work item where the device allows it (the space's suggested size: the most work items,
+    /// at most each dimension's longest `mapLcl` loop); `None` when its mapping has no
+    /// `mapLcl` map or the candidate already has that size. Random draws rarely give it: the
+    /// valid sizes are many (every divisor in every dimension) and mostly small.
+    pub fn covering(&self, c: &Candidate) -> Option<Candidate> {
+        let p = self.point(&c.tuning)?;
+        let m = Mapping { codes: c.codes.clone() };
+        if !m.codes.iter().any(|x| matches!(x, Code::Lcl(_))) {
+            return None;
+        }
+        let local = p.space.suggested_local_size(&m).ok()??;
+        (local != c.local && self.local_ok(&p.space, &m, &local)).then(|| Candidate { local, ..c.clone() })
+    }
+
     /// Is `local` a valid work-group size for `m` in `space`?
     fn local_ok(&self, space: &Space, m: &Mapping, local: &[i64]) -> bool {
         if m.codes.iter().any(|c| matches!(c, Code::Lcl(_))) {
@@ -382,6 +397,14 @@ impl Task {
             let p = self.point(&tuning)?;
             let keep = Mapping { codes: c.codes.clone() };
             let m = if valid(&p.space, &keep) { keep } else { self.mapping_at(&p, rng)? };
+            // A parent whose work group covers its mapLcl loops keeps covering them.
+            if c.codes == m.codes && self.covering(c).is_none() {
+                if let Some(n) =
+                    self.covering(&Candidate { tuning: tuning.clone(), codes: m.codes.clone(), local: Vec::new() })
+                {
+                    return Some(n);
+                }
+            }
             return self.with_local(&p.space, tuning, m, &c.local, rng);
         }
         let p = self.point(&c.tuning)?;
@@ -405,6 +428,11 @@ impl Task {
             return None;
         }
         let m = Mapping { codes: c.codes.clone() };
+        if rng.gen_bool(0.25) {
+            if let Some(n) = self.covering(c) {
+                return Some(n);
+            }
+        }
         let local = match self.lcl_sizes(&p.space, &m) {
             Some(ls) => ls.choose(rng)?.clone(),
             None if c.local.is_empty() => return None,
