@@ -36,6 +36,19 @@ pub struct Size {
     terms: BTreeMap<Monomial, i64>,
 }
 
+/// `a / b` when monomial `b` divides monomial `a`.
+fn monomial_quotient(a: &Monomial, b: &Monomial) -> Option<Monomial> {
+    let mut out = a.clone();
+    for (atom, p) in b {
+        let e = out.get_mut(atom).filter(|e| **e >= *p)?;
+        *e -= p;
+        if *e == 0 {
+            out.remove(atom);
+        }
+    }
+    Some(out)
+}
+
 /// Known bounds of size variables, used to simplify `min`, `max`, `/` and `%`.
 ///
 /// Unless told otherwise, every size variable is at least 1.
@@ -167,6 +180,26 @@ impl Size {
         }
     }
 
+    /// `q` with `self = d * q` exactly: long division by the largest monomial of `d`, at most a
+    /// few steps per term of `self`; the quotient found is checked by multiplying back, so the
+    /// order of the monomials only decides whether one is found.
+    fn exact_quotient(&self, d: &Size) -> Option<Size> {
+        let (dm, &dc) = d.terms.iter().next_back()?;
+        let (mut q, mut r) = (Size::default(), self.clone());
+        for _ in 0..=4 * self.terms.len() {
+            let Some((rm, &rc)) = r.terms.iter().next_back() else {
+                return (q.mul(d) == *self).then_some(q);
+            };
+            if rc % dc != 0 {
+                return None;
+            }
+            let t = Size { terms: BTreeMap::from([(monomial_quotient(rm, dm)?, rc / dc)]) };
+            q = q.add(&t);
+            r = r.sub(&t.mul(d));
+        }
+        None
+    }
+
     /// Splits `self` into `d * q + r` where every term of `d * q` is syntactically divisible by
     /// the monomial divisor `d` (coefficient included).
     fn split_divisible(&self, dm: &Monomial, dc: i64) -> (Size, Size) {
@@ -214,6 +247,13 @@ impl Size {
             let (q, r) = self.split_divisible(dm, dc);
             if !q.terms.is_empty() {
                 return q.add(&r.div_in(other, ranges));
+            }
+        }
+        if other.terms.len() > 1 {
+            // (d*q) / d = q for a polynomial divisor: a 2-D map flattened into one dimension
+            // has `(H'*W') / W'` rows (expanded), which must read as `H'`.
+            if let Some(q) = self.exact_quotient(other) {
+                return q;
             }
         }
         if let (Some((lo, hi)), Some((dlo, _))) = (self.bounds(ranges), other.bounds(ranges)) {
@@ -615,6 +655,19 @@ mod tests {
 
     fn n() -> Size {
         Size::var("N")
+    }
+
+    /// A 2-D map flattened into one dimension: its `H' * W'` elements (expanded) split by `W'`
+    /// give `H'` rows; a numerator the divisor does not divide stays a division.
+    #[test]
+    fn a_product_divided_by_one_of_its_factors_is_the_other() {
+        let v = Size::var;
+        let rows = v("inH").sub(&v("kerH")).add(&Size::constant(3));
+        let cols = v("inW").sub(&v("kerW")).add(&Size::constant(3));
+        assert_eq!(rows.mul(&cols).div(&cols), rows);
+        let off = rows.mul(&cols).add(&Size::constant(1));
+        assert_eq!(off.div(&cols), Size::atom(Atom::Div(off.clone(), cols.clone())));
+        assert_eq!(rows.div(&cols), Size::atom(Atom::Div(rows.clone(), cols.clone())));
     }
 
     #[test]
