@@ -666,7 +666,7 @@ impl Program {
     /// The labels of all maps, in source order (pre-order from the root).
     pub fn map_labels(&self) -> Vec<String> {
         let mut out = Vec::new();
-        self.preorder(self.root, &mut |n| {
+        self.preorder(self.root, &mut |_, n| {
             if let Node::Prim(Prim::Map { label, .. }) = n {
                 out.push(label.clone());
             }
@@ -675,11 +675,11 @@ impl Program {
     }
 
     /// Visits the nodes reachable from `id` in pre-order, spines left to right.
-    pub fn preorder(&self, id: NodeId, visit: &mut dyn FnMut(&Node)) {
+    pub fn preorder(&self, id: NodeId, visit: &mut dyn FnMut(NodeId, &Node)) {
         let mut stack = vec![id];
         while let Some(id) = stack.pop() {
             let node = self.node(id);
-            visit(node);
+            visit(id, node);
             for c in node.children().into_iter().rev() {
                 stack.push(c);
             }

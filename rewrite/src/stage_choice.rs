@@ -129,23 +129,19 @@ fn to_space(p: &Program, id: NodeId) -> Option<(AddressSpace, NodeId)> {
 
 /// The labels of the maps under `id`, in pre-order.
 fn labels(p: &Program, id: NodeId) -> Vec<String> {
-    preorder(p, id)
-        .into_iter()
-        .filter_map(|n| match p.node(n) {
-            Node::Prim(Prim::Map { label, .. }) => Some(label.clone()),
-            _ => None,
-        })
-        .collect()
+    let mut out = Vec::new();
+    p.preorder(id, &mut |_, n| {
+        if let Node::Prim(Prim::Map { label, .. }) = n {
+            out.push(label.clone());
+        }
+    });
+    out
 }
 
 /// The nodes under `id` in pre-order (a function before its argument).
 fn preorder(p: &Program, id: NodeId) -> Vec<NodeId> {
     let mut out = Vec::new();
-    let mut stack = vec![id];
-    while let Some(n) = stack.pop() {
-        out.push(n);
-        stack.extend(p.node(n).children().into_iter().rev());
-    }
+    p.preorder(id, &mut |n, _| out.push(n));
     out
 }
 
