@@ -55,14 +55,13 @@ pub fn candidates(p: &Program, k: usize, opts: &Options) -> Result<Candidates, R
         if ir::print(&v.program) == input {
             continue;
         }
-        let stages = stage_choice::of(p, &v.program);
-        let described = match stages.is_empty() {
+        let described = match v.stages.is_empty() {
             true => String::new(),
-            false => format!("; stages {}", stage_choice::describe(&stages)),
+            false => format!("; stages {}", stage_choice::describe(&v.stages)),
         };
         list.push(Candidate {
             description: format!("rewrite variant {n} (static cost {}{described})", v.cost),
-            stages,
+            stages: v.stages,
             program: v.program,
             signature: v.signature,
             cost: Some(v.cost),

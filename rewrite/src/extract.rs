@@ -40,6 +40,9 @@ pub struct Variant {
     /// Arrays it computes with a map and reads back in the same term (0: every producer is
     /// fused into its consumer or kept by `toX`/`let`), by the static cost's count.
     pub intermediates: usize,
+    /// Where it computes each producer of the input ([`crate::stage_choice`]; set by
+    /// [`crate::rewrite`]).
+    pub stages: Vec<crate::stage_choice::StageChoice>,
 }
 
 /// What extraction needs besides the e-graph.
@@ -274,7 +277,13 @@ fn stage(v: &Variant, sizes: &Sizes, how: fn(&Program) -> Option<Program>) -> Op
     mapsat_ir::check::check_with_sizes(&p, sizes).ok()?;
     // Priced again: an array written by `toX` is kept on purpose, not an intermediate.
     let cost = StaticCost::of(&convert::to_term(&p, &info).expr);
-    Some(Variant { signature: signature(&p), cost: cost.total, program: p, intermediates: cost.intermediates })
+    Some(Variant {
+        signature: signature(&p),
+        cost: cost.total,
+        program: p,
+        intermediates: cost.intermediates,
+        stages: Vec::new(),
+    })
 }
 
 /// A signature's tiling, vectorization and staging: its splits and tile slides with their
@@ -310,7 +319,13 @@ fn finish(src: &Source, term: &Term) -> Option<Variant> {
     }
     mapsat_ir::check::check_with_sizes(&p, src.sizes).ok()?;
     let cost = StaticCost::of(&term.expr);
-    Some(Variant { signature: signature(&p), cost: cost.total, intermediates: cost.intermediates, program: p })
+    Some(Variant {
+        signature: signature(&p),
+        cost: cost.total,
+        intermediates: cost.intermediates,
+        program: p,
+        stages: Vec::new(),
+    })
 }
 
 /// The structure of a program: its maps (`M`), reductions (`R`), splits with their factor

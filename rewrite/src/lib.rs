@@ -178,6 +178,7 @@ pub fn rewrite(p: &Program, opts: &Options) -> Result<Outcome, RewriteError> {
     let (mut variants, rejected) = extract::variants(&eg, &src, opts.variants);
     for v in &mut variants {
         tiles::pin_defaults(&mut v.program, &sizes);
+        v.stages = stage_choice::of(p, &v.program);
     }
     Ok(Outcome { report, phases, variants, rejected, extract_time: start.elapsed() })
 }

@@ -74,7 +74,7 @@ pub fn rewrite(a: &RewriteArgs) -> CliResult<()> {
     };
     let out = rw::rewrite(&p, &opts).map_err(|e| Failure::Rejected(format!("error: {e}")))?;
     let files = write(&a.output, &a.file, &out)?;
-    let mut summary = summary(&a.file, &p, &sizes, &opts, &out, &files);
+    let mut summary = summary(&a.file, &sizes, &opts, &out, &files);
     summary["tunable_split_sizes"] = serde_json::json!(rw::tunable(&p));
     let text = serde_json::to_string_pretty(&summary).map_err(|e| Failure::Rejected(format!("error: {e}")))?;
     let path = a.output.join("summary.json");
@@ -98,7 +98,7 @@ pub fn rewrite(a: &RewriteArgs) -> CliResult<()> {
         }
     }
     for (f, v) in files.iter().zip(&out.variants) {
-        let stages = rw::stage_choice::describe(&rw::stage_choice::of(&p, &v.program));
+        let stages = rw::stage_choice::describe(&v.stages);
         let stages = if stages.is_empty() { stages } else { format!("; stages {stages}") };
         outln!("{f}: cost {}, {}{stages}", v.cost, v.signature);
     }
@@ -136,14 +136,7 @@ fn write(dir: &Path, input: &Path, out: &Outcome) -> CliResult<Vec<String>> {
     Ok(files)
 }
 
-fn summary(
-    input: &Path,
-    p: &ir::Program,
-    sizes: &ir::Sizes,
-    opts: &Options,
-    out: &Outcome,
-    files: &[String],
-) -> serde_json::Value {
+fn summary(input: &Path, sizes: &ir::Sizes, opts: &Options, out: &Outcome, files: &[String]) -> serde_json::Value {
     let r = &out.report;
     let rules: serde_json::Map<String, serde_json::Value> =
         r.applied.iter().map(|(k, v)| (k.clone(), serde_json::json!(v))).collect();
@@ -183,7 +176,7 @@ fn summary(
             "signature": v.signature,
             "intermediates": v.intermediates,
             "kernels": ir::stages::count(&v.program),
-            "stages": stages_json(&rw::stage_choice::of(p, &v.program)),
+            "stages": stages_json(&v.stages),
         })).collect::<Vec<_>>(),
     })
 }
