@@ -317,9 +317,7 @@ fn choose(pool: &[Built], scores: &[f64], n: usize, first: bool) -> Vec<usize> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use mapsat_codegen::Dialect;
     use mapsat_constraints::Code;
-    use mapsat_ir::profile::Profile;
     use mapsat_ir::Sizes;
 
     /// Issue #8: the guided pool holds, next to each candidate with `mapLcl` maps, the same
@@ -328,11 +326,7 @@ mod tests {
     /// measured). Drawn uniformly from 28 valid sizes, it was in almost no pool.
     #[test]
     fn the_pool_holds_work_groups_that_cover_the_local_maps() {
-        let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../examples/matmul_tiled.lift");
-        let p = mapsat_ir::parse(&std::fs::read_to_string(path).unwrap()).unwrap();
-        let given: Sizes = [("M", 256), ("K", 256), ("N", 256)].into_iter().collect();
-        let profile = Profile::builtin("pocl-cpu").unwrap();
-        let task = Task::new(p, &given, profile, Dialect::OpenCl, true, 3).expect("a task");
+        let task = crate::tune::task::tests::example_task("matmul_tiled.lift", &[("M", 256), ("K", 256), ("N", 256)]);
         let tuning = Sizes::new().with("tK", 16).with("tM", 64).with("tN", 8);
         let codes = task.parse_mapping(&tuning, "A=W0,B=W1,C=L1,D=L0,E=S,F=S").unwrap();
         let c = Candidate { tuning, codes, local: vec![2, 4, 1] };

@@ -535,18 +535,23 @@ impl Task {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
+
+    /// The OpenCL task of `examples/FILE` at the `given` sizes on the pocl-cpu profile.
+    pub(crate) fn example_task(file: &str, given: &[(&str, i64)]) -> Task {
+        let path = format!("{}/../examples/{file}", env!("CARGO_MANIFEST_DIR"));
+        let p = mapsat_ir::parse(&std::fs::read_to_string(path).unwrap()).unwrap();
+        let given: Sizes = given.iter().map(|(k, v)| (*k, *v)).collect();
+        let profile = Profile::builtin("pocl-cpu").unwrap();
+        Task::new(p, &given, profile, Dialect::OpenCl, true, 3).expect("a task")
+    }
 
     /// At a size its default tile sizes do not divide, the tunable conv still has a task: its
     /// first point is one whose tiles cover the whole output (`tH`, `tW` dividing 14).
     #[test]
     fn defaults_that_do_not_tile_the_problem_give_way_to_a_point_that_does() {
-        let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../examples/conv_blocked.lift");
-        let p = mapsat_ir::parse(&std::fs::read_to_string(path).unwrap()).unwrap();
-        let given: Sizes = [("inH", 14), ("inW", 14), ("inChs", 8), ("outChs", 8)].into_iter().collect();
-        let profile = Profile::builtin("pocl-cpu").unwrap();
-        let task = Task::new(p, &given, profile, Dialect::OpenCl, true, 3).expect("a task");
+        let task = example_task("conv_blocked.lift", &[("inH", 14), ("inW", 14), ("inChs", 8), ("outChs", 8)]);
         assert_eq!(task.result_shape, vec![14, 14, 8]);
         let (th, tw) = (task.first_point.get("tH").unwrap(), task.first_point.get("tW").unwrap());
         assert!(14 % th == 0 && 14 % tw == 0, "{:?}", task.first_point);
