@@ -24,15 +24,7 @@ fn inlined() -> &'static (mapsat_ir::Program, Vec<Variant>) {
     static TILED: OnceLock<(mapsat_ir::Program, Vec<Variant>)> = OnceLock::new();
     TILED.get_or_init(|| {
         let p = mapsat_ir::parse(INLINED).unwrap();
-        let opts = Options {
-            split_factors: vec![2, 4],
-            budget: Budget { iterations: 1, ..Budget::default() },
-            rules: Some(vec!["slide2d-tiling".to_string()]),
-            variants: 16,
-            ..Options::default()
-        };
-        let out = rewrite(&p, &opts).unwrap();
-        assert_eq!(out.rejected, 0, "ill-typed terms in the e-graph");
+        let out = common::slide2d_alone(&p, 1);
         let tiled = out.variants.into_iter().filter(|v| v.signature.contains("W[tB_0]")).collect();
         (p, tiled)
     })

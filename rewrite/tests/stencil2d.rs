@@ -6,7 +6,7 @@
 mod common;
 
 use mapsat_ir::Sizes;
-use mapsat_rewrite::{rewrite, Budget, Options, Variant};
+use mapsat_rewrite::Variant;
 use proptest::prelude::*;
 use std::sync::OnceLock;
 
@@ -21,16 +21,7 @@ const ASYM: &str = "size H = 8, W = 12\ndef f(img: [[f32]W]H) : [[f32]W]H =
 
 /// `slide2d-tiling` alone on `src`: how many times it applied, and the variants.
 fn tile(src: &str) -> (usize, Vec<Variant>) {
-    let p = mapsat_ir::parse(src).unwrap();
-    let opts = Options {
-        split_factors: vec![2, 4],
-        budget: Budget { iterations: 2, ..Budget::default() },
-        rules: Some(vec!["slide2d-tiling".to_string()]),
-        variants: 16,
-        ..Options::default()
-    };
-    let out = rewrite(&p, &opts).unwrap();
-    assert_eq!(out.rejected, 0, "ill-typed terms in the e-graph");
+    let out = common::slide2d_alone(&mapsat_ir::parse(src).unwrap(), 2);
     (out.report.applied["slide2d-tiling"], out.variants)
 }
 

@@ -40,3 +40,18 @@ pub fn same_function(a: &Program, b: &Program, sizes: &Sizes) -> Result<(), Stri
     }
     Ok(())
 }
+
+/// `slide2d-tiling` alone for `iterations` iterations (split factors 2 and 4, 16 variants), and
+/// the outcome, which holds no ill-typed term.
+pub fn slide2d_alone(p: &Program, iterations: usize) -> mapsat_rewrite::Outcome {
+    let opts = mapsat_rewrite::Options {
+        split_factors: vec![2, 4],
+        budget: mapsat_rewrite::Budget { iterations, ..mapsat_rewrite::Budget::default() },
+        rules: Some(vec!["slide2d-tiling".to_string()]),
+        variants: 16,
+        ..mapsat_rewrite::Options::default()
+    };
+    let out = mapsat_rewrite::rewrite(p, &opts).unwrap();
+    assert_eq!(out.rejected, 0, "ill-typed terms in the e-graph");
+    out
+}
