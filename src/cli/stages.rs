@@ -5,23 +5,11 @@
 use super::kernels::Mapped;
 use super::local::Locals;
 use super::{CliResult, Failure, Source};
-use mapsat::ir::{self, stages, stages::Stage, Node, Prim, Program, Sizes};
+use mapsat::ir::{self, stages, stages::Stage, Program, Sizes};
 use mapsat_codegen::kir::{Role, Space};
 use mapsat_codegen::{Dialect, Manifest};
 use mapsat_tuner::measure::{self, DeviceSpec, MappedStage, RunConfig};
-use std::collections::BTreeSet;
 use std::path::Path;
-
-/// The labels of a program's maps.
-fn labels(p: &Program) -> BTreeSet<String> {
-    p.nodes
-        .iter()
-        .filter_map(|n| match n {
-            Node::Prim(Prim::Map { label, .. }) => Some(label.clone()),
-            _ => None,
-        })
-        .collect()
-}
 
 /// The parts of `mapping` (`A=G0,B=S,...`) that name maps of each kernel, given each kernel's
 /// map labels; a part naming a map of no kernel is an error.
@@ -52,7 +40,7 @@ fn mapped(
 ) -> CliResult<Vec<MappedStage>> {
     let parts = match how.mapping {
         Some(m) => {
-            let labels: Vec<Vec<String>> = stages.iter().map(|s| labels(&s.program).into_iter().collect()).collect();
+            let labels: Vec<Vec<String>> = stages.iter().map(|s| s.program.map_labels()).collect();
             split_mapping(m, &labels)?.into_iter().map(Some).collect()
         }
         None => vec![None; stages.len()],
