@@ -34,6 +34,7 @@
 pub mod analysis;
 mod apply;
 mod code;
+mod encode;
 mod expr;
 mod families;
 mod incremental;
