@@ -276,7 +276,13 @@ pub struct Z3Vars<'ctx> {
     definitions: RefCell<Vec<Bool<'ctx>>>,
 }
 
-fn one_hot<'ctx>(ctx: &'ctx Context, name: &str, values: &[i64], domains: &mut Vec<Bool<'ctx>>) -> Cases<'ctx> {
+/// One Boolean per value, named `NAME=VALUE`; pushes onto `domains` that exactly one holds.
+pub(crate) fn one_hot<'ctx>(
+    ctx: &'ctx Context,
+    name: &str,
+    values: &[i64],
+    domains: &mut Vec<Bool<'ctx>>,
+) -> Cases<'ctx> {
     let cases: Cases = values.iter().map(|&v| (v, Bool::new_const(ctx, format!("{name}={v}")))).collect();
     let bools: Vec<Bool> = cases.iter().map(|(_, b)| b.clone()).collect();
     domains.push(or(ctx, &bools));

@@ -33,6 +33,7 @@
 
 pub mod analysis;
 mod apply;
+mod choices;
 mod code;
 mod encode;
 mod expr;
@@ -45,6 +46,7 @@ mod solve;
 mod space;
 mod symmetry;
 
+pub use choices::{total, Alternative, ChoiceExplanation, ChoiceSpace, Point};
 pub use code::Code;
 pub use local::{DEFAULT_GROUP_BUDGET, MAX_LOCAL_SIZES};
 pub use solve::{Barrier, Count, EnumStats, Explanation, Labelled, Mapping, Sampled};
@@ -102,6 +104,9 @@ pub enum Error {
     /// A mapping could not be applied to the program (see [`Space::apply`]).
     #[error("cannot apply the mapping: {0}")]
     Apply(String),
+    /// Stage choices that cannot be offered or chosen ([`ChoiceSpace`]).
+    #[error("stage choices: {0}")]
+    Choice(String),
     /// Z3 answered unknown (a timeout, usually).
     #[error("the solver gave up: {0}")]
     Solver(String),
