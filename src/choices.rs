@@ -33,7 +33,9 @@ pub fn choice_space(candidates: Vec<Candidate>, given: &Sizes, options: &Options
     for c in candidates {
         let choices: Vec<ir::choice::Choice> = c.stages.iter().map(|s| s.choice).collect();
         if let Some(k) = alternatives.iter().position(|a: &Alternative| a.choices == choices) {
-            let why = format!("makes the same stage choices as alternative {k}");
+            let first: &Candidate = &programs[k];
+            let name = first.description.split(" (").next().unwrap_or_default();
+            let why = format!("its stage choices are already those of {name}");
             left_out.push((c, why));
             continue;
         }
