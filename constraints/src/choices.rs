@@ -317,15 +317,21 @@ impl ChoiceSpace {
 }
 
 impl ChoiceSpace {
-    /// Counts the points of each alternative: one by one in the one solver (each model found
-    /// is then excluded) when there are at most the kernels' `count_limit` in all; else, per
-    /// alternative, the product of its kernels' counts ([`Space::count`], an estimate where a
-    /// kernel's is). The total is their sum ([`total`]).
+    /// Counts the points of each alternative. Each alternative's count is first the product of
+    /// its kernels' counts ([`Space::count`], an estimate where a kernel's is); when these are
+    /// exact and at most the kernels' `count_limit` in all, the points are then counted one by
+    /// one in the one solver ([`ChoiceSpace::count_models`]), and those counts are returned.
+    /// The total is their sum ([`total`]).
     pub fn count(&self, seed: u64) -> Result<Vec<Count>, Error> {
-        if let Some(exact) = self.count_models(self.count_limit)? {
-            return Ok(exact.into_iter().map(Count::Exact).collect());
+        let products: Vec<Count> =
+            (0..self.alternatives.len()).map(|k| self.count_product(k, seed)).collect::<Result<_, _>>()?;
+        let small = matches!(total(&products), Count::Exact(n) if n <= self.count_limit);
+        if small {
+            if let Some(exact) = self.count_models(self.count_limit)? {
+                return Ok(exact.into_iter().map(Count::Exact).collect());
+            }
         }
-        (0..self.alternatives.len()).map(|k| self.count_product(k, seed)).collect()
+        Ok(products)
     }
 
     /// The number of models of each alternative in the one solver, when there are at most

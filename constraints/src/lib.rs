@@ -12,6 +12,9 @@
 //! that differ by a renaming of dimensions (`Mapping::canonical`). Each map is named
 //! by a [`MapId`] (its label is [`Space::label`]). A [`Space`] can then be enumerated (a stream
 //! of distinct mappings), counted, sampled, and asked to [`Space::explain`] a mapping.
+//! A [`ChoiceSpace`] adds the stage choices of a program's producers (inline, local, global)
+//! as variables: the spaces of several programs computing the same function, one per choice,
+//! in one solver.
 //!
 //! # What a map that "writes memory" is
 //! A map is *concrete* (the paper's `ConcreteMaps`) when applying its function performs a
