@@ -265,6 +265,9 @@ pub struct Z3Vars<'ctx> {
     pub ls: Vec<Cases<'ctx>>,
     /// Exactly one value per variable and tuning parameter (to be asserted).
     pub domains: Vec<Bool<'ctx>>,
+    /// Prefix of every Z3 name made for these variables, so that several spaces can share one
+    /// context (Z3 identifies constants by name).
+    pub prefix: String,
     /// The auxiliary Booleans of [`Expr::Before`], by set: the `i`-th is true when some
     /// variable before `i` has its code in the set.
     seen: RefCell<BTreeMap<Vec<i64>, Vec<Bool<'ctx>>>>,
@@ -273,7 +276,13 @@ pub struct Z3Vars<'ctx> {
     definitions: RefCell<Vec<Bool<'ctx>>>,
 }
 
-fn one_hot<'ctx>(ctx: &'ctx Context, name: &str, values: &[i64], domains: &mut Vec<Bool<'ctx>>) -> Cases<'ctx> {
+/// One Boolean per value, named `NAME=VALUE`; pushes onto `domains` that exactly one holds.
+pub(crate) fn one_hot<'ctx>(
+    ctx: &'ctx Context,
+    name: &str,
+    values: &[i64],
+    domains: &mut Vec<Bool<'ctx>>,
+) -> Cases<'ctx> {
     let cases: Cases = values.iter().map(|&v| (v, Bool::new_const(ctx, format!("{name}={v}")))).collect();
     let bools: Vec<Bool> = cases.iter().map(|(_, b)| b.clone()).collect();
     domains.push(or(ctx, &bools));
@@ -286,16 +295,21 @@ fn one_hot<'ctx>(ctx: &'ctx Context, name: &str, values: &[i64], domains: &mut V
 }
 
 impl<'ctx> Z3Vars<'ctx> {
-    /// Creates the variables over their domains; `parents[i] < i` must hold.
+    /// Creates the variables over their domains, their names starting with `prefix`;
+    /// `parents[i] < i` must hold.
     pub fn new(
         ctx: &'ctx Context,
+        prefix: &str,
         domains: &[Vec<i64>],
         parents: &[Option<usize>],
         ls_domains: &[Vec<i64>],
     ) -> Z3Vars<'ctx> {
         let mut assert = Vec::new();
-        let codes: Vec<Cases> =
-            domains.iter().enumerate().map(|(i, dom)| one_hot(ctx, &format!("c{i}"), dom, &mut assert)).collect();
+        let codes: Vec<Cases> = domains
+            .iter()
+            .enumerate()
+            .map(|(i, dom)| one_hot(ctx, &format!("{prefix}c{i}"), dom, &mut assert))
+            .collect();
         let mut effs: Vec<Cases> = Vec::with_capacity(codes.len());
         for (i, code) in codes.iter().enumerate() {
             let fused = code.iter().find(|(v, _)| *v == 1).map(|(_, b)| b.clone());
@@ -310,9 +324,20 @@ impl<'ctx> Z3Vars<'ctx> {
             };
             effs.push(e);
         }
-        let ls =
-            ls_domains.iter().enumerate().map(|(d, dom)| one_hot(ctx, &format!("ls{d}"), dom, &mut assert)).collect();
-        Z3Vars { codes, effs, ls, domains: assert, seen: RefCell::default(), definitions: RefCell::default() }
+        let ls = ls_domains
+            .iter()
+            .enumerate()
+            .map(|(d, dom)| one_hot(ctx, &format!("{prefix}ls{d}"), dom, &mut assert))
+            .collect();
+        Z3Vars {
+            codes,
+            effs,
+            ls,
+            domains: assert,
+            prefix: prefix.to_string(),
+            seen: RefCell::default(),
+            definitions: RefCell::default(),
+        }
     }
 
     /// The definitions of the auxiliary Booleans made by [`Z3Vars::expr`] since the last call.
@@ -330,7 +355,7 @@ impl<'ctx> Z3Vars<'ctx> {
             let mut defs = self.definitions.borrow_mut();
             for (k, code) in self.codes.iter().enumerate() {
                 let here: Vec<Bool> = code.iter().filter(|(v, _)| set.contains(v)).map(|(_, b)| b.clone()).collect();
-                let next = Bool::new_const(ctx, format!("seen{{{name}}}<{}", k + 1));
+                let next = Bool::new_const(ctx, format!("{}seen{{{name}}}<{}", self.prefix, k + 1));
                 defs.push(next._eq(&or(ctx, &[chain[k].clone(), or(ctx, &here)])));
                 chain.push(next);
             }

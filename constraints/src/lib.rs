@@ -12,6 +12,9 @@
 //! that differ by a renaming of dimensions (`Mapping::canonical`). Each map is named
 //! by a [`MapId`] (its label is [`Space::label`]). A [`Space`] can then be enumerated (a stream
 //! of distinct mappings), counted, sampled, and asked to [`Space::explain`] a mapping.
+//! A [`ChoiceSpace`] adds the stage choices of a program's producers (inline, local, global)
+//! as variables: the spaces of several programs computing the same function, one per choice,
+//! in one solver.
 //!
 //! # What a map that "writes memory" is
 //! A map is *concrete* (the paper's `ConcreteMaps`) when applying its function performs a
@@ -33,7 +36,9 @@
 
 pub mod analysis;
 mod apply;
+mod choices;
 mod code;
+mod encode;
 mod expr;
 mod families;
 mod incremental;
@@ -44,6 +49,7 @@ mod solve;
 mod space;
 mod symmetry;
 
+pub use choices::{total, Alternative, ChoiceExplanation, ChoiceSpace, Point};
 pub use code::Code;
 pub use local::{DEFAULT_GROUP_BUDGET, MAX_LOCAL_SIZES};
 pub use solve::{Barrier, Count, EnumStats, Explanation, Labelled, Mapping, Sampled};
@@ -101,6 +107,9 @@ pub enum Error {
     /// A mapping could not be applied to the program (see [`Space::apply`]).
     #[error("cannot apply the mapping: {0}")]
     Apply(String),
+    /// Stage choices that cannot be offered or chosen ([`ChoiceSpace`]).
+    #[error("stage choices: {0}")]
+    Choice(String),
     /// Z3 answered unknown (a timeout, usually).
     #[error("the solver gave up: {0}")]
     Solver(String),

@@ -21,7 +21,9 @@ use z3::Context;
 pub(crate) struct Linear<'c> {
     /// The rules read linearly.
     pub rules: Vec<PairRule>,
-    /// Their definitions and constraints.
+    /// The definitions of their prefix variables (they only name a value).
+    pub definitions: Vec<Bool<'c>>,
+    /// Their constraints.
     pub assertions: Vec<Bool<'c>>,
 }
 
@@ -70,7 +72,7 @@ fn seen<'c>(
     for (j, p) in parent.iter().enumerate() {
         let s = match *p {
             Some(p) => {
-                let s = Bool::new_const(ctx, format!("around{j}={v}"));
+                let s = Bool::new_const(ctx, format!("{}around{j}={v}", vars.prefix));
                 out.push(s._eq(&Bool::or(ctx, &[&seen[p], &is(ctx, vars, p, v)])));
                 s
             }
@@ -83,11 +85,11 @@ fn seen<'c>(
 
 /// The linear reading of rules 3 and 6, for those whose pairs form a tree.
 pub(crate) fn linear<'c>(ctx: &'c Context, vars: &Z3Vars<'c>, constraints: &[Constraint], n: usize) -> Linear<'c> {
-    let mut out = Linear { rules: Vec::new(), assertions: Vec::new() };
+    let mut out = Linear { rules: Vec::new(), definitions: Vec::new(), assertions: Vec::new() };
     if let Some(parent) = tree(constraints, PairRule::Duplicate, n) {
         let parallel = Code::ALL.iter().map(|c| c.to_int()).filter(|&v| v >= Code::Lcl(0).to_int());
         for v in parallel {
-            let seen = seen(ctx, vars, &parent, v, &mut out.assertions);
+            let seen = seen(ctx, vars, &parent, v, &mut out.definitions);
             for (j, s) in seen.iter().enumerate().filter(|(j, _)| parent[*j].is_some()) {
                 out.assertions.push(is(ctx, vars, j, v).implies(&s.not()));
             }
@@ -96,7 +98,7 @@ pub(crate) fn linear<'c>(ctx: &'c Context, vars: &Z3Vars<'c>, constraints: &[Con
     }
     if let Some(parent) = tree(constraints, PairRule::Hierarchy, n) {
         for d in 0..3u8 {
-            let seen = seen(ctx, vars, &parent, Code::Lcl(d).to_int(), &mut out.assertions);
+            let seen = seen(ctx, vars, &parent, Code::Lcl(d).to_int(), &mut out.definitions);
             for (j, s) in seen.iter().enumerate().filter(|(j, _)| parent[*j].is_some()) {
                 out.assertions.push(is(ctx, vars, j, Code::Wrg(d).to_int()).implies(&s.not()));
             }

@@ -183,47 +183,9 @@ fn values<'c>(model: &z3::Model<'c>, vars: &[Cases<'c>]) -> Result<Codes, Error>
 
 impl<'c> Z3Ctx<'c> {
     fn new(space: &Space, ctx: &'c Context, track: bool) -> Z3Ctx<'c> {
-        // The encoding is propositional (`crate::expr`): Z3's incremental SAT solver (the
-        // QF_FD logic) decides it, with push/pop and assumptions, several times faster than its
-        // general SMT core.
-        let solver = Solver::new_for_logic(ctx, "QF_FD").unwrap_or_else(|| Solver::new(ctx));
-        let mut p = z3::Params::new(ctx);
-        if space.options.timeout_ms > 0 {
-            p.set_u32("timeout", space.options.timeout_ms.min(u32::MAX as u64) as u32);
-        }
-        // Smaller unsat cores make nogoods that cut more of the search.
-        p.set_bool("core.minimize", true);
-        solver.set_params(&p);
-        let vars = Z3Vars::new(ctx, &space.domains, &space.parents, &space.ls_domains);
-        for d in &vars.domains {
-            solver.assert(d);
-        }
-        let mut tracked = HashMap::new();
-        // Without tracking (no unsat core over the instances is asked for), rules 3 and 6 are
-        // given in linear size; `explain` gives each pair, so that its core names them.
-        let linear = match track {
-            true => crate::nesting::Linear { rules: Vec::new(), assertions: Vec::new() },
-            false => crate::nesting::linear(ctx, &vars, &space.constraints, space.len()),
-        };
-        for a in &linear.assertions {
-            solver.assert(a);
-        }
-        for (i, c) in space.constraints.iter().enumerate() {
-            if c.pair.is_some_and(|(rule, ..)| linear.rules.contains(&rule)) {
-                continue;
-            }
-            let e = vars.expr(ctx, &c.expr);
-            if track {
-                let literal = Bool::new_const(ctx, format!("k{i}"));
-                solver.assert_and_track(&e, &literal);
-                tracked.insert(literal, i);
-            } else {
-                solver.assert(&e);
-            }
-        }
-        for d in vars.take_definitions() {
-            solver.assert(&d);
-        }
+        let solver = crate::encode::solver(ctx, space.options.timeout_ms);
+        let how = crate::encode::How { prefix: "", guard: None, track };
+        let crate::encode::Encoded { vars, tracked } = crate::encode::encode(space, ctx, &solver, &how);
         Z3Ctx { solver, vars, ctx, checks: 0, tracked }
     }
 

@@ -19,6 +19,7 @@ pub use sizes::{MissingSize, Sizes};
 pub use syntax::{parse, print, ParseError};
 pub use types::{ScalarKind, Type};
 pub mod check;
+pub mod choice;
 pub mod diag;
 pub mod interp;
 pub mod profile;

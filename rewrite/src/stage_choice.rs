@@ -16,47 +16,7 @@
 
 use mapsat_ir::ast::{AddressSpace, Node, NodeId, Prim, Program};
 
-/// Where a variant computes a producer's values.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Choice {
-    /// Recomputed in its consumer.
-    Inline,
-    /// In private memory, per work item.
-    Private,
-    /// In local memory, per work group.
-    Local,
-    /// In global memory, by a kernel of its own.
-    Global,
-}
-
-impl Choice {
-    /// Its name in reports.
-    pub fn name(self) -> &'static str {
-        match self {
-            Choice::Inline => "inline",
-            Choice::Private => "private",
-            Choice::Local => "local",
-            Choice::Global => "global",
-        }
-    }
-
-    fn of(space: AddressSpace) -> Choice {
-        match space {
-            AddressSpace::Global => Choice::Global,
-            AddressSpace::Local => Choice::Local,
-            AddressSpace::Private => Choice::Private,
-        }
-    }
-}
-
-/// One producer of the input and the variant's choice for it.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct StageChoice {
-    /// The producer's `let` name in the input.
-    pub binder: String,
-    /// The variant's choice.
-    pub choice: Choice,
-}
+pub use mapsat_ir::choice::{describe, Choice, StageChoice};
 
 /// The choice `variant` makes for each producer of `input`, in the input's order (empty for
 /// an input without `let x = toM(..)`).
@@ -78,11 +38,6 @@ pub fn of(input: &Program, variant: &Program) -> Vec<StageChoice> {
 /// local or global) and the label of `e`'s outermost map.
 pub fn stagings(p: &Program) -> Vec<(Choice, String)> {
     staged(p).into_iter().map(|(space, label)| (Choice::of(space), label)).collect()
-}
-
-/// `h inline, v global` (empty when there is no producer).
-pub fn describe(choices: &[StageChoice]) -> String {
-    choices.iter().map(|c| format!("{} {}", c.binder, c.choice.name())).collect::<Vec<_>>().join(", ")
 }
 
 /// True when `label` is `base` or derived from it (`base_...`).

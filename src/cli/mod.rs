@@ -12,6 +12,7 @@ macro_rules! outln {
     }};
 }
 
+mod choices;
 mod kernels;
 mod local;
 mod mapping;
@@ -186,6 +187,11 @@ enum Command {
         /// from them.
         #[arg(long)]
         canonical: bool,
+        /// Stage choices as variables: one space over the input and K - 1 of its rewrite
+        /// variants (one per distinct choice of inline, local or global for each producer):
+        /// each stage variable's domain, each choice's count, the total, and samples.
+        #[arg(long, value_name = "K", conflicts_with_all = ["json", "random_baseline", "canonical"])]
+        variants: Option<usize>,
     },
     /// Check one mapping: exit 0 and "valid", or 1 and every violated constraint.
     Explain {
@@ -202,6 +208,14 @@ enum Command {
         /// Turn off the sequential map fusion heuristic (rule 8).
         #[arg(long)]
         no_fusion: bool,
+        /// Explain the mapping under this stage choice, `h=local,v=global` (inline, private,
+        /// local or global per producer; producers left out may take any choice that leaves one
+        /// program): the mapping is of that program's maps (see `mapsat space --variants`).
+        #[arg(long, value_name = "EDGE=CHOICE,...")]
+        stages: Option<String>,
+        /// With --stages: the choices are those of the input and K - 1 of its rewrite variants.
+        #[arg(long, value_name = "K", requires = "stages", default_value_t = mapsat::rewrite::VARIANTS)]
+        variants: usize,
     },
 }
 
@@ -245,13 +259,19 @@ pub fn main() -> ExitCode {
         }
         Command::Worker => tune::worker(),
         Command::Devices { profile } => kernels::devices(profile.as_deref()),
-        Command::Space { file, target, sizes, json, sample, seed, random_baseline, no_fusion, canonical } => {
+        Command::Space { file, target, sizes, json, sample, seed, random_baseline, no_fusion, canonical, variants } => {
             let how = space::How { target: target.as_deref(), sizes: &sizes, no_fusion, canonical };
-            space::space(&file, &how, json, sample, seed, random_baseline)
+            match variants {
+                Some(k) => choices::space(&file, &how, k, sample, seed),
+                None => space::space(&file, &how, json, sample, seed, random_baseline),
+            }
         }
-        Command::Explain { file, mapping, target, sizes, no_fusion } => {
+        Command::Explain { file, mapping, target, sizes, no_fusion, stages, variants } => {
             let how = space::How { target: target.as_deref(), sizes: &sizes, no_fusion, canonical: false };
-            space::explain(&file, &mapping, &how)
+            match stages {
+                Some(stages) => choices::explain(&file, &mapping, &stages, &how, variants),
+                None => space::explain(&file, &mapping, &how),
+            }
         }
         Command::Eval { file, sizes, inputs, random, output } => {
             eval(&file, &sizes, &inputs, random, output.as_deref())

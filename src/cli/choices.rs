@@ -1,0 +1,116 @@
+//! `mapsat space FILE --variants K` and `mapsat explain FILE --stages EDGE=CHOICE`: the stage
+//! choices of a program (inline, local, global per producer) as variables of one mapping space
+//! (`mapsat::choices`), over the input and its rewrite variants.
+
+use super::space::How;
+use super::{all_sizes, given_sizes, CliResult, Failure, Source};
+use mapsat::choices::Choices;
+use mapsat::ir::{self, choice::Choice};
+use mapsat::rewrite::Options as RewriteOptions;
+use mapsat_constraints::{self as mc, Options, Point};
+use std::path::Path;
+
+/// The choice space of the input and up to `k - 1` of its rewrite variants.
+fn load(file: &Path, how: &How, k: usize) -> CliResult<Choices> {
+    if k == 0 {
+        return Err(Failure::Usage("--variants must be at least 1".into()));
+    }
+    let src = Source::read(file)?;
+    let p = src.parse()?;
+    ir::check::check(&p).map_err(|e| src.reject(&e))?;
+    let given = given_sizes(&p, how.sizes)?;
+    let sizes = all_sizes(&p, how.sizes)?;
+    ir::check::check_with_sizes(&p, &sizes).map_err(|e| src.reject(&e))?;
+    let profile = match how.target {
+        Some(t) => Some(ir::profile::Profile::load(t).map_err(|e| Failure::Usage(e.to_string()))?),
+        None => None,
+    };
+    let opts = RewriteOptions { sizes, ..RewriteOptions::default() };
+    let found = mapsat::variants::candidates(&p, k, &opts).map_err(|e| Failure::Rejected(format!("error: {e}")))?;
+    let options = Options { fusion: !how.no_fusion, profile, ..Options::default() };
+    mapsat::choices::choice_space(found.list, &given, &options).map_err(solver)
+}
+
+fn solver(e: mc::Error) -> Failure {
+    Failure::Rejected(format!("error: {e}"))
+}
+
+/// `mapsat space FILE --variants K [--sample N --seed S]`: each stage variable with its
+/// domain, each choice with its program, kernels and count, the total, and samples.
+pub fn space(file: &Path, how: &How, k: usize, sample: Option<usize>, seed: u64) -> CliResult<()> {
+    let c = load(file, how, k)?;
+    let s = &c.space;
+    let programs = c.programs.len() + c.left_out.len();
+    outln!("stage choices: {} of the {programs} programs (the input and its rewrite variants)", s.alternatives().len());
+    for (candidate, why) in &c.left_out {
+        outln!("  left out: {}: {why}", candidate.description);
+    }
+    outln!("stage variables:");
+    for (e, edge) in s.edges().iter().enumerate() {
+        let domain: Vec<&str> = s.domain(e).into_iter().map(Choice::name).collect();
+        outln!("  stage({edge}) in {{{}}}", domain.join(", "));
+    }
+    if s.edges().is_empty() {
+        outln!("  none: the program has no producer (`let x = toM(..)`)");
+    }
+    let t = std::time::Instant::now();
+    let counts = s.count(seed).map_err(solver)?;
+    let ms = t.elapsed().as_secs_f64() * 1e3;
+    for (k, (a, n)) in s.alternatives().iter().zip(&counts).enumerate() {
+        outln!("{}: {n} mappings ({})", s.describe(k), c.programs[k].description);
+        let kernels: Vec<String> = a.kernels.iter().map(|sp| sp.labels().join(" ")).collect();
+        outln!("  kernels' maps: {}", kernels.join(" | "));
+    }
+    outln!("valid (stage choice, mapping) pairs: {} ({ms:.1} ms)", mc::total(&counts));
+    outln!("samples:");
+    for p in s.sample(sample.unwrap_or(6), seed).map_err(solver)? {
+        outln!("  {}: {}", s.describe(p.alternative), s.show(&p));
+    }
+    Ok(())
+}
+
+/// `EDGE=CHOICE,...` (`h=local,v=global`).
+fn parse_stages(text: &str) -> CliResult<Vec<(String, Choice)>> {
+    text.split(',')
+        .map(str::trim)
+        .filter(|p| !p.is_empty())
+        .map(|part| {
+            let (edge, choice) = part
+                .split_once('=')
+                .ok_or_else(|| Failure::Usage(format!("--stages expects EDGE=CHOICE, got `{part}`")))?;
+            let c = Choice::parse(choice.trim()).ok_or_else(|| {
+                Failure::Usage(format!(
+                    "`{}` is not a stage choice: use inline, private, local or global",
+                    choice.trim()
+                ))
+            })?;
+            Ok((edge.trim().to_string(), c))
+        })
+        .collect()
+}
+
+/// `mapsat explain FILE --stages h=local --mapping ...`: exit 0 and "valid under stage h =
+/// local", or 1 and why not (a choice not offered, maps the choice's kernels do not have, or
+/// the violated constraints of each kernel), always naming the stage choice.
+pub fn explain(file: &Path, mapping: &str, stages: &str, how: &How, k: usize) -> CliResult<()> {
+    let given = parse_stages(stages)?;
+    let c = load(file, how, k)?;
+    let s = &c.space;
+    let alternative = s.alternative_of(&given).map_err(solver)?;
+    let stage = s.describe(alternative);
+    let under = |e: String| Failure::Rejected(format!("invalid under {stage}: {e}"));
+    let mappings = s.parse_mapping(alternative, mapping).map_err(|e| under(e.to_string()))?;
+    let e = s.explain(&Point { alternative, mappings }).map_err(solver)?;
+    if !e.valid {
+        let kernels = &s.alternatives()[alternative].kernels;
+        let why: Vec<String> = kernels
+            .iter()
+            .zip(&e.kernels)
+            .filter(|(_, x)| !x.valid)
+            .map(|(sp, x)| super::mapping::violations(sp, x))
+            .collect();
+        return Err(under(why.concat()));
+    }
+    outln!("valid under {stage} ({})", c.programs[alternative].description);
+    Ok(())
+}

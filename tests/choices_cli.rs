@@ -1,0 +1,69 @@
+//! `mapsat space --variants K` and `mapsat explain --stages EDGE=CHOICE` (issue #9): the stage
+//! choices of `examples/sepblur.lift` (its producer `h` inlined, staged in local memory, or
+//! materialized in global memory) as a variable of one space; every sample it prints is
+//! valid under its own choice, and refused, naming the choice, under another.
+
+mod common;
+
+use common::{mapsat, text};
+use std::collections::BTreeMap;
+
+const SEPBLUR: &str = "examples/sepblur.lift";
+
+/// `stage h = X: N mappings (...)` lines: X and N.
+fn counts(out: &str) -> BTreeMap<String, u64> {
+    out.lines()
+        .filter_map(|l| {
+            let (choice, rest) = l.strip_prefix("stage h = ")?.split_once(": ")?;
+            let n = rest.strip_suffix(')')?.split_once(" mappings (")?.0.parse().ok()?;
+            Some((choice.to_string(), n))
+        })
+        .collect()
+}
+
+/// `  stage h = X: MAPPING` sample lines.
+fn samples(out: &str) -> Vec<(String, String)> {
+    let at = out.find("samples:\n").expect("samples") + "samples:\n".len();
+    out[at..]
+        .lines()
+        .filter_map(|l| l.trim().strip_prefix("stage h = ")?.split_once(": "))
+        .map(|(c, m)| (c.to_string(), m.to_string()))
+        .collect()
+}
+
+#[test]
+fn the_space_offers_each_stage_choice_and_its_samples_are_explained_under_it() {
+    let out = mapsat(&["space", SEPBLUR, "--variants", "8", "--sample", "9", "--seed", "2"]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert!(stdout.contains("stage(h) in {inline, local, global}"), "{stdout}");
+    let counts = counts(&stdout);
+    assert_eq!(counts.keys().collect::<Vec<_>>(), ["global", "inline", "local"], "{stdout}");
+    let total: u64 = counts.values().sum();
+    assert!(stdout.contains(&format!("valid (stage choice, mapping) pairs: {total} (")), "{stdout}");
+    let samples = samples(&stdout);
+    assert_eq!(samples.len(), 9, "{stdout}");
+    for choice in ["global", "inline", "local"] {
+        let (_, mapping) = samples.iter().find(|(c, _)| c == choice).expect("a sample of each choice");
+        let stages = format!("h={choice}");
+        let out = mapsat(&["explain", SEPBLUR, "--stages", &stages, "--mapping", mapping]);
+        assert_eq!(out.status.code(), Some(0), "{choice} {mapping}: {}", text(&out));
+        assert!(text(&out).starts_with(&format!("valid under stage h = {choice} (")), "{}", text(&out));
+        // The same mapping under another choice: that choice's program has other maps.
+        let other = if choice == "global" { "h=local" } else { "h=global" };
+        let out = mapsat(&["explain", SEPBLUR, "--stages", other, "--mapping", mapping]);
+        assert_eq!(out.status.code(), Some(1), "{other} {mapping}: {}", text(&out));
+        let said = format!("invalid under stage h = {}: ", &other[2..]);
+        assert!(text(&out).starts_with(&said), "{}", text(&out));
+    }
+}
+
+#[test]
+fn a_choice_not_offered_is_refused_and_a_bad_one_is_a_usage_error() {
+    let out = mapsat(&["explain", SEPBLUR, "--stages", "h=private", "--mapping", "A=S"]);
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out));
+    assert!(text(&out).contains("stage h = private is not offered (offered: stage h = global"), "{}", text(&out));
+    let out = mapsat(&["explain", SEPBLUR, "--stages", "h=root", "--mapping", "A=S"]);
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out));
+    assert!(text(&out).contains("`root` is not a stage choice"), "{}", text(&out));
+}
