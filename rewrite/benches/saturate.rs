@@ -69,7 +69,7 @@ type Target = (&'static str, &'static str, fn(&str) -> bool);
 /// without white space.
 const TARGETS: [Target; 4] = [
     ("matmul", "2-D tiled (tile-map-map)", |t| t.contains("split(tA,a)") && t.contains("(join,transpose(map@B(")),
-    ("matmul", "register-blocked", |t| t.contains("toPrivate(reduce(") && t.contains("map@B_z(")),
+    ("matmul", "register-blocked", |t| t.contains("toPrivate(reduce(") && t.contains("map@B_i_z(")),
     ("blur2d", "2-D tiles staged in local", |t| t.contains("tA_0,map@") && t.contains("toLocal(map@copy")),
     ("conv", "tiles in local, tB groups, private sums", |t| {
         t.contains("tA_0,map@")

@@ -3,8 +3,12 @@
 //! Each iteration searches every rule on every class (a snapshot of the e-graph: matches are
 //! collected first, then added), merges the results, and rebuilds. Terms larger than the term
 //! size limit are not added (with the rank limit of the rules, this bounds split/join towers).
+//! A macro's matches run its steps ([`crate::rules::sequence`]) after the terms of the other
+//! rules are added; each step that changed the e-graph counts under its primitive rule's name,
+//! each such sequence under the macro's.
 
 use crate::analysis::LiftGraph;
+use crate::rules::sequence::{Start, Steps};
 use crate::rules::{Build, Ctx, Params, Rule};
 use egg::Id;
 use std::collections::BTreeMap;
@@ -92,14 +96,36 @@ pub fn saturate(eg: &mut LiftGraph, rules: &[&dyn Rule], params: &Params, budget
             break StopReason::IterationLimit;
         }
         iterations += 1;
-        let matches = search(eg, rules, params, budget);
+        let (matches, starts) = search(eg, rules, params, budget);
         let mut changed = false;
         let mut limit = None;
-        for (rule, class, build) in matches {
-            let id = build.add(eg);
-            if eg.union(class, id) {
-                changed = true;
-                *applied.entry(rules[rule].name().to_string()).or_default() += 1;
+        let found = matches.into_iter().map(|(r, c, b)| (r, c, Found::Term(b)));
+        for (rule, class, found) in found.chain(starts.into_iter().map(|(r, c, s)| (r, c, Found::Steps(s)))) {
+            match found {
+                Found::Term(build) => {
+                    let id = build.add(eg);
+                    if eg.union(class, id) {
+                        changed = true;
+                        *applied.entry(rules[rule].name().to_string()).or_default() += 1;
+                    }
+                }
+                Found::Steps(start) => {
+                    let Some(seq) = rules[rule].sequence() else { continue };
+                    let mut steps = Steps::new(eg, params);
+                    // A sequence that stops half-way has still applied its steps so far.
+                    let _ = seq.run(&mut steps, class, &start);
+                    let mut any = false;
+                    for (step, did) in steps.applied {
+                        if did {
+                            any = true;
+                            *applied.entry(step.to_string()).or_default() += 1;
+                        }
+                    }
+                    if any {
+                        changed = true;
+                        *applied.entry(rules[rule].name().to_string()).or_default() += 1;
+                    }
+                }
             }
             if eg.total_number_of_nodes() > budget.nodes {
                 limit = Some(StopReason::NodeLimit);
@@ -128,12 +154,24 @@ pub fn saturate(eg: &mut LiftGraph, rules: &[&dyn Rule], params: &Params, budget
     }
 }
 
-/// Every match of every rule on a snapshot of the e-graph, in a fixed order.
-fn search(eg: &LiftGraph, rules: &[&dyn Rule], params: &Params, budget: &Budget) -> Vec<(usize, Id, Build)> {
+/// A match: a term to merge with its class, or where a macro's steps start.
+enum Found {
+    Term(Build),
+    Steps(Start),
+}
+
+/// A rule's matches, by the rule's index and class: terms, and starts of macros.
+type Matches = (Vec<(usize, Id, Build)>, Vec<(usize, Id, Start)>);
+
+/// Every match of every rule on a snapshot of the e-graph, in a fixed order: the terms of the
+/// primitive rules, then where the macros start (applied after them, so that a macro's steps
+/// read the e-graph the primitive rules left).
+fn search(eg: &LiftGraph, rules: &[&dyn Rule], params: &Params, budget: &Budget) -> Matches {
     let cx = Ctx::new(eg, params);
     let mut classes: Vec<Id> = eg.classes().map(|c| c.id).collect();
     classes.sort();
     let mut out = Vec::new();
+    let mut starts = Vec::new();
     for (k, rule) in rules.iter().enumerate() {
         for &c in &classes {
             for b in rule.search(&cx, c) {
@@ -141,7 +179,10 @@ fn search(eg: &LiftGraph, rules: &[&dyn Rule], params: &Params, budget: &Budget)
                     out.push((k, c, b));
                 }
             }
+            if let Some(seq) = rule.sequence() {
+                starts.extend(seq.starts(&cx, c).into_iter().map(|s| (k, c, s)));
+            }
         }
     }
-    out
+    (out, starts)
 }

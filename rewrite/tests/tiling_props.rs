@@ -44,10 +44,10 @@ fn tiled_2d(text: &str) -> bool {
 }
 
 /// True for a register-blocked program (a reduction over an array accumulator of a block,
-/// started by the rule's `map@B_z`).
+/// started by the interchange's `map@B_i_z`).
 fn blocked(text: &str) -> bool {
     let t = flat(text);
-    t.contains("map@B_z(fun(") && t.contains("split(tB,")
+    t.contains("map@B_i_z(fun(") && t.contains("split(tB,")
 }
 
 fn tiled_matmul() -> &'static (Program, Vec<Variant>) {
