@@ -3,8 +3,7 @@
 //! Each iteration searches every rule on every class (a snapshot of the e-graph: matches are
 //! collected first, then added), merges the results, and rebuilds. Terms larger than the term
 //! size limit are not added (with the rank limit of the rules, this bounds split/join towers).
-//! A macro's matches run its steps ([`crate::rules::sequence`]) after the terms of the other
-//! rules are added; each step that changed the e-graph counts under its primitive rule's name,
+//! A macro's matches run its steps ([`crate::rules::sequence`]) in their turn; each step that changed the e-graph counts under its primitive rule's name,
 //! each such sequence under the macro's.
 
 use crate::analysis::LiftGraph;
@@ -96,11 +95,10 @@ pub fn saturate(eg: &mut LiftGraph, rules: &[&dyn Rule], params: &Params, budget
             break StopReason::IterationLimit;
         }
         iterations += 1;
-        let (matches, starts) = search(eg, rules, params, budget);
+        let matches = search(eg, rules, params, budget);
         let mut changed = false;
         let mut limit = None;
-        let found = matches.into_iter().map(|(r, c, b)| (r, c, Found::Term(b)));
-        for (rule, class, found) in found.chain(starts.into_iter().map(|(r, c, s)| (r, c, Found::Steps(s)))) {
+        for (rule, class, found) in matches {
             match found {
                 Found::Term(build) => {
                     let id = build.add(eg);
@@ -160,29 +158,24 @@ enum Found {
     Steps(Start),
 }
 
-/// A rule's matches, by the rule's index and class: terms, and starts of macros.
-type Matches = (Vec<(usize, Id, Build)>, Vec<(usize, Id, Start)>);
-
-/// Every match of every rule on a snapshot of the e-graph, in a fixed order: the terms of the
-/// primitive rules, then where the macros start (applied after them, so that a macro's steps
-/// read the e-graph the primitive rules left).
-fn search(eg: &LiftGraph, rules: &[&dyn Rule], params: &Params, budget: &Budget) -> Matches {
+/// Every match of every rule on a snapshot of the e-graph, in a fixed order (by rule, then
+/// class): the terms of a primitive rule, where the steps of a macro start.
+fn search(eg: &LiftGraph, rules: &[&dyn Rule], params: &Params, budget: &Budget) -> Vec<(usize, Id, Found)> {
     let cx = Ctx::new(eg, params);
     let mut classes: Vec<Id> = eg.classes().map(|c| c.id).collect();
     classes.sort();
     let mut out = Vec::new();
-    let mut starts = Vec::new();
     for (k, rule) in rules.iter().enumerate() {
         for &c in &classes {
             for b in rule.search(&cx, c) {
                 if b.size(eg) <= budget.term {
-                    out.push((k, c, b));
+                    out.push((k, c, Found::Term(b)));
                 }
             }
             if let Some(seq) = rule.sequence() {
-                starts.extend(seq.starts(&cx, c).into_iter().map(|s| (k, c, s)));
+                out.extend(seq.starts(&cx, c).into_iter().map(|s| (k, c, Found::Steps(s))));
             }
         }
     }
-    (out, starts)
+    out
 }

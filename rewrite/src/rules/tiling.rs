@@ -115,8 +115,11 @@ impl Sequence for TileMapMap {
         // split-join on the inner map (under `row`).
         let cx = s.cx();
         let (a_i, row_fn, row_tile) = cx.maps(rows).into_iter().find(|(l, ..)| *l == format!("{a}_i"))?;
-        let row_body = *cx.lambdas(row_fn).first()?;
-        let (_, g, ys) = cx.maps(row_body).into_iter().find(|(l, _, ys)| l == b && !cx.data(*ys).free.contains(&0))?;
+        let inner = |body: Id| {
+            let maps = cx.maps(body).into_iter();
+            maps.filter(|(l, _, ys)| l == b && !cx.data(*ys).free.contains(&0)).map(|(_, g, ys)| (body, g, ys)).next()
+        };
+        let (row_body, g, ys) = cx.lambdas(row_fn).into_iter().find_map(inner)?;
         drop(cx);
         let inner = split_join(b, Build::Class(g), Build::Class(ys), tn.clone());
         s.step("split-join", row_body, &inner);
