@@ -10,7 +10,7 @@ use crate::analysis::LiftGraph;
 use crate::rules::sequence::{Start, Steps};
 use crate::rules::{Build, Ctx, Params, Rule};
 use egg::Id;
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::time::{Duration, Instant};
 
 /// Default node budget.
@@ -90,6 +90,10 @@ pub fn saturate(eg: &mut LiftGraph, rules: &[&dyn Rule], params: &Params, budget
     let start = Instant::now();
     let mut applied: BTreeMap<String, usize> = rules.iter().map(|r| (r.name().to_string(), 0)).collect();
     let mut iterations = 0;
+    // The macro starts already run (rule, classes, labels, sizes): run again, a sequence adds
+    // the terms it added before (each step's term is a function of its classes), at the cost of
+    // a rebuild and a context per step.
+    let mut ran: BTreeSet<String> = BTreeSet::new();
     let stop = loop {
         if iterations >= budget.iterations {
             break StopReason::IterationLimit;
@@ -109,6 +113,11 @@ pub fn saturate(eg: &mut LiftGraph, rules: &[&dyn Rule], params: &Params, budget
                 }
                 Found::Steps(start) => {
                     let Some(seq) = rules[rule].sequence() else { continue };
+                    let ids: Vec<Id> = start.ids.iter().map(|i| eg.find(*i)).collect();
+                    let key = format!("{rule} {} {ids:?} {:?} {:?}", eg.find(class), start.labels, start.sizes);
+                    if !ran.insert(key) {
+                        continue;
+                    }
                     let mut steps = Steps::new(eg, params);
                     // A sequence that stops half-way has still applied its steps so far.
                     let _ = seq.run(&mut steps, class, &start);
