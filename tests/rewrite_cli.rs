@@ -287,7 +287,7 @@ fn tiled_and_register_blocked_matmul_variants_run_on_pocl() {
     let split_k = find("2-D tiled, split dot products", &|t| {
         tiled_2d(t) && t.contains("map@RtK(fun(") && t.contains("split(tK,zip(")
     });
-    let blocked = find("register-blocked", &|t| t.contains("toPrivate(reduce(") && t.contains("map@B_z("));
+    let blocked = find("register-blocked", &|t| t.contains("toPrivate(reduce(") && t.contains("map@B_i_z("));
     for (f, tile, sizes) in [
         (&tiled, "tB", "M=24,K=8,N=32,tA=8,tB=4"),
         (&split_k, "tK", "M=24,K=32,N=16,tA=8,tB=4,tK=4"),

@@ -125,6 +125,76 @@ pub fn append(out: &mut RecExpr<Lift>, expr: &RecExpr<Lift>) -> Id {
     ids.last().copied().unwrap_or_else(|| out.add(Lift::Lit(mapsat_ir::ast::Lit::Bool(false))))
 }
 
+/// `h(a, b)`: β-reduced when `h` is `fun(x, y => body)`, else the application.
+pub fn apply2(h: &RecExpr<Lift>, a: &RecExpr<Lift>, b: &RecExpr<Lift>) -> RecExpr<Lift> {
+    if let Some(r) = root(h) {
+        if let Lift::Lam(_, [inner]) = &h[r] {
+            if let Lift::Lam(_, [body]) = &h[*inner] {
+                let body = subterm(h, *body);
+                // The outer parameter is variable 1 in the body: substitute the inner one first
+                // with `b` moved under the outer binder, then the outer one with `a`.
+                let reduced = shift(b, 1, 0).and_then(|b1| beta(&body, &b1)).and_then(|once| beta(&once, a));
+                if let Some(r) = reduced {
+                    return r;
+                }
+            }
+        }
+    }
+    let mut out = RecExpr::default();
+    let f = append(&mut out, h);
+    let a = append(&mut out, a);
+    let fa = out.add(Lift::app(f, a));
+    let b = append(&mut out, b);
+    out.add(Lift::app(fa, b));
+    out
+}
+
+/// `e` with each lambda applied to an argument β-reduced (`fun(x => b)(a) => b[a/x]`), once
+/// bottom-up (a redex a reduction makes is left as it is).
+pub fn reduce_lambdas(e: &RecExpr<Lift>) -> RecExpr<Lift> {
+    rebuild_nodes(e, |out, n| {
+        let reduced = match &n {
+            Lift::App([f, a]) => match &out[*f] {
+                Lift::Lam(_, [body]) => beta(&subterm(out, *body), &subterm(out, *a)),
+                _ => None,
+            },
+            _ => None,
+        };
+        match reduced {
+            Some(r) => append(out, &r),
+            None => out.add(n),
+        }
+    })
+}
+
+/// `e` rebuilt bottom-up: `step` adds each node (its children already rebuilt) to the output and
+/// returns the node that stands for it.
+pub fn rebuild_nodes(e: &RecExpr<Lift>, mut step: impl FnMut(&mut RecExpr<Lift>, Lift) -> Id) -> RecExpr<Lift> {
+    let mut out: RecExpr<Lift> = RecExpr::default();
+    let mut ids: Vec<Id> = Vec::with_capacity(e.as_ref().len());
+    for node in e.as_ref() {
+        let n = node.clone().map_children(|c| ids[usize::from(c)]);
+        ids.push(step(&mut out, n));
+    }
+    out
+}
+
+/// The subterm of `e` rooted at `id`, as a term of its own.
+pub fn subterm(e: &RecExpr<Lift>, id: Id) -> RecExpr<Lift> {
+    fn copy(e: &RecExpr<Lift>, id: Id, out: &mut RecExpr<Lift>, done: &mut std::collections::BTreeMap<Id, Id>) -> Id {
+        if let Some(&n) = done.get(&id) {
+            return n;
+        }
+        let node = e[id].clone().map_children(|c| copy(e, c, out, done));
+        let n = out.add(node);
+        done.insert(id, n);
+        n
+    }
+    let mut out = RecExpr::default();
+    copy(e, id, &mut out, &mut std::collections::BTreeMap::new());
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -200,20 +200,37 @@ pub(crate) fn tile_slide_2d(eg: &LiftGraph, node: &Lift) -> bool {
 }
 
 /// `map(join, transpose(map(f, split(n, ys))))` (a 2-D tiling's blocks put back as rows): the
-/// node and those of the pattern below it.
+/// node and those of the pattern below it. The blocks' class also holds the steps' forms
+/// before the interchange (`tile-map-map` is a sequence of rules), and other rules' transposes:
+/// each transpose and each map in it is tried.
 fn blocks_joined(eg: &LiftGraph, c: Id, node: &Lift) -> Option<BTreeMap<Id, Lift>> {
     let Lift::App([f, x]) = node else { return None };
     let mut out = BTreeMap::from([(c, node.clone())]);
     let [_, join] = applied(eg, eg.find(*f), &is_map, &mut out)?;
     has(eg, join, &|p| *p == Prim::Join).then_some(())?;
-    let [_, blocks] = applied(eg, eg.find(*x), &|p| *p == Prim::Transpose, &mut out)?;
-    let [map_f, xs] = find(eg, blocks, &mut out, &|eg, n| match n {
-        Lift::App([mf, _]) => eg[*mf].nodes.iter().any(|m| matches!(m, Lift::App([m, _]) if has(eg, *m, &is_map))),
-        _ => false,
-    })?;
-    applied(eg, map_f, &is_map, &mut out)?;
-    applied(eg, xs, &|p| matches!(p, Prim::Split(_)), &mut out)?;
-    Some(out)
+    let x = eg.find(*x);
+    let is_map_app = |m: &Lift| matches!(m, Lift::App([m, _]) if has(eg, *m, &is_map));
+    let transposed = eg[x].nodes.iter().filter_map(|t| match t {
+        Lift::App([p, blocks]) if has(eg, *p, &|p| *p == Prim::Transpose) => Some((t, eg.find(*blocks))),
+        _ => None,
+    });
+    for (t, blocks) in transposed {
+        for m in &eg[blocks].nodes {
+            let Lift::App([mf, xs]) = m else { continue };
+            if !eg[*mf].nodes.iter().any(is_map_app) {
+                continue;
+            }
+            let mut out = out.clone();
+            out.insert(x, t.clone());
+            out.insert(blocks, m.clone());
+            let found = applied(eg, eg.find(*mf), &is_map, &mut out)
+                .and_then(|_| applied(eg, eg.find(*xs), &|p| matches!(p, Prim::Split(_)), &mut out));
+            if found.is_some() {
+                return Some(out);
+            }
+        }
+    }
+    None
 }
 
 /// True for an abstract map primitive.

@@ -4,7 +4,8 @@
 //! grouped by topic ([`rules`]: split-join, map fusion and fission, β- and η-reduction,
 //! reduce-map fusion, partial reduction, map interchange through transposes, slides and pads
 //! through maps, overlapped slide tiling in one and two dimensions, stage inlining,
-//! vectorization, and the 2-D tiling and register-blocking macros) under explicit budgets
+//! vectorization, and the 2-D tiling and register-blocking macros, each a sequence of those
+//! rules, [`rules::sequence`]) under explicit budgets
 //! ([`saturate`]), and K structurally diverse variants are extracted as ordinary programs
 //! ([`extract`]; with memory variants, [`staging`], and the per-tile producers they stage,
 //! [`compute_at`], the 2-D tiled form, [`tiled2d`], and seeds per kind of variant, [`kinds`]),
@@ -184,9 +185,12 @@ pub fn rewrite(p: &Program, opts: &Options) -> Result<Outcome, RewriteError> {
 }
 
 /// True for the rules of the main phase: all but `map-fission-nest` (`map-fission` makes every
-/// term it makes) and, when guided, the vectorization phase's ([`phases::vectorize`]).
+/// term it makes), the steps of the macros only ([`rules::STEPS_ONLY`]) and, when guided, the
+/// vectorization phase's ([`phases::vectorize`]).
 fn in_rules_phase(name: &str, guided: bool) -> bool {
-    name != "map-fission-nest" && !(guided && phases::VECTOR_RULES.contains(&name))
+    name != "map-fission-nest"
+        && !rules::STEPS_ONLY.contains(&name)
+        && !(guided && phases::VECTOR_RULES.contains(&name))
 }
 
 /// The program's tunable sizes: declared with a range and in no parameter's type.

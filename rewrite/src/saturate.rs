@@ -3,11 +3,14 @@
 //! Each iteration searches every rule on every class (a snapshot of the e-graph: matches are
 //! collected first, then added), merges the results, and rebuilds. Terms larger than the term
 //! size limit are not added (with the rank limit of the rules, this bounds split/join towers).
+//! A macro's matches run its steps ([`crate::rules::sequence`]) in their turn; each step that changed the e-graph counts under its primitive rule's name,
+//! each such sequence under the macro's.
 
 use crate::analysis::LiftGraph;
+use crate::rules::sequence::{Start, Steps};
 use crate::rules::{Build, Ctx, Params, Rule};
 use egg::Id;
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::time::{Duration, Instant};
 
 /// Default node budget.
@@ -87,6 +90,10 @@ pub fn saturate(eg: &mut LiftGraph, rules: &[&dyn Rule], params: &Params, budget
     let start = Instant::now();
     let mut applied: BTreeMap<String, usize> = rules.iter().map(|r| (r.name().to_string(), 0)).collect();
     let mut iterations = 0;
+    // The macro starts already run (rule, classes, labels, sizes): run again, a sequence adds
+    // the terms it added before (each step's term is a function of its classes), at the cost of
+    // a rebuild and a context per step.
+    let mut ran: BTreeSet<String> = BTreeSet::new();
     let stop = loop {
         if iterations >= budget.iterations {
             break StopReason::IterationLimit;
@@ -95,11 +102,37 @@ pub fn saturate(eg: &mut LiftGraph, rules: &[&dyn Rule], params: &Params, budget
         let matches = search(eg, rules, params, budget);
         let mut changed = false;
         let mut limit = None;
-        for (rule, class, build) in matches {
-            let id = build.add(eg);
-            if eg.union(class, id) {
-                changed = true;
-                *applied.entry(rules[rule].name().to_string()).or_default() += 1;
+        for (rule, class, found) in matches {
+            match found {
+                Found::Term(build) => {
+                    let id = build.add(eg);
+                    if eg.union(class, id) {
+                        changed = true;
+                        *applied.entry(rules[rule].name().to_string()).or_default() += 1;
+                    }
+                }
+                Found::Steps(start) => {
+                    let Some(seq) = rules[rule].sequence() else { continue };
+                    let ids: Vec<Id> = start.ids.iter().map(|i| eg.find(*i)).collect();
+                    let key = format!("{rule} {} {ids:?} {:?} {:?}", eg.find(class), start.labels, start.sizes);
+                    if !ran.insert(key) {
+                        continue;
+                    }
+                    let mut steps = Steps::new(eg, params);
+                    // A sequence that stops half-way has still applied its steps so far.
+                    let _ = seq.run(&mut steps, class, &start);
+                    let mut any = false;
+                    for (step, did) in steps.applied {
+                        if did {
+                            any = true;
+                            *applied.entry(step.to_string()).or_default() += 1;
+                        }
+                    }
+                    if any {
+                        changed = true;
+                        *applied.entry(rules[rule].name().to_string()).or_default() += 1;
+                    }
+                }
             }
             if eg.total_number_of_nodes() > budget.nodes {
                 limit = Some(StopReason::NodeLimit);
@@ -128,8 +161,15 @@ pub fn saturate(eg: &mut LiftGraph, rules: &[&dyn Rule], params: &Params, budget
     }
 }
 
-/// Every match of every rule on a snapshot of the e-graph, in a fixed order.
-fn search(eg: &LiftGraph, rules: &[&dyn Rule], params: &Params, budget: &Budget) -> Vec<(usize, Id, Build)> {
+/// A match: a term to merge with its class, or where a macro's steps start.
+enum Found {
+    Term(Build),
+    Steps(Start),
+}
+
+/// Every match of every rule on a snapshot of the e-graph, in a fixed order (by rule, then
+/// class): the terms of a primitive rule, where the steps of a macro start.
+fn search(eg: &LiftGraph, rules: &[&dyn Rule], params: &Params, budget: &Budget) -> Vec<(usize, Id, Found)> {
     let cx = Ctx::new(eg, params);
     let mut classes: Vec<Id> = eg.classes().map(|c| c.id).collect();
     classes.sort();
@@ -138,8 +178,11 @@ fn search(eg: &LiftGraph, rules: &[&dyn Rule], params: &Params, budget: &Budget)
         for &c in &classes {
             for b in rule.search(&cx, c) {
                 if b.size(eg) <= budget.term {
-                    out.push((k, c, b));
+                    out.push((k, c, Found::Term(b)));
                 }
+            }
+            if let Some(seq) = rule.sequence() {
+                out.extend(seq.starts(&cx, c).into_iter().map(|s| (k, c, Found::Steps(s))));
             }
         }
     }

@@ -101,7 +101,7 @@ fn matmul_has_a_2d_tiled_and_a_register_blocked_variant_among_16() {
         variants.iter().map(|v| &v.signature).collect::<Vec<_>>()
     );
     // Each work item's block of tB outputs accumulated in a private array over k.
-    let blocked = |v: &Variant| text(v).contains("toPrivate(reduce(") && text(v).contains("map@B_z(");
+    let blocked = |v: &Variant| text(v).contains("toPrivate(reduce(") && text(v).contains("map@B_i_z(");
     assert!(checked_of_kind(&p, &variants, blocked) > 0);
     for v in variants.iter().filter(|v| tiled_2d(v) || blocked(v)) {
         let declared: Vec<&str> = v.program.sizes.iter().filter(|s| s.max.is_some()).map(|s| s.name.as_str()).collect();

@@ -1,6 +1,8 @@
-//! Property tests of the tiling macros (`tile-map-map`, `register-block`): the variants they
-//! give, rewritten once at the default sizes with symbolic tile sizes, compute what the input
-//! computes at random valid sizes (tile sizes that divide the lengths), on random inputs.
+//! Property tests of the tiling macros (`tile-map-map`, `register-block`) and of each primitive
+//! rule they are sequences of (`split-join`, `eta-expand`, `map-fission`,
+//! `map-map-interchange`, `map-reduce-interchange`): the variants they give, rewritten at the
+//! default sizes with symbolic tile sizes, compute what the input computes at random valid sizes
+//! (tile sizes that divide the lengths), on random inputs.
 
 mod common;
 
@@ -44,10 +46,10 @@ fn tiled_2d(text: &str) -> bool {
 }
 
 /// True for a register-blocked program (a reduction over an array accumulator of a block,
-/// started by the rule's `map@B_z`).
+/// started by the interchange's `map@B_i_z`).
 fn blocked(text: &str) -> bool {
     let t = flat(text);
-    t.contains("map@B_z(fun(") && t.contains("split(tB,")
+    t.contains("map@B_i_z(fun(") && t.contains("split(tB,")
 }
 
 fn tiled_matmul() -> &'static (Program, Vec<Variant>) {
@@ -70,6 +72,54 @@ fn blocked_rows() -> &'static (Program, Vec<Variant>) {
     V.get_or_init(|| variants(ROWS, &["register-block"], 1, blocked))
 }
 
+/// True for a variant that splits by tile sizes only (a constant split, of a tile, holds at
+/// the default sizes only).
+fn symbolic_splits(text: &str) -> bool {
+    !flat(text).contains("split(") || !(0..10).any(|d| flat(text).contains(&format!("split({d}")))
+}
+
+/// The primitive steps of the macros, each with the rules run before it that make its match (as
+/// the steps before it in the macro do), on matmul and on `ROWS`: `(rules, iterations, text)`,
+/// the primitive first, and a text some variant of one of the two then has (its right-hand
+/// side; matmul's whole-row `map-reduce-interchange` is not among its variants, `ROWS`'s is).
+const STEPS: [(&[&str], usize, &str); 6] = [
+    (&["split-join"], 2, "split(tA,"),
+    (&["eta-expand", "split-join"], 2, "_i(fun("),
+    (&["map-fission", "split-join"], 2, "_f(fun("),
+    (&["map-map-interchange"], 1, "transpose(map@B(fun("),
+    (&["map-map-interchange", "split-join"], 2, "transpose(map@B("),
+    (&["map-reduce-interchange", "reduce-map-fusion"], 2, "map@B_z(fun("),
+];
+
+/// The variants of each step of [`STEPS`] on matmul and `ROWS` (the primitive applied in each).
+fn steps() -> &'static Vec<(Program, Vec<Variant>)> {
+    static V: OnceLock<Vec<(Program, Vec<Variant>)>> = OnceLock::new();
+    V.get_or_init(|| {
+        let mut out = Vec::new();
+        for (rules, iterations, text) in STEPS {
+            let mut has = false;
+            for src in [MATMUL, ROWS] {
+                let p = mapsat_ir::parse(src).unwrap();
+                let opts = Options {
+                    budget: Budget { iterations, ..Budget::default() },
+                    rules: Some(rules.iter().map(|r| r.to_string()).collect()),
+                    variants: 32,
+                    ..Options::default()
+                };
+                let got = rewrite(&p, &opts).unwrap();
+                assert_eq!(got.rejected, 0, "{rules:?}: ill-typed terms in the e-graph");
+                assert!(got.report.applied[rules[0]] > 0, "{rules:?} on {src}: not applied");
+                let kept: Vec<Variant> =
+                    got.variants.into_iter().filter(|v| symbolic_splits(&mapsat_ir::print(&v.program))).collect();
+                has |= kept.iter().any(|v| flat(&mapsat_ir::print(&v.program)).contains(text));
+                out.push((p, kept));
+            }
+            assert!(has, "{rules:?}: no variant with {text}");
+        }
+        out
+    })
+}
+
 /// Checks every variant against the input at `sizes`.
 fn check(pv: &(Program, Vec<Variant>), sizes: &Sizes) -> Result<(), TestCaseError> {
     for v in &pv.1 {
@@ -86,6 +136,16 @@ proptest! {
         let sizes = Sizes::new().with("M", tm * rows).with("N", tn * cols).with("K", k).with("tA", tm).with("tB", tn);
         check(tiled_matmul(), &sizes)?;
         check(tiled_rows(), &sizes)?;
+    }
+
+    #[test]
+    fn each_step_of_the_macros_keeps_the_function(tm in 1i64..5, rows in 1i64..4, tn in 1i64..5, cols in 1i64..4, tk in 1i64..4, ks in 1i64..3) {
+        // `tC`: the split of matmul's dot product (split-join on map@C).
+        let sizes = Sizes::new().with("M", tm * rows).with("N", tn * cols).with("K", tk * ks);
+        let sizes = sizes.with("tA", tm).with("tB", tn).with("tC", tk);
+        for pv in steps() {
+            check(pv, &sizes)?;
+        }
     }
 
     #[test]
@@ -121,4 +181,30 @@ fn register_blocking_needs_a_reduction_free_of_the_column() {
         ..Options::default()
     };
     assert_eq!(rewrite(&p, &opts).unwrap().report.applied["register-block"], 0);
+}
+
+#[test]
+fn map_map_interchange_needs_an_inner_array_free_of_the_row() {
+    // The inner map runs over the row itself (`map-interchange`'s case, not this one's).
+    let src =
+        "size M = 8, N = 8\ndef f(a: [[f32]N]M) : [[f32]N]M = map@A(fun(row => map@B(fun(x => x * 2.0), row)), a)";
+    let p = mapsat_ir::parse(src).unwrap();
+    let opts = Options {
+        budget: Budget { iterations: 2, ..Budget::default() },
+        rules: Some(vec!["map-map-interchange".into()]),
+        ..Options::default()
+    };
+    assert_eq!(rewrite(&p, &opts).unwrap().report.applied["map-map-interchange"], 0);
+}
+
+#[test]
+fn eta_expand_leaves_lambdas_alone() {
+    // Every map's function is a lambda already: nothing to expand (no tower of lambdas).
+    let p = mapsat_ir::parse(MATMUL).unwrap();
+    let opts = Options {
+        budget: Budget { iterations: 3, ..Budget::default() },
+        rules: Some(vec!["eta-expand".into()]),
+        ..Options::default()
+    };
+    assert_eq!(rewrite(&p, &opts).unwrap().report.applied["eta-expand"], 0);
 }

@@ -74,14 +74,21 @@ impl Rule for MapFission {
                     if self.nested_only && cx.partial_maps(*ff).is_empty() {
                         continue;
                     }
-                    let Some(ff1) = cx.shifted(*ff, -1) else { continue };
-                    let inner = Build::map(&format!("{label}_f"), Build::lam(Build::Class(*g)), Build::Class(xs));
-                    out.push(Build::map(&label, ff1, inner));
+                    out.extend(map_fission(cx, &label, *ff, *g, xs));
                 }
             }
         }
         out
     }
+}
+
+/// The right-hand side of [`MapFission`] for `map@label(fun(x => ff(g)), xs)`:
+/// `map@label(ff', map@label_f(fun(x => g), xs))`, `ff'` moved out of the binder (`None` when it
+/// uses it).
+pub fn map_fission(cx: &Ctx, label: &str, ff: Id, g: Id, xs: Id) -> Option<Build> {
+    let ff1 = cx.shifted(ff, -1)?;
+    let inner = Build::map(&format!("{label}_f"), Build::lam(Build::Class(g)), Build::Class(xs));
+    Some(Build::map(label, ff1, inner))
 }
 
 /// True when class `g` is the variable 0.

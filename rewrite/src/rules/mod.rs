@@ -6,11 +6,16 @@
 //! and the right-hand sides of binder-moving rules are computed on representatives by
 //! [`crate::binders`]. A rule returns, for a class, the terms ([`Build`]) equal to it; the
 //! saturation loop adds them and merges.
+//!
+//! The macros (`tile-map-map`, `register-block`) are sequences of these rules ([`sequence`]):
+//! each step calls the primitive rule's own rewrite function on the class the step before made,
+//! adds the term and merges it with that class.
 
 pub mod fusion;
 pub mod interchange;
 pub mod reduce;
 pub mod register;
+pub mod sequence;
 pub mod slide;
 pub mod split_join;
 pub mod stages;
@@ -25,6 +30,7 @@ use egg::Language as _;
 use egg::{AstSize, Extractor, Id, RecExpr};
 use mapsat_ir::ast::{MapKind, Prim};
 use mapsat_ir::{Size, Sizes, Type};
+use std::collections::{BTreeMap, BTreeSet};
 
 /// A term to add to the e-graph: existing classes, closed computed terms and new nodes.
 #[derive(Clone, Debug)]
@@ -35,6 +41,28 @@ pub enum Build {
     Expr(RecExpr<Lift>),
     /// A new node over built children (the node's own children ids are ignored).
     Node(Lift, Vec<Build>),
+}
+
+impl Build {
+    /// For `p(a1)...(ak)` built here, the arguments `a1 ... ak` (empty for any other term).
+    pub fn args(&self) -> Vec<&Build> {
+        match self {
+            Build::Node(Lift::App(_), cs) => {
+                let mut out = cs[0].args();
+                out.push(&cs[1]);
+                out
+            }
+            _ => Vec::new(),
+        }
+    }
+
+    /// For `fun => body` built here, the body.
+    pub fn body(&self) -> Option<&Build> {
+        match self {
+            Build::Node(Lift::Lam(..), cs) => cs.first(),
+            _ => None,
+        }
+    }
 }
 
 impl Build {
@@ -115,8 +143,8 @@ pub struct Params {
 pub struct Ctx<'a> {
     /// The e-graph (read only during search).
     pub eg: &'a LiftGraph,
-    /// Smallest representatives, for the binder operations.
-    pub repr: Extractor<'a, AstSize, Lift, crate::analysis::Meta>,
+    /// Smallest representatives, for the binder operations (computed on first use).
+    repr: std::cell::OnceCell<Extractor<'a, AstSize, Lift, crate::analysis::Meta>>,
     /// Limits and split factors.
     pub params: &'a Params,
 }
@@ -124,7 +152,12 @@ pub struct Ctx<'a> {
 impl<'a> Ctx<'a> {
     /// The context of one search over `eg`.
     pub fn new(eg: &'a LiftGraph, params: &'a Params) -> Ctx<'a> {
-        Ctx { eg, repr: Extractor::new(eg, AstSize), params }
+        Ctx { eg, repr: std::cell::OnceCell::new(), params }
+    }
+
+    /// The smallest term of class `c`.
+    pub fn repr(&self, c: Id) -> RecExpr<Lift> {
+        self.repr.get_or_init(|| Extractor::new(self.eg, AstSize)).find_best(c).1
     }
 
     /// True when class `c` is a `toX` primitive (which must stay applied to a map or reduce).
@@ -147,15 +180,90 @@ impl<'a> Ctx<'a> {
         if d < 0 && data.free.iter().any(|&k| i64::from(k) < -d) {
             return None;
         }
-        let (_, e) = self.repr.find_best(c);
-        binders::shift(&e, d, 0).map(Build::Expr)
+        binders::shift(&self.repr(c), d, 0).map(Build::Expr)
+    }
+
+    /// The smallest term of class `c`, except that the classes of `forms` are read as the node
+    /// given for each (the form a rule matched, where it is not the smallest; a form met again
+    /// inside itself is read as the smallest).
+    pub fn repr_with(&self, c: Id, forms: &BTreeMap<Id, Lift>) -> RecExpr<Lift> {
+        if forms.is_empty() {
+            return self.repr(c);
+        }
+        let best = self.repr.get_or_init(|| Extractor::new(self.eg, AstSize));
+        let forms: BTreeMap<Id, &Lift> = forms.iter().map(|(k, n)| (self.eg.find(*k), n)).collect();
+        let mut out = RecExpr::default();
+        let mut open = BTreeSet::new();
+        self.extract(c, best, &forms, &mut open, &mut out);
+        out
+    }
+
+    fn extract(
+        &self,
+        c: Id,
+        best: &Extractor<'a, AstSize, Lift, crate::analysis::Meta>,
+        forms: &BTreeMap<Id, &Lift>,
+        open: &mut BTreeSet<Id>,
+        out: &mut RecExpr<Lift>,
+    ) -> Id {
+        let c = self.eg.find(c);
+        match forms.get(&c) {
+            Some(n) if open.insert(c) => {
+                let node = (*n).clone().map_children(|k| self.extract(k, best, forms, open, out));
+                open.remove(&c);
+                out.add(node)
+            }
+            Some(_) => binders::append(out, &best.find_best(c).1),
+            None => {
+                let node = best.find_best_node(c).clone().map_children(|k| self.extract(k, best, forms, open, out));
+                out.add(node)
+            }
+        }
+    }
+
+    /// [`Ctx::shifted`] of the term of class `c` in the forms `forms` ([`Ctx::repr_with`]).
+    pub fn shifted_with(&self, c: Id, d: i64, forms: &BTreeMap<Id, Lift>) -> Option<Build> {
+        match forms.is_empty() {
+            true => self.shifted(c, d),
+            false => {
+                if self.data(c).closed() {
+                    return Some(Build::Class(c));
+                }
+                binders::shift(&self.repr_with(c, forms), d, 0).map(Build::Expr)
+            }
+        }
+    }
+
+    /// The first node `fun => body` of class `c`.
+    pub fn lam_node(&self, c: Id, body: Id) -> Option<Lift> {
+        let body = self.eg.find(body);
+        self.eg[c].nodes.iter().find(|n| matches!(n, Lift::Lam(_, [b]) if self.eg.find(*b) == body)).cloned()
+    }
+
+    /// The first node `f(arg)` of class `c` (any `f`).
+    pub fn app_node(&self, c: Id, arg: Id) -> Option<Lift> {
+        let arg = self.eg.find(arg);
+        self.eg[c].nodes.iter().find(|n| matches!(n, Lift::App([_, a]) if self.eg.find(*a) == arg)).cloned()
+    }
+
+    /// A class moved under `d` more binders placed just outside its variables below `cutoff`
+    /// (those keep their index): the class itself when it uses none of the others, else its
+    /// representative with the others shifted by `d`.
+    pub fn shifted_from(&self, c: Id, d: i64, cutoff: u32) -> Option<Build> {
+        if self.data(c).free.iter().all(|&k| k < cutoff) {
+            return Some(Build::Class(c));
+        }
+        binders::shift(&self.repr(c), d, cutoff).map(Build::Expr)
     }
 
     /// `(fun => body) arg` reduced, on representatives.
     pub fn beta(&self, body: Id, arg: Id) -> Option<Build> {
-        let (_, b) = self.repr.find_best(body);
-        let (_, a) = self.repr.find_best(arg);
-        binders::beta(&b, &a).map(Build::Expr)
+        binders::beta(&self.repr(body), &self.repr(arg)).map(Build::Expr)
+    }
+
+    /// True when class `c` is variable 0.
+    pub fn is_var0(&self, c: Id) -> bool {
+        self.eg[c].nodes.iter().any(|n| matches!(n, Lift::Var(0, _)))
     }
 
     /// The concrete length of an array class at the given sizes.
@@ -270,9 +378,19 @@ pub fn derived(label: &str, suffix: &str) -> String {
 pub trait Rule {
     /// The rule's name (reported in the summary's application counts).
     fn name(&self) -> &'static str;
-    /// Terms equal to class `c`.
+    /// Terms equal to class `c` (none for a macro, whose terms its steps add).
     fn search(&self, cx: &Ctx, c: Id) -> Vec<Build>;
+    /// For a macro, the sequence of primitive rules it is ([`sequence`]); `None` for a
+    /// primitive rule.
+    fn sequence(&self) -> Option<&dyn sequence::Sequence> {
+        None
+    }
 }
+
+/// The rules that are steps of the macros only ([`sequence`]): not in the main phase, where
+/// each would rewrite every map it matches (every map η-expanded, every nest interchanged,
+/// every reduction under a map turned into one over rows of accumulators); selectable by name.
+pub const STEPS_ONLY: [&str; 3] = ["eta-expand", "map-map-interchange", "map-reduce-interchange"];
 
 /// Every rule, in a fixed order.
 pub fn all() -> Vec<Box<dyn Rule>> {
@@ -289,6 +407,9 @@ pub fn all() -> Vec<Box<dyn Rule>> {
         Box::new(interchange::MapInterchange),
         Box::new(interchange::TransposeTranspose),
         Box::new(interchange::Eta),
+        Box::new(interchange::EtaExpand),
+        Box::new(interchange::MapMapInterchange),
+        Box::new(interchange::MapReduceInterchange),
         Box::new(slide::SlideMap),
         Box::new(slide::PadMap),
         Box::new(slide::SlideTiling),

@@ -3,7 +3,8 @@
 use super::{Build, Ctx, Rule};
 use crate::infer::Ty;
 use egg::Id;
-use mapsat_ir::ast::Prim;
+use mapsat_ir::ast::{MapKind, Prim};
+use mapsat_ir::Size;
 
 /// `split-join`:
 ///
@@ -34,14 +35,17 @@ impl Rule for SplitJoin {
                 continue;
             }
             for n in cx.map_factors(&label, len) {
-                let inner = Build::call(
-                    Prim::Map { kind: mapsat_ir::ast::MapKind::Abstract, label: format!("{label}_i") },
-                    vec![Build::Class(f)],
-                );
-                let split = Build::call(Prim::Split(n), vec![Build::Class(xs)]);
-                out.push(Build::call(Prim::Join, vec![Build::map(&label, inner, split)]));
+                out.push(split_join(&label, Build::Class(f), Build::Class(xs), n));
             }
         }
         out
     }
+}
+
+/// The right-hand side of [`SplitJoin`] for `map@label(f, xs)` split by `n`:
+/// `join(map@label(map@label_i(f), split(n, xs)))`.
+pub fn split_join(label: &str, f: Build, xs: Build, n: Size) -> Build {
+    let inner = Build::call(Prim::Map { kind: MapKind::Abstract, label: format!("{label}_i") }, vec![f]);
+    let split = Build::call(Prim::Split(n), vec![xs]);
+    Build::call(Prim::Join, vec![Build::map(label, inner, split)])
 }

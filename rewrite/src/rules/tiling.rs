@@ -1,38 +1,58 @@
-//! Tiling macros: 2-D tiling of a map nest (Lift's `tileMapMap`) in one rewrite.
+//! Tiling macros: 2-D tiling of a map nest (Lift's `tileMapMap`) as a sequence of primitive
+//! rules ([`super::sequence`]).
 //!
-//! The primitive derivation (split-join on both maps, interchange of the tile loop with the row
-//! loop, transposes cancelled) takes a chain of rewrites that multiply terms; on matmul the node
-//! budget is spent before it completes (research notes §0, E4/E5). The macro rule adds the goal
-//! directly; its soundness is property-tested against the interpreter (`tests/tiling_props.rs`).
+//! ```text
+//! map@A(fun(row => map@B(g, ys)), xs)
+//!   split-join (A by tA)          =>  join(map@A(map@A_i(fun(row => map@B(g, ys))), split(tA, xs)))
+//!   eta-expand (that map@A)       =>  join(map@A(fun(rowTile => map@A_i(fun(row => map@B(g, ys)), rowTile)), split(tA, xs)))
+//!   split-join (B by tB)          =>  ... map@A_i(fun(row => join(map@B(map@B_i(g), split(tB, ys)))), rowTile) ...
+//!   map-fission (join out of A_i) =>  ... map@A_i(join, map@A_i_f(fun(row => map@B(map@B_i(g), split(tB, ys))), rowTile)) ...
+//!   map-map-interchange (A_i_f, B):
+//!     join(map@A(fun(rowTile =>
+//!       map@A_i(join, transpose(map@B(fun(colTile =>
+//!         map@A_i_f(fun(row => map@B_i(g, colTile)), rowTile)),
+//!         split(tB, ys))))),
+//!       split(tA, xs)))
+//! ```
+//!
+//! Each step is the primitive rule's own rewrite function applied to the class the step before
+//! made, its term merged with that class (so each step is sound as its rule is: split-join when
+//! the size divides the length, η always, fission when `row` is not free in `join`, the
+//! interchange when `row` is not free in `split(tB, ys)`). In Lift's derivation the interchange
+//! also comes after both split-joins; η-expansion and fission are implicit there (Lift's maps
+//! take lambdas, and `join` is moved out by `mapFission`).
 
-use super::{Build, Ctx, Rule};
+use super::sequence::{Sequence, Start, Steps};
+use super::split_join::split_join;
+use super::{fusion, interchange, Build, Ctx, Rule};
 use crate::lang::Lift;
 use egg::Id;
-use mapsat_ir::ast::{MapKind, Prim};
-use mapsat_ir::{Size, Type};
+use mapsat_ir::ast::Prim;
+use mapsat_ir::Size;
+use std::collections::BTreeMap;
 
 /// `tile-map-map`:
 ///
 /// ```text
 /// map@A(fun(row => map@B(g, ys)), xs)
 ///   =>  join(map@A(fun(rowTile =>
-///         map@A_j(join, transpose(map@B(fun(colTile =>
-///           map@A_i(fun(row => map@B_i(g, colTile)), rowTile)),
-///           split(tN, ys))))),
-///         split(tM, xs)))
+///         map@A_i(join, transpose(map@B(fun(colTile =>
+///           map@A_i_f(fun(row => map@B_i(g, colTile)), rowTile)),
+///           split(tB, ys))))),
+///         split(tA, xs)))
 /// ```
 ///
-/// Only on maps that have a new tile size ([`crate::tiles`]: the maps of the input, and those
-/// rules make keeping their label), by that size: the nest of the input is tiled, not each of
-/// the fissioned, split and fused forms of it (on matmul, constant factors on every form made
-/// 196 applications and a cheapest tiled variant over a fissioned nest).
+/// The sequence `split-join`, `eta-expand`, `split-join`, `map-fission`, `map-map-interchange`
+/// (module doc). Only on maps that have a new tile size ([`crate::tiles`]: the maps of the input,
+/// and those rules make keeping their label), by that size: the nest of the input is tiled, not
+/// each of the fissioned, split and fused forms of it (on matmul, constant factors on every form
+/// made 196 applications and a cheapest tiled variant over a fissioned nest).
 ///
-/// Sound when `row` is not free in `ys` (may-free analysis; `ys` is then the same term under
-/// `rowTile`) and `tM` divides the length of `xs`, `tN` that of `ys` (at the given sizes). Both sides have `g(xs[i])(ys[j])` at
-/// `[i][j]`: the tile pair `(i / tM, j / tN)` computes the block `[[_]tN]tM`, the map over column
-/// tiles gives `[[[_]tN]tM](N/tN)`, `transpose` then `map(join)` makes it the `tM` rows of length
-/// `N`, and `join` puts the row tiles back in order. `g` moves under `colTile` and `rowTile`
-/// (its free variables other than `row` shifted by two).
+/// Sound when `row` is not free in `ys` (may-free analysis) and `tA` divides the length of
+/// `xs`, `tB` that of `ys` (at the given sizes): the conditions of its steps. Both sides have
+/// `g(xs[i])(ys[j])` at `[i][j]`: the tile pair `(i / tA, j / tB)` computes the block
+/// `[[_]tB]tA`, the map over column tiles gives `[[[_]tB]tA](N/tB)`, `transpose` then
+/// `map(join)` makes it the `tA` rows of length `N`, and `join` puts the row tiles back in order.
 pub struct TileMapMap;
 
 impl Rule for TileMapMap {
@@ -40,7 +60,21 @@ impl Rule for TileMapMap {
         "tile-map-map"
     }
 
-    fn search(&self, cx: &Ctx, c: Id) -> Vec<Build> {
+    fn search(&self, _: &Ctx, _: Id) -> Vec<Build> {
+        Vec::new()
+    }
+
+    fn sequence(&self) -> Option<&dyn Sequence> {
+        Some(self)
+    }
+}
+
+impl Sequence for TileMapMap {
+    fn steps(&self) -> &'static [&'static str] {
+        &["split-join", "eta-expand", "split-join", "map-fission", "map-map-interchange"]
+    }
+
+    fn starts(&self, cx: &Ctx, c: Id) -> Vec<Start> {
         let mut out = Vec::new();
         for (a, f, xs) in cx.maps(c) {
             let (Some(len_a), Some(row)) = (cx.length(xs), cx.elem(xs)) else { continue };
@@ -52,12 +86,12 @@ impl Rule for TileMapMap {
                     if cx.data(ys).free.contains(&0) {
                         continue;
                     }
-                    let (Some(len_b), Some(col)) = (cx.length(ys), cx.elem(ys)) else { continue };
-                    let Some(g2) = shifted_under(cx, g, 2) else { continue };
+                    let Some(len_b) = cx.length(ys) else { continue };
+                    let forms = nest_forms(cx, (f, body), (g, ys));
                     for tm in tile(cx, &a, len_a) {
                         for tn in tile(cx, &b, len_b) {
-                            let tiles = Tiles { a: &a, b: &b, row: &row, col: &col, tm: &tm, tn: &tn };
-                            out.push(tiles.build(g2.clone(), xs, ys));
+                            let (labels, sizes) = (vec![a.clone(), b.clone()], vec![tm.clone(), tn.clone()]);
+                            out.push(Start { ids: vec![f, xs], labels, sizes, forms: forms.clone() });
                         }
                     }
                 }
@@ -65,6 +99,57 @@ impl Rule for TileMapMap {
         }
         out
     }
+
+    fn run(&self, s: &mut Steps, c: Id, start: &Start) -> Option<()> {
+        let ([f, xs], [a, b], [tm, tn]) = (&start.ids[..], &start.labels[..], &start.sizes[..]) else { return None };
+        // split-join on the outer map.
+        let outer = split_join(a, Build::Class(*f), Build::Class(*xs), tm.clone());
+        s.step("split-join", c, &outer);
+        let tiles = outer.args()[0];
+        let [tile_fn, row_tiles] = tiles.args()[..] else { return None };
+        let (tiles, tile_fn, row_tiles) = (s.add(tiles), s.add(tile_fn), s.add(row_tiles));
+        // eta-expand it: the row tile as a variable.
+        let expanded = interchange::eta_expand(&s.cx(), a, tile_fn, row_tiles, &start.forms)?;
+        s.step("eta-expand", tiles, &expanded);
+        let rows = s.add(expanded.args()[0].body()?);
+        // split-join on the inner map (under `row`).
+        let cx = s.cx();
+        let (a_i, row_fn, row_tile) = cx.maps(rows).into_iter().find(|(l, ..)| *l == format!("{a}_i"))?;
+        let inner = |body: Id| {
+            let maps = cx.maps(body).into_iter();
+            maps.filter(|(l, _, ys)| l == b && !cx.data(*ys).free.contains(&0)).map(|(_, g, ys)| (body, g, ys)).next()
+        };
+        let (row_body, g, ys) = cx.lambdas(row_fn).into_iter().find_map(inner)?;
+        drop(cx);
+        let inner = split_join(b, Build::Class(g), Build::Class(ys), tn.clone());
+        s.step("split-join", row_body, &inner);
+        let col_tiles = inner.args()[0];
+        let [col_fn, col_split] = col_tiles.args()[..] else { return None };
+        let (col_tiles, col_fn, col_split) = (s.add(col_tiles), s.add(col_fn), s.add(col_split));
+        // map-fission: the join out of the map over the rows of a tile.
+        let join = s.add(&Build::prim(Prim::Join));
+        let fissioned = fusion::map_fission(&s.cx(), &a_i, join, col_tiles, row_tile)?;
+        s.step("map-fission", rows, &fissioned);
+        let blocks = fissioned.args()[1];
+        let a_f = format!("{a_i}_f");
+        let blocks = s.add(blocks);
+        // map-map-interchange: the column tiles outside the rows of a tile.
+        let swapped = interchange::map_map_interchange(&s.cx(), (&a_f, row_tile), (b, col_fn, col_split))?;
+        s.step("map-map-interchange", blocks, &swapped);
+        Some(())
+    }
+}
+
+/// The nodes of the nest's form `fun(row => map@B(g, ys))` (class `f`, its body `body`), kept
+/// when eta-expansion moves it under the row tile ([`Ctx::repr_with`]).
+fn nest_forms(cx: &Ctx, (f, body): (Id, Id), (g, ys): (Id, Id)) -> BTreeMap<Id, Lift> {
+    let mut out = BTreeMap::new();
+    out.extend(cx.lam_node(f, body).map(|n| (f, n)));
+    if let Some(n @ Lift::App([map_g, _])) = cx.app_node(body, ys) {
+        out.extend(cx.app_node(map_g, g).map(|m| (map_g, m)));
+        out.insert(body, n);
+    }
+    out
 }
 
 /// The new tile size of the map labelled `label`, if it has one and it divides `len`.
@@ -73,53 +158,4 @@ fn tile(cx: &Ctx, label: &str, len: i64) -> Vec<Size> {
         true => cx.map_factors(label, len),
         false => Vec::new(),
     }
-}
-
-/// Class `g` (in the context of a binder, whose variable 0 it may use) moved under `d` more
-/// binders placed just outside that variable: its other free variables shifted by `d`.
-fn shifted_under(cx: &Ctx, g: Id, d: i64) -> Option<Build> {
-    if cx.data(g).free.iter().all(|&k| k == 0) {
-        return Some(Build::Class(g));
-    }
-    let (_, e) = cx.repr.find_best(g);
-    crate::binders::shift(&e, d, 1).map(Build::Expr)
-}
-
-/// The parts of one 2-D tiling.
-struct Tiles<'a> {
-    a: &'a str,
-    b: &'a str,
-    row: &'a Type,
-    col: &'a Type,
-    tm: &'a Size,
-    tn: &'a Size,
-}
-
-impl Tiles<'_> {
-    /// The right-hand side of [`TileMapMap`] for `g` already moved under the two tile binders.
-    fn build(&self, g: Build, xs: Id, ys: Id) -> Build {
-        let row_tile = Some(Type::array(self.row.clone(), self.tm.clone()));
-        let col_tile = Some(Type::array(self.col.clone(), self.tn.clone()));
-        let map = |label: String, f: Build| Build::call(abstract_map(label), vec![f]);
-        // Under rowTile, colTile, row: colTile is variable 1.
-        let cols = Build::app(map(format!("{}_i", self.b), g), Build::var(1, col_tile));
-        // Under rowTile, colTile: rowTile is variable 1.
-        let block = Build::app(map(format!("{}_i", self.a), Build::lam(cols)), Build::var(1, row_tile));
-        let col_tiles = Build::call(Prim::Split(self.tn.clone()), vec![Build::Class(ys)]);
-        let blocks = Build::map(self.b, Build::lam(block), col_tiles);
-        let rows =
-            Build::map(&format!("{}_j", self.a), Build::prim(Prim::Join), Build::call(Prim::Transpose, vec![blocks]));
-        let row_tiles = Build::call(Prim::Split(self.tm.clone()), vec![Build::Class(xs)]);
-        Build::call(Prim::Join, vec![Build::map(self.a, Build::lam(rows), row_tiles)])
-    }
-}
-
-/// The abstract map primitive labelled `label`.
-fn abstract_map(label: String) -> Prim {
-    Prim::Map { kind: MapKind::Abstract, label }
-}
-
-/// True when class `c` is variable 0.
-pub(super) fn is_var0(cx: &Ctx, c: Id) -> bool {
-    cx.eg[c].nodes.iter().any(|n| matches!(n, Lift::Var(0, _)))
 }

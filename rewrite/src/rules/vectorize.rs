@@ -103,7 +103,7 @@ fn padded(cx: &Ctx, c: Id) -> bool {
 /// `f` applied lane-wise to elements of type `to` instead of `from` ([`VectorizeMap`]'s
 /// condition), on its smallest representative; `None` when it is not lane-wise.
 fn lanewise(cx: &Ctx, f: Id, from: &Type, to: &Type) -> Option<Build> {
-    let (_, e) = cx.repr.find_best(f);
+    let e = cx.repr(f);
     let nodes = e.as_ref();
     match nodes.last()? {
         Lift::Prim(Prim::Un(op)) if lane_un(*op) => return Some(Build::Class(f)),
