@@ -145,3 +145,24 @@ fn matmul_has_a_2d_tiled_variant_with_its_dot_products_split_among_16() {
         common::same_function(&p, &v.program, &sizes).unwrap_or_else(|e| panic!("{ta} {tb} {tk}: {e}"));
     }
 }
+
+/// Issue #10: matmul's default variants include `examples/matmul_tiled.lift` itself, up to the
+/// renaming of labels and sizes: blocks of tA x tB outputs put back by `map(join,
+/// transpose(..))`, each dot product a sum over chunks of a tunable `tK` of the sums of each
+/// chunk's products (`map@E(fun(chunk => reduce(add, 0.0, map@F(..), chunk)), split(tK, ..))`).
+#[test]
+fn matmul_default_variants_include_matmul_tiled() {
+    let (p, variants) = default_variants_of("matmul.lift");
+    let examples = common::examples();
+    let (_, tiled) = examples.iter().find(|(f, _)| f == "matmul_tiled.lift").unwrap();
+    let want = common::up_to_renaming(tiled);
+    assert_ne!(common::up_to_renaming(&p), want);
+    let same: Vec<&Variant> = variants.iter().filter(|v| common::up_to_renaming(&v.program) == want).collect();
+    assert_eq!(
+        same.len(),
+        1,
+        "want {want}\namong\n{}",
+        variants.iter().map(|v| common::up_to_renaming(&v.program)).collect::<Vec<_>>().join("\n")
+    );
+    common::same_function(&p, &same[0].program, &Default::default()).unwrap();
+}
