@@ -3,7 +3,9 @@
 //! rows of tile slides, from `slide2d-tiling`), 2-D tiled map nests (`map(join)` putting blocks
 //! back, from `tile-map-map`), the same with its reductions split by a tunable size (from
 //! `partial-reduce`: matmul's dot products split by `tK`) and register-blocked (a reduction
-//! over an array accumulator, from `register-block`).
+//! over an array accumulator, from `register-block`). The 2-D tiled map nests with their panels
+//! staged in local memory (kinds `T2L` and `T2KL` of [`crate::extract`]) need no seed: they are
+//! made from the extracted `T2` and `T2K` variants by [`crate::staging::stage_panels`].
 //!
 //! The static cost does not favour these forms, and they often exist only below unfused or
 //! fissioned forms that the best term does not go through, out of reach of the neighbour search
