@@ -44,3 +44,29 @@ proptest! {
         }
     }
 }
+
+/// A chunk of the tile size is not split again (a third level of sums), and with every rule
+/// the dot product saturates: over the unfused chunks, a split again fed `map-fission` without
+/// end.
+#[test]
+fn chunks_of_the_tile_size_are_not_split_again() {
+    let p = mapsat_ir::parse(DOT).unwrap();
+    let opts = Options {
+        split_factors: vec![2, 4],
+        rules: Some(vec!["partial-reduce".to_string()]),
+        variants: 32,
+        ..Options::default()
+    };
+    let out = rewrite(&p, &opts).unwrap();
+    for v in &out.variants {
+        let text: String = mapsat_ir::print(&v.program).split_whitespace().collect();
+        // A chunk `x1` (of `tN` elements), or its products, split.
+        for n in [2, 4] {
+            for chunk in ["x1", "map@A(fun(p=>p.0*p.1),x1)"] {
+                assert!(!text.contains(&format!("split({n},{chunk})")), "{text}");
+            }
+        }
+    }
+    let all = rewrite(&p, &Options { split_factors: vec![2, 4], ..Options::default() }).unwrap();
+    assert_eq!(all.report.stop, mapsat_rewrite::StopReason::Saturated);
+}

@@ -50,7 +50,9 @@ impl Rule for ReduceMapFusion {
 /// map, also with the map fused into each chunk's reduction ([`mapped_chunks`]) and with it
 /// mapped over each chunk ([`unfused_chunks`], `examples/matmul_tiled.lift`'s form). The new map's
 /// label is `R<n>` (a function of the match, so that saturation terminates; extraction makes labels
-/// unique in a variant).
+/// unique in a variant). Not applied to a reduction over a chunk of that tile size (`tK`
+/// elements): splitting it again only adds a third level of sums, and over the unfused chunks
+/// it feeds `map-fission` without end (each fission a new label).
 pub struct PartialReduce;
 
 impl Rule for PartialReduce {
@@ -65,6 +67,11 @@ impl Rule for PartialReduce {
                 continue;
             }
             let Some(len) = cx.length(xs) else { continue };
+            // A chunk of a reduction split by its tile size: not split again.
+            let symbolic = cx.data(xs).ty.array().map(|(_, n)| n.clone());
+            if symbolic.is_some_and(|n| cx.params.reduction_tiles.values().any(|t| *t == n)) {
+                continue;
+            }
             let tile = cx
                 .params
                 .reduction_tiles
