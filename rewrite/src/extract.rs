@@ -129,6 +129,10 @@ pub fn variants(eg: &LiftGraph, src: &Source, k: usize) -> (Vec<Variant>, usize)
     if let Some(v) = finish(src, &term) {
         found.entry(mapsat_ir::print(&v.program)).or_insert(v);
     }
+    let panels: Vec<Variant> = found.values().filter_map(|v| stage(v, src.sizes, staging::stage_panels)).collect();
+    for v in panels {
+        found.entry(mapsat_ir::print(&v.program)).or_insert(v);
+    }
     let local: Vec<Variant> = found.values().filter_map(|v| stage(v, src.sizes, staging::stage_local)).collect();
     for v in local {
         found.entry(mapsat_ir::print(&v.program)).or_insert(v);
@@ -216,9 +220,11 @@ fn signature_kinds(signature: &str) -> BTreeSet<String> {
 /// The kinds of the macros' forms in a program: `T2` (a map nest tiled in 2-D, blocks put back
 /// by `map(join, transpose(..))`, [`crate::rules::tiling`]), `B` (register-blocked,
 /// [`crate::rules::register`], with its accumulators staged in private memory: unstaged, the
-/// accumulator array is shared by the threads a mapping of its maps gives) and `T2K` (tiled in
+/// accumulator array is shared by the threads a mapping of its maps gives), `T2K` (tiled in
 /// 2-D with a reduction split by a tunable size, as `examples/matmul_tiled.lift` splits its dot
-/// products by `tK`).
+/// products by `tK`), and `T2L` and `T2KL` (`T2` and `T2K` with the panels of each block, the
+/// tile's rows of `a` and columns of `b`, copied to local memory:
+/// [`crate::staging::stage_panels`], as `examples/matmul_lowlevel.lift`).
 fn macro_kinds(p: &Program) -> BTreeSet<&'static str> {
     let mut out = BTreeSet::new();
     if p.nodes.iter().any(|n| split_reduce(p, n)) {
@@ -242,8 +248,15 @@ fn macro_kinds(p: &Program) -> BTreeSet<&'static str> {
             _ => {}
         }
     }
+    let local = p.nodes.iter().any(|n| matches!(n, Node::Prim(Prim::To(AddressSpace::Local))));
     if out.remove("K") && out.contains("T2") {
         out.insert("T2K");
+        if local {
+            out.insert("T2KL");
+        }
+    }
+    if local && out.contains("T2") {
+        out.insert("T2L");
     }
     out
 }

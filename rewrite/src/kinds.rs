@@ -3,7 +3,9 @@
 //! rows of tile slides, from `slide2d-tiling`), 2-D tiled map nests (`map(join)` putting blocks
 //! back, from `tile-map-map`), the same with its reductions split by a tunable size (from
 //! `partial-reduce`: matmul's dot products split by `tK`) and register-blocked (a reduction
-//! over an array accumulator, from `register-block`).
+//! over an array accumulator, from `register-block`). The 2-D tiled map nests with their panels
+//! staged in local memory (kinds `T2L` and `T2KL` of [`crate::extract`]) need no seed: they are
+//! made from the extracted `T2` and `T2K` variants by [`crate::staging::stage_panels`].
 //!
 //! The static cost does not favour these forms, and they often exist only below unfused or
 //! fissioned forms that the best term does not go through, out of reach of the neighbour search
@@ -97,13 +99,19 @@ fn below(
     // A reduction split by a tunable size, its chunks mapped each on their own where the
     // classes have that form (`map(fun(chunk => ..), split(n, xs))`, as
     // `examples/matmul_tiled.lift`).
-    let node = match split.then(|| eg[c].nodes.iter().find(|n| split_reduce(eg, n))).flatten() {
+    // Of the split reductions, the first whose chunks have that form (a class may hold both
+    // `map(fun(chunk => ..), split(n, xs))` and `map(reduce(..), split(n, map(f, xs)))` in
+    // classes of their own).
+    let splits: Vec<&Lift> =
+        if split { eg[c].nodes.iter().filter(|n| split_reduce(eg, n)).collect() } else { Vec::new() };
+    let with_chunks = splits.iter().find(|n| !force_chunks(eg, n, &mut forced.clone()).is_empty());
+    let node = match with_chunks.or(splits.first()) {
         Some(n) => {
-            forced.insert(c, n.clone());
+            forced.insert(c, (*n).clone());
             for chunk_node in force_chunks(eg, n, forced) {
                 chunk_node.for_each(|ch| below(eg, smallest, split, eg.find(ch), forced));
             }
-            n.clone()
+            (*n).clone()
         }
         None => smallest.find_best_node(c).clone(),
     };

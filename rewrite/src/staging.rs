@@ -38,6 +38,161 @@ pub fn stage_local(p: &Program) -> Option<Program> {
     })
 }
 
+/// The program with the panels of each 2-D tiled map nest copied to local memory: in a map's
+/// function `fun(colTile => body)` whose parameter and the enclosing binder's (`rowTile`) are
+/// both tiles of rows (`[[T]K]tN`, `[[T]K]tM`: a tunable number of rows, from `split(tN, ..)`
+/// and `split(tM, ..)`) that `body` reads only as the data of maps that compute (the rows and
+/// columns of a block of matmul), the body becomes
+///
+/// ```text
+/// let aLocal = toLocal(map@copy1(map@copy2(fun(x => x)), rowTile)) in
+/// let bLocal = toLocal(map@copy3(map@copy4(fun(x => x)), colTile)) in
+/// body[rowTile := aLocal, colTile := bLocal]
+/// ```
+///
+/// `None` when there is no such function. The classic shared-memory tiled matmul
+/// (`examples/matmul_lowlevel.lift`): each work group copies its panels of `a` and `b` once,
+/// and its threads read every element of them `tN` (or `tM`) times from local memory instead of
+/// global memory. The value is the same (`toLocal` and the identity maps), so this is sound
+/// wherever it type-checks.
+pub fn stage_panels(p: &Program) -> Option<Program> {
+    if p.nodes.iter().any(|n| matches!(n, Node::Prim(Prim::To(AddressSpace::Local)))) {
+        return None;
+    }
+    let info = mapsat_ir::check::check(p).ok()?;
+    let tunable = crate::tunable(p);
+    let panel = |id: NodeId| {
+        info.of(id)
+            .and_then(|t| t.as_array())
+            .is_some_and(|(row, r)| r.vars().iter().any(|v| tunable.contains(v)) && row.as_array().is_some())
+    };
+    let staged: Vec<bool> = (0..p.nodes.len())
+        .map(|k| match &p.nodes[k] {
+            Node::Lam(body, _) => panel_body(p, *body, &panel),
+            _ => false,
+        })
+        .collect();
+    if !staged.contains(&true) {
+        return None;
+    }
+    let mut out = Program { nodes: Vec::new(), meta: Vec::new(), ..p.clone() };
+    let mut labels = (1..).map(|k| format!("copy{k}")).filter(|l| !has_label(p, l));
+    let root = copy_panels(p, p.root, &staged, &mut labels, &mut out);
+    out.root = root;
+    Some(out)
+}
+
+/// True when `body` (of a lambda) reads its parameter (`Var(0)`) and the enclosing binder's
+/// (`Var(1)`), each at least once and only as the data of a map whose function computes, and
+/// each read is a `panel` (a tile of rows).
+fn panel_body(p: &Program, body: NodeId, panel: &dyn Fn(NodeId) -> bool) -> bool {
+    let mut reads = [0usize; 2];
+    let mut ok = true;
+    visit_reads(p, body, 0, false, &mut |id, k, mapped| {
+        reads[k as usize] += 1;
+        ok &= mapped && panel(id);
+    });
+    ok && reads[0] > 0 && reads[1] > 0 && computes(p, body)
+}
+
+/// Calls `seen(id, k, mapped)` for each read at `id` of the variable `k` (0 or 1) of the
+/// binders outside `id` at `depth` 0, with `mapped` true when the read is the data argument of
+/// a map whose function computes.
+fn visit_reads(p: &Program, id: NodeId, depth: u32, mapped: bool, seen: &mut dyn FnMut(NodeId, u32, bool)) {
+    match p.node(id) {
+        Node::Var(v) if *v >= depth && *v < depth + 2 => seen(id, *v - depth, mapped),
+        Node::App(f, a) => {
+            let (head, args) = p.spine(*f);
+            let data = matches!(p.node(head), Node::Prim(Prim::Map { .. })) && args.len() == 1 && computes(p, args[0]);
+            visit_reads(p, *f, depth, false, seen);
+            visit_reads(p, *a, depth, data, seen);
+        }
+        Node::Lam(b, _) => visit_reads(p, *b, depth + 1, false, seen),
+        Node::Let(v, b) => {
+            visit_reads(p, *v, depth, false, seen);
+            visit_reads(p, *b, depth + 1, false, seen);
+        }
+        _ => {}
+    }
+}
+
+/// Copies the term at `id` into `out`, the body of each lambda marked in `staged` with its
+/// panels copied to local memory ([`stage_panels`]).
+fn copy_panels(
+    p: &Program,
+    id: NodeId,
+    staged: &[bool],
+    labels: &mut dyn Iterator<Item = String>,
+    out: &mut Program,
+) -> NodeId {
+    let meta = p.meta.get(id.index()).cloned().unwrap_or_default();
+    let new = match p.node(id) {
+        Node::Lam(b, ann) if staged[id.index()] => {
+            // Under the two lets, the body's variables 0 and 1 are the copies; the others move
+            // out by two.
+            let body = shift(p, *b, 0, out);
+            let copy = |k: u32, name: &str, labels: &mut dyn Iterator<Item = String>, out: &mut Program| {
+                let var = out.push(Node::Var(k), Meta::default());
+                let (outer, inner) = (labels.next().unwrap_or_default(), labels.next().unwrap_or_default());
+                let value = copy_2d(out, var, outer, inner);
+                (value, Meta { binder: Some(name.to_string()), ..Meta::default() })
+            };
+            // Under `colTile`, `rowTile` is variable 1; under `colTile` and `aLocal`, `colTile` is.
+            let (a_copy, a_meta) = copy(1, "aLocal", labels, out);
+            let (b_copy, b_meta) = copy(1, "bLocal", labels, out);
+            let inner = out.push(Node::Let(b_copy, body), b_meta);
+            let outer = out.push(Node::Let(a_copy, inner), a_meta);
+            Node::Lam(outer, ann.clone())
+        }
+        Node::App(f, a) => {
+            let f2 = copy_panels(p, *f, staged, labels, out);
+            Node::App(f2, copy_panels(p, *a, staged, labels, out))
+        }
+        Node::Lam(b, ann) => Node::Lam(copy_panels(p, *b, staged, labels, out), ann.clone()),
+        Node::Let(v, b) => {
+            let v2 = copy_panels(p, *v, staged, labels, out);
+            Node::Let(v2, copy_panels(p, *b, staged, labels, out))
+        }
+        leaf => leaf.clone(),
+    };
+    out.push(new, meta)
+}
+
+/// Copies the term at `id` (under `depth` binders of its own) with its variables that are free
+/// beyond the first two moved out by two (under two new `let`s); lambdas inside are copied as
+/// they are.
+fn shift(p: &Program, id: NodeId, depth: u32, out: &mut Program) -> NodeId {
+    let meta = p.meta.get(id.index()).cloned().unwrap_or_default();
+    let new = match p.node(id) {
+        Node::Var(v) if *v >= depth + 2 => Node::Var(v + 2),
+        Node::App(f, a) => {
+            let f2 = shift(p, *f, depth, out);
+            Node::App(f2, shift(p, *a, depth, out))
+        }
+        Node::Lam(b, ann) => Node::Lam(shift(p, *b, depth + 1, out), ann.clone()),
+        Node::Let(v, b) => {
+            let v2 = shift(p, *v, depth, out);
+            Node::Let(v2, shift(p, *b, depth + 1, out))
+        }
+        leaf => leaf.clone(),
+    };
+    out.push(new, meta)
+}
+
+/// `toLocal(map@outer(map@inner(fun(x => x)), tile))` in `out`.
+fn copy_2d(out: &mut Program, tile: NodeId, outer: String, inner: String) -> NodeId {
+    let mut push = |n: Node| out.push(n, Meta::default());
+    let var = push(Node::Var(0));
+    let id = push(Node::Lam(var, None));
+    let inner_map = push(Node::Prim(Prim::Map { kind: MapKind::Abstract, label: inner }));
+    let row_copy = push(Node::App(inner_map, id));
+    let outer_map = push(Node::Prim(Prim::Map { kind: MapKind::Abstract, label: outer }));
+    let partial = push(Node::App(outer_map, row_copy));
+    let copy = push(Node::App(partial, tile));
+    let to = push(Node::Prim(Prim::To(AddressSpace::Local)));
+    push(Node::App(to, copy))
+}
+
 /// Where a term sits: under how many binders, and whether its parent is a `toX` or a `slide`.
 #[derive(Clone, Copy, Default)]
 struct At {

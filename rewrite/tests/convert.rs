@@ -16,14 +16,17 @@ fn every_example_round_trips_through_a_term() {
 
 #[test]
 fn every_example_round_trips_through_the_egraph() {
-    // No iteration: the e-graph holds the program only, and the best variant is the program (a
-    // second one may stage its partial reductions in private memory).
+    // No iteration: the e-graph holds the program only, and the best variant is the program
+    // (others may stage its partial reductions in private memory and, for a 2-D tiled matmul,
+    // its panels in local memory).
     for (name, p) in common::examples() {
         let opts = Options { budget: Budget { iterations: 0, ..Budget::default() }, ..Options::default() };
         let out = rewrite(&p, &opts).unwrap();
-        assert!(!out.variants.is_empty() && out.variants.len() <= 2, "{name}");
+        let most = if name == "matmul_tiled.lift" { 4 } else { 2 };
+        assert!(!out.variants.is_empty() && out.variants.len() <= most, "{name}");
         for v in &out.variants[1..] {
-            assert!(mapsat_ir::print(&v.program).contains("toPrivate("), "{name}");
+            let text = mapsat_ir::print(&v.program);
+            assert!(text.contains("toPrivate(") || text.contains("toLocal("), "{name}");
         }
         assert_eq!(mapsat_ir::print(&out.variants[0].program), mapsat_ir::print(&p), "{name}");
     }

@@ -5,6 +5,7 @@
 
 mod common;
 
+use mapsat_ir::Sizes;
 use mapsat_rewrite::{rewrite, Budget, Options, Variant};
 
 /// `k` variants of one example (a smaller node budget than the default, as `variants.rs`).
@@ -128,6 +129,8 @@ fn matmul_has_a_2d_tiled_variant_with_its_dot_products_split_among_16() {
             && t.contains("(join,transpose(map@B(")
             && t.contains("reduce(add,0.0,map@RtK(fun(")
             && t.contains("split(tK,zip(")
+            // The same with its panels in local memory is a kind of its own (`matmul_panels.rs`).
+            && !t.contains("toLocal(")
     };
     assert_eq!(
         checked_of_kind(&p, &variants, split_k),
@@ -144,4 +147,36 @@ fn matmul_has_a_2d_tiled_variant_with_its_dot_products_split_among_16() {
         let sizes = mapsat_ir::Sizes::new().with("tA", ta).with("tB", tb).with("tK", tk);
         common::same_function(&p, &v.program, &sizes).unwrap_or_else(|e| panic!("{ta} {tb} {tk}: {e}"));
     }
+}
+
+/// Issue #10: matmul's default variants include `examples/matmul_tiled.lift` itself, up to the
+/// renaming of labels and sizes: blocks of tA x tB outputs put back by `map(join,
+/// transpose(..))`, each dot product a sum over chunks of a tunable `tK` of the sums of each
+/// chunk's products (`map@E(fun(chunk => reduce(add, 0.0, map@F(..), chunk)), split(tK, ..))`);
+/// at the default sizes and at 256 x 256 x 256 (more split factors divide).
+#[test]
+fn matmul_default_variants_include_matmul_tiled() {
+    let (p, _) = default_variants_of("matmul.lift");
+    let examples = common::examples();
+    let (_, tiled) = examples.iter().find(|(f, _)| f == "matmul_tiled.lift").unwrap();
+    let want = common::up_to_renaming(tiled);
+    assert_ne!(common::up_to_renaming(&p), want);
+    for sizes in [Sizes::new(), Sizes::new().with("M", 256).with("K", 256).with("N", 256)] {
+        let variants = rewrite(&p, &Options { sizes, ..Options::default() }).unwrap().variants;
+        has_matmul_tiled(&p, &variants, &want);
+    }
+}
+
+/// Checks that one of `variants` is the program `want` (up to renaming) and computes what `p`
+/// computes.
+fn has_matmul_tiled(p: &mapsat_ir::Program, variants: &[Variant], want: &str) {
+    let same: Vec<&Variant> = variants.iter().filter(|v| common::up_to_renaming(&v.program) == want).collect();
+    assert_eq!(
+        same.len(),
+        1,
+        "want {want}\namong\n{}",
+        variants.iter().map(|v| common::up_to_renaming(&v.program)).collect::<Vec<_>>().join("\n")
+    );
+    let tiles = Sizes::new().with("tA", 4).with("tB", 2).with("tK", 8);
+    common::same_function(p, &same[0].program, &tiles).unwrap();
 }

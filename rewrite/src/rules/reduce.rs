@@ -47,9 +47,12 @@ impl Rule for ReduceMapFusion {
 /// is reduced from the identity, then the partial results are reduced. `n` is each constant
 /// factor that divides, and the reduction's new tile size of that length if any
 /// ([`crate::tiles`]: `tK` for matmul's dot products, tuned later); by that tile size, over a
-/// map, also with the map fused into each chunk's reduction ([`mapped_chunks`]). The new map's
+/// map, also with the map fused into each chunk's reduction ([`mapped_chunks`]) and with it
+/// mapped over each chunk ([`unfused_chunks`], `examples/matmul_tiled.lift`'s form). The new map's
 /// label is `R<n>` (a function of the match, so that saturation terminates; extraction makes labels
-/// unique in a variant).
+/// unique in a variant). Not applied to a reduction over a chunk of that tile size (`tK`
+/// elements): splitting it again only adds a third level of sums, and over the unfused chunks
+/// it feeds `map-fission` without end (each fission a new label).
 pub struct PartialReduce;
 
 impl Rule for PartialReduce {
@@ -64,6 +67,11 @@ impl Rule for PartialReduce {
                 continue;
             }
             let Some(len) = cx.length(xs) else { continue };
+            // A chunk of a reduction split by its tile size: not split again.
+            let symbolic = cx.data(xs).ty.array().map(|(_, n)| n.clone());
+            if symbolic.is_some_and(|n| cx.params.reduction_tiles.values().any(|t| *t == n)) {
+                continue;
+            }
             let tile = cx
                 .params
                 .reduction_tiles
@@ -96,7 +104,7 @@ impl Rule for PartialReduce {
 /// `map-fission` to take apart again. `op`, `init` and `f` move under the new binders.
 fn mapped_chunks(cx: &Ctx, op: Id, init: Id, xs: Id, n: &mapsat_ir::Size) -> Vec<Build> {
     let mut out = Vec::new();
-    for (_, f, ys) in cx.maps(xs) {
+    for (label, f, ys) in cx.maps(xs) {
         // Under chunk, acc, x: op and f by three, init by one.
         let (Some(op3), Some(init1), Some(f3)) = (cx.shifted(op, 3), cx.shifted(init, 1), cx.shifted(f, 3)) else {
             continue;
@@ -109,8 +117,32 @@ fn mapped_chunks(cx: &Ctx, op: Id, init: Id, xs: Id, n: &mapsat_ir::Size) -> Vec
         let split = Build::call(Prim::Split(n.clone()), vec![Build::Class(ys)]);
         let chunks = Build::map(&format!("R{n}"), Build::lam(sum), split);
         out.push(Build::call(Prim::Reduce { seq: false }, vec![Build::Class(op), Build::Class(init), chunks]));
+        // Unfused: each chunk's products mapped, then summed (`examples/matmul_tiled.lift`).
+        out.extend(unfused_chunks(cx, op, init, label, f, ys, n));
     }
     out
+}
+
+/// The chunks of [`mapped_chunks`] with `f` mapped over each chunk rather than fused into the
+/// operator, `map@L` keeping its label:
+///
+/// ```text
+/// reduce(op, init, map@R<n>(fun(chunk => reduce(op, init, map@L(f, chunk))), split(n, ys)))
+/// ```
+///
+/// the form of `examples/matmul_tiled.lift`'s dot products (`map@E` over chunks of `tK`, each
+/// summing the products of `map@F`). The same as `partial-reduce` of `reduce(op, init,
+/// map@L(f, ys))` followed by `split(n, map(f, ys)) = map(map(f), split(n, ys))` and
+/// `map-fusion` of the chunk's reduction with its map. `op`, `init` and `f` move under `chunk`
+/// (shifted by one).
+fn unfused_chunks(cx: &Ctx, op: Id, init: Id, label: String, f: Id, ys: Id, n: &mapsat_ir::Size) -> Option<Build> {
+    let (op1, init1, f1) = (cx.shifted(op, 1)?, cx.shifted(init, 1)?, cx.shifted(f, 1)?);
+    let chunk = Build::var(0, cx.elem(ys).map(|e| mapsat_ir::Type::array(e, n.clone())));
+    let products = Build::map(&label, f1, chunk);
+    let sum = Build::call(Prim::Reduce { seq: false }, vec![op1, init1, products]);
+    let split = Build::call(Prim::Split(n.clone()), vec![Build::Class(ys)]);
+    let chunks = Build::map(&format!("R{n}"), Build::lam(sum), split);
+    Some(Build::call(Prim::Reduce { seq: false }, vec![Build::Class(op), Build::Class(init), chunks]))
 }
 
 /// True when `op` is `add` with `init` zero, or `mul` with `init` one.

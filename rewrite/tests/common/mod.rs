@@ -55,3 +55,50 @@ pub fn slide2d_alone(p: &Program, iterations: usize) -> mapsat_rewrite::Outcome 
     assert_eq!(out.rejected, 0, "ill-typed terms in the e-graph");
     out
 }
+
+/// `p`'s function in a canonical text up to renaming: no binder names or parameter annotations,
+/// map labels renamed `L1`, `L2`, ... and size names `S1`, `S2`, ... in order of first
+/// appearance in the printed definition, the function named `f`, white space removed. Two
+/// programs with the same text are the same term up to renaming of labels and sizes.
+pub fn up_to_renaming(p: &Program) -> String {
+    let mut q = p.clone();
+    q.name = "f".to_string();
+    for n in &mut q.nodes {
+        if let mapsat_ir::ast::Node::Lam(_, ann) = n {
+            *ann = None;
+        }
+    }
+    for m in &mut q.meta {
+        *m = Default::default();
+    }
+    let text = mapsat_ir::print(&q);
+    let def = &text[text.find("def ").expect("a definition")..];
+    let sizes: std::collections::BTreeSet<&str> = p.sizes.iter().map(|s| s.name.as_str()).collect();
+    let (mut labels, mut names) = (std::collections::BTreeMap::new(), std::collections::BTreeMap::new());
+    let mut out = String::new();
+    let mut chars = def.chars().filter(|c| !c.is_whitespace()).peekable();
+    let mut after_at = false;
+    while let Some(c) = chars.next() {
+        if !(c.is_alphanumeric() || c == '_') {
+            after_at = c == '@';
+            out.push(c);
+            continue;
+        }
+        let mut word = c.to_string();
+        while let Some(&d) = chars.peek().filter(|d| d.is_alphanumeric() || **d == '_') {
+            word.push(d);
+            chars.next();
+        }
+        if after_at {
+            let k = labels.len() + 1;
+            out += labels.entry(word).or_insert_with(|| format!("L{k}"));
+        } else if sizes.contains(word.as_str()) {
+            let k = names.len() + 1;
+            out += names.entry(word).or_insert_with(|| format!("S{k}"));
+        } else {
+            out += &word;
+        }
+        after_at = false;
+    }
+    out
+}
