@@ -11,10 +11,10 @@ use common::{mapsat, opencl, scratch, text};
 
 /// Blocks over work groups (rows of blocks on dimension 1), the copies and the block's rows and
 /// columns over local ids 1 and 0; each work item sums its dot product chunk by chunk.
-const ROWS_ON_1: &str = "A=W1,B=W0,copy1=L1,copy2=L0,copy3=L1,copy4=L0,A_i=L1,B_i=L0,RtK=S,C=S";
+const ROWS_ON_1: &str = "A=W1,B=W0,copy1=L1,copy2=L0,copy3=L1,copy4=L0,A_i_f=L1,B_i=L0,RtK=S,C=S";
 
 /// The same with the dimensions swapped.
-const ROWS_ON_0: &str = "A=W0,B=W1,copy1=L0,copy2=L1,copy3=L0,copy4=L1,A_i=L0,B_i=L1,RtK=S,C=S";
+const ROWS_ON_0: &str = "A=W0,B=W1,copy1=L0,copy2=L1,copy3=L0,copy4=L1,A_i_f=L0,B_i=L1,RtK=S,C=S";
 
 /// The path of the staged, 2-D tiled, `tK`-split variant among the default variants of matmul.
 fn staged_variant() -> std::path::PathBuf {
