@@ -5,6 +5,8 @@
 //! `map-reduce-interchange` (after `reduce-map-fusion`, which exposes the dot product's zip) the
 //! one `register-block` gives. The programs are compared printed.
 
+mod common;
+
 use egg::{Id, RecExpr};
 use mapsat_ir::ast::Prim;
 use mapsat_ir::{Program, Size};
@@ -105,13 +107,7 @@ fn term(cx: &Ctx, b: &Build, e: &mut RecExpr<Lift>) -> Id {
 /// names and declared tile sizes left out).
 fn macro_variants(rules: &[&str], iterations: usize) -> Vec<String> {
     let p = mapsat_ir::parse(MATMUL).unwrap();
-    let opts = Options {
-        budget: Budget { iterations, ..Budget::default() },
-        rules: Some(rules.iter().map(|r| r.to_string()).collect()),
-        variants: 64,
-        ..Options::default()
-    };
-    let out = rewrite(&p, &opts).unwrap();
+    let out = rewrite(&p, &common::only(rules, iterations)).unwrap();
     let printed = |v: &mapsat_rewrite::Variant| {
         let info = mapsat_ir::check::check(&v.program).unwrap();
         let mut t = convert::to_term(&v.program, &info);

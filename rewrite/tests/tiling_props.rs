@@ -21,13 +21,7 @@ const ROWS: &str = "size M = 8, K = 3, N = 8\ndef f(a: [[f32]K]M, b: [[f32]K]N) 
 /// The variants of `src` after `rules` that `keep` selects (at least one).
 fn variants(src: &str, rules: &[&str], iterations: usize, keep: fn(&str) -> bool) -> (Program, Vec<Variant>) {
     let p = mapsat_ir::parse(src).unwrap();
-    let opts = Options {
-        budget: Budget { iterations, ..Budget::default() },
-        rules: Some(rules.iter().map(|r| r.to_string()).collect()),
-        variants: 64,
-        ..Options::default()
-    };
-    let out = rewrite(&p, &opts).unwrap();
+    let out = rewrite(&p, &common::only(rules, iterations)).unwrap();
     assert_eq!(out.rejected, 0, "{rules:?}: ill-typed terms in the e-graph");
     let kept: Vec<Variant> = out.variants.into_iter().filter(|v| keep(&mapsat_ir::print(&v.program))).collect();
     assert!(!kept.is_empty(), "{src}: no variant of the kind");

@@ -41,6 +41,16 @@ pub fn same_function(a: &Program, b: &Program, sizes: &Sizes) -> Result<(), Stri
     Ok(())
 }
 
+/// Options that run only `rules`, for `iterations` iterations, and extract up to 64 variants.
+pub fn only(rules: &[&str], iterations: usize) -> mapsat_rewrite::Options {
+    mapsat_rewrite::Options {
+        budget: mapsat_rewrite::Budget { iterations, ..mapsat_rewrite::Budget::default() },
+        rules: Some(rules.iter().map(|r| r.to_string()).collect()),
+        variants: 64,
+        ..mapsat_rewrite::Options::default()
+    }
+}
+
 /// `slide2d-tiling` alone for `iterations` iterations (split factors 2 and 4, 16 variants), and
 /// the outcome, which holds no ill-typed term.
 pub fn slide2d_alone(p: &Program, iterations: usize) -> mapsat_rewrite::Outcome {
