@@ -81,9 +81,13 @@ type Target = (&'static str, &'static str, fn(&str) -> bool);
 const TARGETS: [Target; 6] = [
     ("matmul", "2-D tiled (tile-map-map)", |t| t.contains("split(tA,a)") && t.contains("(join,transpose(map@B(")),
     ("matmul", "matmul_tiled.lift's form (tK chunks)", |t| {
-        t.contains("split(tA,a)") && t.contains("=>reduce(add,0.0,map@C(fun(p=>p.0*p.1),") && t.contains("split(tK,zip(")
+        t.contains("split(tA,a)")
+            && t.contains("=>reduce(add,0.0,map@C(fun(p=>p.0*p.1),")
+            && t.contains("split(tK,zip(")
     }),
-    ("matmul", "2-D tiled, panels in local", |t| t.contains("split(tA,a)") && t.contains("letaLocal=toLocal(map@copy1(")),
+    ("matmul", "2-D tiled, panels in local", |t| {
+        t.contains("split(tA,a)") && t.contains("letaLocal=toLocal(map@copy1(")
+    }),
     ("matmul", "register-blocked", |t| t.contains("toPrivate(reduce(") && t.contains("map@B_i_z(")),
     ("blur2d", "2-D tiles staged in local", |t| t.contains("tA_0,map@") && t.contains("toLocal(map@copy")),
     ("conv", "tiles in local, tB groups, private sums", |t| {
