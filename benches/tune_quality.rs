@@ -3,7 +3,9 @@
 //! or `cargo bench --bench tune_quality`; it takes about half an hour on 2 cores.
 //!
 //! 1. **Guided against random.** For the tunable conv (`examples/conv_blocked.lift`, 28x28,
-//!    32 -> 32) and the tiled matmul (`examples/matmul_tiled.lift`, 256^3), with several seeds: a
+//!    32 -> 32), the rewrite stage's tiled conv (`mapsat rewrite examples/conv.lift`, its variant
+//!    with tiles in local memory, output channels in groups and private sums, same sizes) and
+//!    the tiled matmul (`examples/matmul_tiled.lift`, 256^3), with several seeds: a
 //!    64-trial model-guided tune, and 320 random valid trials (5x as many) of the same space.
 //!    The best kernels of both phases are measured again at the end, interleaved; the best
 //!    GFLOP/s compared are those confirmed times. The median valid candidate is the median of the random trials.
@@ -66,12 +68,34 @@ fn trials(dir: &Path, phase: Phase) -> Vec<Trial> {
         .collect()
 }
 
+/// The rewrite stage's tiled conv (`mapsat rewrite examples/conv.lift` at `sizes`): the variant
+/// with its spatial tiles and their halo in local memory, output channels in groups of `tB` and
+/// private sums (kind E2SP), with its tile sizes `tA_0`, `tA_1` and `tB` to tune.
+fn rewritten_conv(sizes: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join("mapsat-quality-conv-rewrite");
+    let _ = std::fs::remove_dir_all(&dir);
+    let args = ["rewrite", "examples/conv.lift", "--size", sizes, "-o", dir.to_str().unwrap()];
+    let out = Command::new(env!("CARGO_BIN_EXE_mapsat")).args(args).current_dir(root()).output().expect("mapsat");
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let staged = |t: &str| {
+        let t: String = t.split_whitespace().collect();
+        t.contains("toLocal(map@copy") && t.contains("split(tB,ks)") && t.contains("toPrivate(")
+    };
+    (0..16)
+        .map(|k| dir.join(format!("variant_{k:02}.lift")))
+        .find(|p| std::fs::read_to_string(p).is_ok_and(|t| staged(&t)))
+        .expect("conv: a variant with tiles in local memory, output channels in groups and private sums")
+}
+
 fn guided_against_random(seeds: &[u64]) {
     println!("## 1. A 64-trial guided tune against 320 random valid trials (pocl)\n");
     println!("| program | seed | guided best GFLOP/s | random (5x trials) best | guided / random | median valid | guided / median |");
     println!("|---|---|---|---|---|---|---|");
+    let conv_sizes = "inH=28,inW=28,inChs=32,outChs=32";
+    let tiled = rewritten_conv(conv_sizes);
     let programs = [
-        ("conv_blocked 28x28 32->32", "examples/conv_blocked.lift", "inH=28,inW=28,inChs=32,outChs=32"),
+        ("conv_blocked 28x28 32->32", "examples/conv_blocked.lift", conv_sizes),
+        ("conv rewritten (E2SP) 28x28 32->32", tiled.to_str().expect("path"), conv_sizes),
         ("matmul_tiled 256^3", "examples/matmul_tiled.lift", "M=256,K=256,N=256"),
     ];
     for (name, file, sizes) in programs {
@@ -79,7 +103,7 @@ fn guided_against_random(seeds: &[u64]) {
         for &seed in seeds {
             let s = seed.to_string();
             let dir = tune(
-                &format!("{}-{seed}", name.split(' ').next().unwrap()),
+                &format!("{}-{seed}", name.split(' ').take(2).collect::<Vec<_>>().join("-")),
                 file,
                 sizes,
                 &["--trials", "64", "--random-trials", "320", "--seed", &s],
