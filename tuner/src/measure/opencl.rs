@@ -30,7 +30,24 @@ fn lock() -> std::sync::MutexGuard<'static, ()> {
     LOCK.lock().unwrap_or_else(|p| p.into_inner())
 }
 
+/// pocl's CPU device leaves the threads that run work groups unpinned unless `POCL_AFFINITY`
+/// is 1. On the 2-core machines here both threads then often share one core, and a parallel
+/// kernel runs at one thread's speed in some runs and not in others (a tiled matmul at 256^3,
+/// six runs each: 0.71 ms unpinned every time, 0.36 ms pinned every time; a Jacobi step at
+/// 2048^2: 1.14 to 2.85 ms unpinned, 1.13 to 1.21 ms pinned). mapsat pins them, for steady
+/// measurements, unless the environment sets the variable itself. pocl reads it when it
+/// starts, so it is set before the first call into the runtime.
+fn pin_pocl_threads() {
+    static ONCE: std::sync::Once = std::sync::Once::new();
+    ONCE.call_once(|| {
+        if std::env::var_os("POCL_AFFINITY").is_none() {
+            std::env::set_var("POCL_AFFINITY", "1");
+        }
+    });
+}
+
 fn platforms() -> R<Vec<Platform>> {
+    pin_pocl_threads();
     match std::panic::catch_unwind(get_platforms) {
         Ok(r) => r.map_err(|err| {
             MeasureError::OpenCl(format!("no platform found ({err}); is an OpenCL driver such as pocl installed?"))
