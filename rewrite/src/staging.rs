@@ -278,19 +278,7 @@ impl Copier<'_> {
     fn tile_copy(&mut self, tile: NodeId) -> NodeId {
         let mut labels = (1..).map(|k| format!("copy{k}")).filter(|l| !has_label(self.p, l) && !has_label(self.out, l));
         let (outer, inner) = (labels.next().unwrap_or_default(), labels.next().unwrap_or_default());
-        let var = self.push(Node::Var(0));
-        let id = self.push(Node::Lam(var, None));
-        let inner_map = self.push(Node::Prim(Prim::Map { kind: MapKind::Abstract, label: inner }));
-        let row_copy = self.push(Node::App(inner_map, id));
-        let outer_map = self.push(Node::Prim(Prim::Map { kind: MapKind::Abstract, label: outer }));
-        let partial = self.push(Node::App(outer_map, row_copy));
-        let copy = self.push(Node::App(partial, tile));
-        let to = self.push(Node::Prim(Prim::To(AddressSpace::Local)));
-        self.push(Node::App(to, copy))
-    }
-
-    fn push(&mut self, node: Node) -> NodeId {
-        self.out.push(node, Meta::default())
+        copy_2d(self.out, tile, outer, inner)
     }
 }
 
