@@ -150,31 +150,25 @@ proptest! {
     }
 }
 
+/// How often `rule`, run alone for `iterations` on `src`, applied.
+fn applications(src: &str, rule: &str, iterations: usize) -> usize {
+    let p = mapsat_ir::parse(src).unwrap();
+    rewrite(&p, &common::only(&[rule], iterations)).unwrap().report.applied[rule]
+}
+
 #[test]
 fn tiling_needs_an_inner_array_free_of_the_row() {
     // The inner map runs over the row itself: no 2-D tiling.
     let src =
         "size M = 8, N = 8\ndef f(a: [[f32]N]M) : [[f32]N]M = map@A(fun(row => map@B(fun(x => x * 2.0), row)), a)";
-    let p = mapsat_ir::parse(src).unwrap();
-    let opts = Options {
-        budget: Budget { iterations: 2, ..Budget::default() },
-        rules: Some(vec!["tile-map-map".into()]),
-        ..Options::default()
-    };
-    assert_eq!(rewrite(&p, &opts).unwrap().report.applied["tile-map-map"], 0);
+    assert_eq!(applications(src, "tile-map-map", 2), 0);
 }
 
 #[test]
 fn register_blocking_needs_a_reduction_free_of_the_column() {
     // The initial value depends on the column: blocks cannot share one accumulator start.
     let src = "size M = 4, K = 4, N = 8\ndef f(a: [[f32]K]M, b: [[f32]K]N) : [[f32]N]M =\n  map@A(fun(row => map@B(fun(col => reduce(fun(acc, p => acc + p.0 * p.1), at(0, col), zip(row, col))), b)), a)";
-    let p = mapsat_ir::parse(src).unwrap();
-    let opts = Options {
-        budget: Budget { iterations: 2, ..Budget::default() },
-        rules: Some(vec!["register-block".into()]),
-        ..Options::default()
-    };
-    assert_eq!(rewrite(&p, &opts).unwrap().report.applied["register-block"], 0);
+    assert_eq!(applications(src, "register-block", 2), 0);
 }
 
 #[test]
@@ -182,23 +176,11 @@ fn map_map_interchange_needs_an_inner_array_free_of_the_row() {
     // The inner map runs over the row itself (`map-interchange`'s case, not this one's).
     let src =
         "size M = 8, N = 8\ndef f(a: [[f32]N]M) : [[f32]N]M = map@A(fun(row => map@B(fun(x => x * 2.0), row)), a)";
-    let p = mapsat_ir::parse(src).unwrap();
-    let opts = Options {
-        budget: Budget { iterations: 2, ..Budget::default() },
-        rules: Some(vec!["map-map-interchange".into()]),
-        ..Options::default()
-    };
-    assert_eq!(rewrite(&p, &opts).unwrap().report.applied["map-map-interchange"], 0);
+    assert_eq!(applications(src, "map-map-interchange", 2), 0);
 }
 
 #[test]
 fn eta_expand_leaves_lambdas_alone() {
     // Every map's function is a lambda already: nothing to expand (no tower of lambdas).
-    let p = mapsat_ir::parse(MATMUL).unwrap();
-    let opts = Options {
-        budget: Budget { iterations: 3, ..Budget::default() },
-        rules: Some(vec!["eta-expand".into()]),
-        ..Options::default()
-    };
-    assert_eq!(rewrite(&p, &opts).unwrap().report.applied["eta-expand"], 0);
+    assert_eq!(applications(MATMUL, "eta-expand", 3), 0);
 }
