@@ -13,6 +13,11 @@ fn temp(name: &str) -> PathBuf {
     dir
 }
 
+/// The `summary.json` a rewrite wrote into `dir`.
+fn read_summary(dir: &std::path::Path) -> serde_json::Value {
+    serde_json::from_str(&std::fs::read_to_string(dir.join("summary.json")).unwrap()).unwrap()
+}
+
 #[test]
 fn writes_checked_variants_and_a_summary() {
     let dir = temp("dot");
@@ -22,8 +27,7 @@ fn writes_checked_variants_and_a_summary() {
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert!(stdout.contains("stopped: saturated"), "{stdout}");
 
-    let summary: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(dir.join("summary.json")).unwrap()).unwrap();
+    let summary = read_summary(&dir);
     assert_eq!(summary["stop_reason"], "saturated");
     assert_eq!(summary["sizes"]["N"], 32);
     assert!(summary["nodes"].as_u64().unwrap() > 0);
@@ -62,8 +66,7 @@ fn budgets_are_reported() {
         dir.to_str().unwrap(),
     ]);
     assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
-    let summary: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(dir.join("summary.json")).unwrap()).unwrap();
+    let summary = read_summary(&dir);
     assert_eq!(summary["stop_reason"], "iteration-limit");
     // The budget is the main phase's; the vectorization phase after it has its own.
     assert_eq!(summary["phases"][0]["name"], "rules");
@@ -82,8 +85,7 @@ fn budgets_are_reported() {
         dir.to_str().unwrap(),
     ]);
     assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
-    let summary: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(dir.join("summary.json")).unwrap()).unwrap();
+    let summary = read_summary(&dir);
     assert_eq!(summary["stop_reason"], "node-limit");
     let _ = std::fs::remove_dir_all(&dir);
 }
@@ -176,8 +178,7 @@ fn the_summary_names_each_variants_stage_choices() {
     let dir = temp("stages");
     let out = mapsat(&["rewrite", "examples/sepblur.lift", "--variants", "8", "-o", dir.to_str().unwrap()]);
     assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
-    let summary: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(dir.join("summary.json")).unwrap()).unwrap();
+    let summary = read_summary(&dir);
     let mut seen = std::collections::BTreeSet::new();
     for v in summary["variants"].as_array().unwrap() {
         let choice = v["stages"]["h"].as_str().unwrap().to_string();
@@ -247,8 +248,7 @@ fn variants_check_at_their_own_defaults() {
     let dir = temp("sizes");
     let out = mapsat(&["rewrite", "examples/blur2d.lift", "--size", "H=64,W=48", "-o", dir.to_str().unwrap()]);
     assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
-    let summary: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(dir.join("summary.json")).unwrap()).unwrap();
+    let summary = read_summary(&dir);
     for v in summary["variants"].as_array().unwrap() {
         let text = std::fs::read_to_string(dir.join(v["file"].as_str().unwrap())).unwrap();
         let p = ir::parse(&text).unwrap();
