@@ -5,7 +5,8 @@
 //!
 //! ```text
 //! lanes     = simd_width                           work items that run in lock step
-//! lane_util = T / (ceil(T / lanes) * lanes)        idle lanes of the last lock-step group
+//! lane_util = X / (ceil(X / lanes) * lanes)        idle lanes of the last lock-step group
+//!   X       = T (lock-step lanes: GPUs), the group's extent along local id 0 (CPUs)
 //! tail      = ceil(G / CU) / (G / CU)              idle compute units in the last wave
 //! compute   = lane_ops / gflops / (lane_util * busy) * tail          (lock-step lanes: GPUs)
 //!           = (across / lane_util + in_item + scalar_ops * lanes) / gflops * tail    (CPUs)
@@ -173,7 +174,10 @@ pub fn predict(s: &KernelStats, p: &Profile) -> Prediction {
     let t = s.threads_per_group.max(1.0);
     let g = s.groups.max(1.0);
     let cu = f64::from(p.compute_units.max(1));
-    let lane_util = t / ((t / lanes).ceil() * lanes);
+    // Lock-step lanes take consecutive work items of the whole group; a CPU's driver
+    // vectorizes across the work items along the fastest-varying local id only.
+    let x = if r.lock_step { t } else { s.lane_threads.max(1.0) };
+    let lane_util = x / ((x / lanes).ceil() * lanes);
     let tail = (g / cu).ceil() / (g / cu);
     let flops_per_s = r.gflops * 1e9;
     let bytes_per_s = r.bandwidth_gbs * 1e9;
@@ -226,6 +230,28 @@ mod tests {
         let few = "size N = 512\ndef f(xs: [f32]N) = mapGlb(0, fun(x => x * 2.0), xs)";
         let pr = predict(&stats(few, vec![256], &p), &p);
         assert!((pr.tail - 66.0).abs() < 1e-9, "{pr:?}");
+    }
+
+    #[test]
+    fn a_cpu_fills_its_lanes_with_the_work_items_along_local_id_0_only() {
+        let p = Profile::builtin("pocl-cpu").unwrap();
+        let lanes = i64::from(rates_of(&p).simd_width);
+        assert!(lanes >= 4, "{lanes}");
+        // `lanes` x `lanes` elements in groups of `lanes` work items, one element each: a
+        // group is a row of `m` elements times `r` rows.
+        let grid = |m: i64, r: i64| {
+            let n = lanes * lanes / m;
+            let src = format!(
+                "size N = {n}, M = {m}\ndef f(a: [[f32]M]N) = \
+                 mapWrg(0, fun(t => mapLcl(1, fun(row => mapLcl(0, fun(x => x * 2.0), row)), t)), split({r}, a))"
+            );
+            predict(&stats(&src, vec![m, r], &p), &p)
+        };
+        let wide = grid(lanes, 1);
+        let tall = grid(1, lanes);
+        assert_eq!(wide.lane_util, 1.0);
+        assert_eq!(tall.lane_util, 1.0 / lanes as f64, "{tall:?}");
+        assert!(tall.compute_ms > wide.compute_ms, "{tall:?} vs {wide:?}");
     }
 
     #[test]

@@ -10,8 +10,11 @@
 //! fastest-varying thread id (`Global(0)` or `Local(0)`): 0 is a broadcast, 1 is coalesced, more
 //! is strided. Transactions per group of `simd` lanes follow from the stride and the line size.
 //! A statement can run in vector lanes (what a CPU driver's compiler does) when it lies directly
-//! in the loop over the fastest-varying thread id (no sequential loop in between: a compiler
-//! vectorizes innermost loops only) and all its accesses have stride 0 or 1 along that id, or
+//! in the loop over the fastest-varying thread id and all its accesses have stride 0 or 1 along
+//! that id, and no loop that runs at run time encloses it in the same region between barriers
+//! (a sequential loop, or a parallel loop with more than one index per thread, that contains no
+//! barrier): the driver runs the work items of such a region in a loop of its own around the
+//! region's code, and a compiler vectorizes innermost loops only; or
 //! when its innermost loop is sequential, it stores along that loop's variable (or, where the
 //! compiler may reassociate sums, it accumulates across it: into a value declared outside the
 //! loop, not one its body declares afresh each iteration), and all its accesses have stride 0
@@ -35,6 +38,9 @@ use mapsat_codegen::kir::{BufId, Expr, Kernel, LoopKind, Place, Space, Stmt, Tri
 pub struct KernelStats {
     /// Work items per work group.
     pub threads_per_group: f64,
+    /// Work items per work group along the fastest-varying local id: those a CPU's driver runs
+    /// together in vector lanes.
+    pub lane_threads: f64,
     /// Work groups.
     pub groups: f64,
     /// Fraction of launched work items that have work in the outermost parallel loops.
@@ -114,6 +120,9 @@ struct Frame {
     var: VarId,
     kind: LoopKind,
     extent: i64,
+    /// Each work item runs it as a loop, in the same region between barriers as its body: a
+    /// sequential loop, or a parallel loop of more than one index per thread, with no barrier.
+    runtime: bool,
 }
 
 struct Walk<'k> {
@@ -199,6 +208,7 @@ impl KernelStats {
             declared: Vec::new(),
             s: KernelStats {
                 threads_per_group: threads,
+                lane_threads: l.local[0].max(1) as f64,
                 groups: (launched / threads).max(1.0),
                 flops: k.flops as f64,
                 local_bytes: mem.local_bytes as f64,
@@ -227,6 +237,15 @@ fn has_loop(body: &[Stmt], pred: &dyn Fn(LoopKind) -> bool) -> bool {
     body.iter().any(|s| match s {
         Stmt::Loop { kind, body, .. } => pred(*kind) || has_loop(body, pred),
         Stmt::Block(b) => has_loop(b, pred),
+        _ => false,
+    })
+}
+
+/// Does `body` hold a barrier?
+fn has_barrier(body: &[Stmt]) -> bool {
+    body.iter().any(|s| match s {
+        Stmt::Barrier { .. } => true,
+        Stmt::Loop { body, .. } | Stmt::Block(body) => has_barrier(body),
         _ => false,
     })
 }
@@ -337,7 +356,13 @@ impl<'k> Walk<'k> {
                 }
             }
             Stmt::Loop { var, kind, extent, trips, body, .. } => {
-                self.stack.push(Frame { var: *var, kind: *kind, extent: *extent });
+                let looping = match kind {
+                    LoopKind::Seq => *extent > 1,
+                    LoopKind::Vec => false,
+                    _ => *trips == Trips::Loop,
+                };
+                let runtime = looping && !has_barrier(body);
+                self.stack.push(Frame { var: *var, kind: *kind, extent: *extent, runtime });
                 self.s.depth = self.s.depth.max(self.stack.len() as f64);
                 let level = self.stack.len() - 1;
                 if level < 6 {
@@ -426,7 +451,7 @@ impl<'k> Walk<'k> {
         let unit = |var: VarId| places.iter().all(|q| stride(q, var) <= 1);
         let inner = self.stack.last()?;
         let ok = match inner.kind {
-            LoopKind::Local(0) | LoopKind::Global(0) => unit(inner.var),
+            LoopKind::Local(0) | LoopKind::Global(0) => unit(inner.var) && !self.stack.iter().any(|f| f.runtime),
             LoopKind::Seq | LoopKind::Vec => {
                 let along = p.index.mentions(inner.var);
                 // An accumulator across the loop lives outside it: a variable declared in its
@@ -713,6 +738,21 @@ mod tests {
         let s = KernelStats::of(&kernel(map, Some(vec![64])), reassociate);
         assert!(s.vector_ops > 0.0 && s.vector_ops_in_item == 0.0, "{s:?}");
         assert_eq!(KernelStats::of(&kernel(BLOCKED, Some(vec![1])), LANES).vector_ops_in_item, 0.0);
+    }
+
+    #[test]
+    fn no_statement_is_in_lanes_across_work_items_inside_a_loop_each_work_item_runs() {
+        let rows = "size N = 16, M = 64\ndef f(a: [[f32]M]N) = \
+                    mapWrg(0, fun(t => mapLcl(1, fun(r => mapLcl(0, fun(x => x * 2.0), r)), t)), split(4, a))";
+        let ops = |local: Vec<i64>| KernelStats::of(&kernel(rows, Some(local)), LANES).vector_ops;
+        // One element per work item: its work items run in lanes.
+        assert!(ops(vec![64, 4]) >= 16.0 * 64.0, "{}", ops(vec![64, 4]));
+        // 16 work items along a row of 64: each runs a loop of 4 around its element, and the
+        // loop over the work items is not the innermost.
+        assert_eq!(ops(vec![16, 4]), 0.0);
+        // One work item per group along the rows: each runs a loop over the group's 4 rows.
+        assert_eq!(ops(vec![64, 1]), 0.0);
+        assert_eq!(KernelStats::of(&kernel(rows, Some(vec![16, 4])), LANES).lane_threads, 16.0);
     }
 
     #[test]
