@@ -16,7 +16,8 @@
 //!    search on the model).
 //! 2. **Score.** The first batch is ranked by the analytical model (zero-shot) or by a prior
 //!    model loaded from an earlier tune; later batches by the model retrained on every
-//!    measurement so far.
+//!    measurement so far, blended with the analytical model while it has few measurements
+//!    ([`Blend`]).
 //! 3. **Choose.** Half of the first batch is the analytical model's best; the other half takes
 //!    structurally different candidates (the mapping's levels, S/F/V/L/W/G per map), the best of
 //!    each structure in turn. Later batches take the best by score with a cap per structure. A
@@ -30,7 +31,7 @@
 //! them in order; a kernel the guided search measured is reused, not measured again.
 
 use super::log::Trial;
-use super::model::{spearman, Analytic, CostModel, Learned, TrainingSet};
+use super::model::{spearman, Analytic, Blend, CostModel, Learned, TrainingSet};
 use super::task::{Built, Candidate, Rejection, Task};
 use super::{BatchAccuracy, Progress, TuneOptions};
 use rand::rngs::StdRng;
@@ -186,15 +187,15 @@ impl<'a> Search<'a> {
         if let Some(m) = &model {
             let mut avoid = seen.clone();
             avoid.extend(pool.iter().map(|x| x.hash.clone()));
-            let mutants = self.evolve(m, &mut rng, &avoid);
+            let mutants = self.evolve(&Blend { learned: m }, &mut rng, &avoid);
             pool.extend(mutants);
         }
         let rows: Vec<Vec<f64>> = pool.iter().map(|x| x.features.clone()).collect();
-        let scores = match &model {
-            Some(m) => m.score(&rows),
-            None => Analytic.score(&rows),
+        // Chosen by the blend; the learned model's own scores are logged (its accuracy).
+        let (scores, learned) = match &model {
+            Some(m) => (Blend { learned: m }.score(&rows), Some(m.score(&rows))),
+            None => (Analytic.score(&rows), None),
         };
-        let learned = model.is_some();
         self.model = model;
         let eps = if n >= 8 { ((n as f64 * self.opts.epsilon).round() as usize).max(1) } else { 0 };
         let mut chosen = choose(&pool, &scores, n.saturating_sub(eps), b == 0);
@@ -203,7 +204,7 @@ impl<'a> Search<'a> {
         rest.shuffle(&mut rng);
         chosen.extend(rest.into_iter().take(n - chosen.len().min(n)));
         chosen.truncate(n);
-        chosen.into_iter().map(|i| (pool[i].clone(), learned.then(|| scores[i]))).collect()
+        chosen.into_iter().map(|i| (pool[i].clone(), learned.as_ref().map(|l| l[i]))).collect()
     }
 
     /// Retrains the learned model on the guided trials of batches before `b` (and the prior
