@@ -18,8 +18,8 @@ use mapsat_ir::profile::Profile;
 /// term serves lines read again from the cache level they fit in, private arrays promoted to
 /// scalars are registers, not private accesses, and a store to a value declared in a loop's
 /// body is no sum vectorized along that loop; 4: no statement runs in vector lanes across work
-/// items inside a loop each work item runs, and a CPU's lanes hold the work items along local id
-/// 0 only).
+/// items inside a parallel loop of several indices per work item, and a CPU's lanes hold the
+/// work items along local id 0 only).
 pub const FEATURES_VERSION: u32 = 4;
 
 /// The name of each feature, in order.

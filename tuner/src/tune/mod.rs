@@ -71,7 +71,9 @@ pub struct TuneOptions {
     pub batch: usize,
     /// Share of each batch chosen at random.
     pub epsilon: f64,
-    /// Random valid candidates built per batch for the model to choose from.
+    /// Random valid candidates built per batch for the model to choose from (1024: on the
+    /// tiled matmul, 256 often held none of the few fast kernels; building 1024 takes about
+    /// a second).
     pub pool: usize,
     /// Seed of every random choice.
     pub seed: u64,
@@ -105,7 +107,7 @@ impl Default for TuneOptions {
             random_trials: 32,
             batch: 16,
             epsilon: 0.05,
-            pool: 256,
+            pool: 1024,
             seed: 0,
             warmup: 1,
             runs: 10,

@@ -11,10 +11,11 @@
 //! is strided. Transactions per group of `simd` lanes follow from the stride and the line size.
 //! A statement can run in vector lanes (what a CPU driver's compiler does) when it lies directly
 //! in the loop over the fastest-varying thread id and all its accesses have stride 0 or 1 along
-//! that id, and no loop that runs at run time encloses it in the same region between barriers
-//! (a sequential loop, or a parallel loop with more than one index per thread, that contains no
-//! barrier): the driver runs the work items of such a region in a loop of its own around the
-//! region's code, and a compiler vectorizes innermost loops only; or
+//! that id, and no loop whose bounds depend on the work item's id encloses it in the same
+//! region between barriers (a parallel loop with more than one index per thread, the loop
+//! starting at the thread's id, that contains no barrier): the driver runs the work items of
+//! such a region in a loop of its own, inside the loops that every work item runs alike (pocl's
+//! implicit loop barriers) but around those, and a compiler vectorizes innermost loops only; or
 //! when its innermost loop is sequential, it stores along that loop's variable (or, where the
 //! compiler may reassociate sums, it accumulates across it: into a value declared outside the
 //! loop, not one its body declares afresh each iteration), and all its accesses have stride 0
@@ -120,8 +121,9 @@ struct Frame {
     var: VarId,
     kind: LoopKind,
     extent: i64,
-    /// Each work item runs it as a loop, in the same region between barriers as its body: a
-    /// sequential loop, or a parallel loop of more than one index per thread, with no barrier.
+    /// Each work item runs it as a loop whose bounds depend on its id, in the same region
+    /// between barriers as its body: a parallel loop of more than one index per thread, with
+    /// no barrier.
     runtime: bool,
 }
 
@@ -356,12 +358,8 @@ impl<'k> Walk<'k> {
                 }
             }
             Stmt::Loop { var, kind, extent, trips, body, .. } => {
-                let looping = match kind {
-                    LoopKind::Seq => *extent > 1,
-                    LoopKind::Vec => false,
-                    _ => *trips == Trips::Loop,
-                };
-                let runtime = looping && !has_barrier(body);
+                let strided = !matches!(kind, LoopKind::Seq | LoopKind::Vec) && *trips == Trips::Loop;
+                let runtime = strided && !has_barrier(body);
                 self.stack.push(Frame { var: *var, kind: *kind, extent: *extent, runtime });
                 self.s.depth = self.s.depth.max(self.stack.len() as f64);
                 let level = self.stack.len() - 1;
@@ -741,7 +739,7 @@ mod tests {
     }
 
     #[test]
-    fn no_statement_is_in_lanes_across_work_items_inside_a_loop_each_work_item_runs() {
+    fn no_statement_is_in_lanes_across_work_items_inside_a_loop_over_several_indices_per_work_item() {
         let rows = "size N = 16, M = 64\ndef f(a: [[f32]M]N) = \
                     mapWrg(0, fun(t => mapLcl(1, fun(r => mapLcl(0, fun(x => x * 2.0), r)), t)), split(4, a))";
         let ops = |local: Vec<i64>| KernelStats::of(&kernel(rows, Some(local)), LANES).vector_ops;
@@ -752,6 +750,12 @@ mod tests {
         assert_eq!(ops(vec![16, 4]), 0.0);
         // One work item per group along the rows: each runs a loop over the group's 4 rows.
         assert_eq!(ops(vec![64, 1]), 0.0);
+        // A sequential loop every work item runs alike does not stop them (the driver runs
+        // them in a loop inside it).
+        let seq = "size N = 16, M = 64\ndef f(a: [[f32]M]N) = \
+                   mapWrg(0, fun(t => mapSeq(fun(r => mapLcl(0, fun(x => x * 2.0), r)), t)), split(4, a))";
+        let s = KernelStats::of(&kernel(seq, Some(vec![64])), LANES);
+        assert!(s.vector_ops >= 16.0 * 64.0, "{s:?}");
         assert_eq!(KernelStats::of(&kernel(rows, Some(vec![16, 4])), LANES).lane_threads, 16.0);
     }
 
