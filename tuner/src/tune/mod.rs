@@ -279,7 +279,7 @@ pub fn tune(
 fn write_inputs(task: &Task, device: DeviceSpec, dir: &Path, opts: &TuneOptions) -> Result<Setup, TuneError> {
     let io = |e: String| TuneError::Io(format!("{}: {e}", dir.display()));
     std::fs::create_dir_all(dir).map_err(|e| io(e.to_string()))?;
-    let sizes = task.sizes_at(&task.first_point);
+    let sizes = task.sizes_at(&task.reference_point());
     let inputs = interp::random_inputs(&task.program, &sizes, opts.seed).map_err(|e| io(e.to_string()))?;
     let expected = interp::eval(&task.program, &sizes, &inputs).map_err(|e| TuneError::Program(e.to_string()))?;
     let mut paths = Vec::new();
