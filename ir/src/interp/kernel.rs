@@ -139,6 +139,27 @@ impl Compiler<'_, '_> {
         }
     }
 
+    /// The value outside the function that `id` names, through projections: a captured
+    /// variable or a parameter, or a field of one (`p.0` where `p` pairs a scalar with an
+    /// array: the scalar compiles although the whole pair does not).
+    fn outer(&self, id: NodeId) -> Option<&Value> {
+        match self.node(id)? {
+            Node::Var(k) => {
+                let j = (*k as usize).checked_sub(self.kenv.len())?;
+                self.outer.get(self.outer.len().checked_sub(1 + j)?)
+            }
+            Node::Param(i) => self.it.params.get(*i as usize),
+            Node::App(..) => match self.it.prog.spine(id) {
+                (head, args) if args.len() == 1 => match (self.node(head)?, self.outer(args[0])?) {
+                    (Node::Prim(Prim::Get(i)), Value::Tuple(vs)) => vs.get(*i as usize),
+                    _ => None,
+                },
+                _ => None,
+            },
+            _ => None,
+        }
+    }
+
     /// Gives a computed value a slot, so that its uses do not compute it again.
     fn share(&mut self, x: KVal) -> KVal {
         match x {
@@ -174,10 +195,13 @@ impl Compiler<'_, '_> {
                 KExpr::Select(Box::new((c, a, b)))
             }
             Prim::Get(i) => {
+                if let Some(Value::Tuple(vs)) = self.outer(args[0]) {
+                    return from_value(vs.get(i as usize)?);
+                }
                 return match self.compile(args[0])? {
                     KVal::Tup(vs) => vs.get(i as usize).cloned(),
                     KVal::E(_) => None,
-                }
+                };
             }
             Prim::Tuple(_) => {
                 let mut vs = Vec::with_capacity(args.len());

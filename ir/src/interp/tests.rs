@@ -112,6 +112,16 @@ fn map_and_reduce() {
         &[f(&[3, 2], vec![1.0, 2.0, 3.0, 4.0, 5.0, 6.0])],
     );
     assert_eq!(t, f(&[2], vec![10.0, 14.0]));
+    // An array accumulator updated by a map whose function reads a scalar field of a pair
+    // that also holds an array (as the tunable conv's register blocks do): a vector-matrix
+    // product, [1, 2] x [[1, 2, 3], [4, 5, 6]].
+    let t = ok(
+        "size N = 2, M = 3\ndef f(xs: [f32]N, rows: [[f32]M]N) = \
+         reduce(fun(acc, p => map(fun(q => q.0 + p.0 * q.1), zip(acc, p.1))), map(fun(x => 0.0), at(0, rows)), zip(xs, rows))",
+        &[],
+        &[f(&[2], vec![1.0, 2.0]), f(&[2, 3], vec![1.0, 2.0, 3.0, 4.0, 5.0, 6.0])],
+    );
+    assert_eq!(t, f(&[3], vec![9.0, 12.0, 15.0]));
 }
 
 #[test]
