@@ -14,8 +14,9 @@
 //! that id, and no loop whose bounds depend on the work item's id encloses it in the same
 //! region between barriers (a parallel loop with more than one index per thread, the loop
 //! starting at the thread's id, that contains no barrier): the driver runs the work items of
-//! such a region in a loop of its own, inside the loops that every work item runs alike (pocl's
-//! implicit loop barriers) but around those, and a compiler vectorizes innermost loops only; or
+//! a region in a loop of its own, which it can move inside the loops that every work item runs
+//! alike (pocl's implicit loop barriers) but not inside these, and a compiler vectorizes
+//! innermost loops only; or
 //! when its innermost loop is sequential, it stores along that loop's variable (or, where the
 //! compiler may reassociate sums, it accumulates across it: into a value declared outside the
 //! loop, not one its body declares afresh each iteration), and all its accesses have stride 0
