@@ -67,3 +67,32 @@ fn a_choice_not_offered_is_refused_and_a_bad_one_is_a_usage_error() {
     assert_eq!(out.status.code(), Some(2), "{}", text(&out));
     assert!(text(&out).contains("`root` is not a stage choice"), "{}", text(&out));
 }
+
+#[test]
+fn the_space_as_json_says_what_the_text_says() {
+    let args = ["space", SEPBLUR, "--variants", "8", "--sample", "4", "--seed", "2"];
+    let out = mapsat(&args);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    let want = counts(&String::from_utf8_lossy(&out.stdout));
+    let out = mapsat(&[&args[..], &["--json"]].concat());
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).expect("JSON");
+    assert_eq!(v["edges"][0]["edge"], "h", "{v}");
+    assert_eq!(v["edges"][0]["domain"], serde_json::json!(["inline", "local", "global"]), "{v}");
+    let got: BTreeMap<String, u64> = v["choices"]
+        .as_array()
+        .expect("choices")
+        .iter()
+        .map(|c| (c["stages"]["h"].as_str().expect("h").to_string(), c["count"].as_u64().expect("exact")))
+        .collect();
+    assert_eq!(got, want, "{v}");
+    assert_eq!(v["count"].as_u64(), Some(want.values().sum()), "{v}");
+    let samples = v["samples"].as_array().expect("samples");
+    assert_eq!(samples.len(), 4, "{v}");
+    for p in samples {
+        let stages = format!("h={}", p["stages"]["h"].as_str().expect("h"));
+        let mapping = p["mapping"].as_str().expect("mapping");
+        let out = mapsat(&["explain", SEPBLUR, "--stages", &stages, "--mapping", mapping]);
+        assert_eq!(out.status.code(), Some(0), "{stages} {mapping}: {}", text(&out));
+    }
+}

@@ -2,7 +2,7 @@
 //! choices of a program (inline, local, global per producer) as variables of one mapping space
 //! (`mapsat::choices`), over the input and its rewrite variants.
 
-use super::space::How;
+use super::space::{count_parts, How};
 use super::{all_sizes, given_sizes, CliResult, Failure, Source};
 use mapsat::choices::Choices;
 use mapsat::ir::{self, choice::Choice};
@@ -35,10 +35,15 @@ fn solver(e: mc::Error) -> Failure {
     Failure::Rejected(format!("error: {e}"))
 }
 
-/// `mapsat space FILE --variants K [--sample N --seed S]`: each stage variable with its
-/// domain, each choice with its program, kernels and count, the total, and samples.
-pub fn space(file: &Path, how: &How, k: usize, sample: Option<usize>, seed: u64) -> CliResult<()> {
+/// `mapsat space FILE --variants K [--json] [--sample N --seed S]`: each stage variable with
+/// its domain, each choice with its program, kernels and count, the total, and samples.
+pub fn space(file: &Path, how: &How, k: usize, json: bool, sample: Option<usize>, seed: u64) -> CliResult<()> {
     let c = load(file, how, k)?;
+    if json {
+        let v = to_json(&c, sample, seed)?;
+        outln!("{}", serde_json::to_string_pretty(&v).expect("JSON values serialize"));
+        return Ok(());
+    }
     let s = &c.space;
     let programs = c.programs.len() + c.left_out.len();
     outln!("stage choices: {} of the {programs} programs (the input and its rewrite variants)", s.alternatives().len());
@@ -67,6 +72,62 @@ pub fn space(file: &Path, how: &How, k: usize, sample: Option<usize>, seed: u64)
         outln!("  {}: {}", s.describe(p.alternative), s.show(&p));
     }
     Ok(())
+}
+
+/// What [`space`] prints, as JSON.
+fn to_json(c: &Choices, sample: Option<usize>, seed: u64) -> CliResult<serde_json::Value> {
+    let s = &c.space;
+    // An alternative's choices as `{"h": "local", ...}`.
+    let stages = |k: usize| -> serde_json::Map<String, serde_json::Value> {
+        let choices = &s.alternatives()[k].choices;
+        s.edges().iter().zip(choices).map(|(e, ch)| (e.clone(), serde_json::json!(ch.name()))).collect()
+    };
+    let edges: Vec<serde_json::Value> = (0..s.edges().len())
+        .map(|e| {
+            let domain: Vec<&str> = s.domain(e).into_iter().map(Choice::name).collect();
+            serde_json::json!({ "edge": s.edges()[e], "domain": domain })
+        })
+        .collect();
+    let counts = s.count(seed).map_err(solver)?;
+    let choices: Vec<serde_json::Value> = s
+        .alternatives()
+        .iter()
+        .zip(&counts)
+        .enumerate()
+        .map(|(k, (a, n))| {
+            let (count, exact, std_error) = count_parts(*n);
+            let kernels: Vec<&[String]> = a.kernels.iter().map(|sp| sp.labels()).collect();
+            serde_json::json!({
+                "stages": stages(k),
+                "program": c.programs[k].description,
+                "kernels": kernels,
+                "count": count,
+                "count_exact": exact,
+                "count_std_error": std_error,
+            })
+        })
+        .collect();
+    let (total, exact, std_error) = count_parts(mc::total(&counts));
+    let samples: Vec<serde_json::Value> = s
+        .sample(sample.unwrap_or(6), seed)
+        .map_err(solver)?
+        .iter()
+        .map(|p| serde_json::json!({ "stages": stages(p.alternative), "mapping": s.show(p) }))
+        .collect();
+    let left_out: Vec<serde_json::Value> = c
+        .left_out
+        .iter()
+        .map(|(candidate, why)| serde_json::json!({ "program": candidate.description, "why": why }))
+        .collect();
+    Ok(serde_json::json!({
+        "edges": edges,
+        "choices": choices,
+        "count": total,
+        "count_exact": exact,
+        "count_std_error": std_error,
+        "samples": samples,
+        "left_out": left_out,
+    }))
 }
 
 /// `EDGE=CHOICE,...` (`h=local,v=global`).

@@ -189,8 +189,9 @@ enum Command {
         canonical: bool,
         /// Stage choices as variables: one space over the input and K - 1 of its rewrite
         /// variants (one per distinct choice of inline, local or global for each producer):
-        /// each stage variable's domain, each choice's count, the total, and samples.
-        #[arg(long, value_name = "K", conflicts_with_all = ["json", "random_baseline", "canonical"])]
+        /// each stage variable's domain, each choice's count, the total, and samples (with
+        /// --json, as JSON).
+        #[arg(long, value_name = "K", conflicts_with_all = ["random_baseline", "canonical"])]
         variants: Option<usize>,
     },
     /// Check one mapping: exit 0 and "valid", or 1 and every violated constraint.
@@ -262,7 +263,7 @@ pub fn main() -> ExitCode {
         Command::Space { file, target, sizes, json, sample, seed, random_baseline, no_fusion, canonical, variants } => {
             let how = space::How { target: target.as_deref(), sizes: &sizes, no_fusion, canonical };
             match variants {
-                Some(k) => choices::space(&file, &how, k, sample, seed),
+                Some(k) => choices::space(&file, &how, k, json, sample, seed),
                 None => space::space(&file, &how, json, sample, seed, random_baseline),
             }
         }

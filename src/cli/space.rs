@@ -179,10 +179,7 @@ fn to_json(
     base: Option<(u64, u64)>,
 ) -> serde_json::Value {
     let counts = s.counts();
-    let (count, exact, std_error) = match count {
-        Count::Exact(n) => (serde_json::json!(n), true, 0.0),
-        Count::Estimate { value, std_error, .. } => (serde_json::json!(value), false, std_error),
-    };
+    let (count, exact, std_error) = count_parts(count);
     let families: serde_json::Map<String, serde_json::Value> =
         counts.iter().map(|(f, n)| (f.name().to_string(), serde_json::json!(n))).collect();
     let mut out = serde_json::json!({
@@ -201,12 +198,17 @@ fn to_json(
     out
 }
 
-/// The count of the space with symmetry breaking, in the JSON of [`to_json`].
-fn add_canonical_json(v: &mut serde_json::Value, s: &Space, n: Count) {
-    let (count, exact, std_error) = match n {
+/// A count as JSON: its value, whether it is exact, and the standard error of an estimate.
+pub(super) fn count_parts(n: Count) -> (serde_json::Value, bool, f64) {
+    match n {
         Count::Exact(n) => (serde_json::json!(n), true, 0.0),
         Count::Estimate { value, std_error, .. } => (serde_json::json!(value), false, std_error),
-    };
+    }
+}
+
+/// The count of the space with symmetry breaking, in the JSON of [`to_json`].
+fn add_canonical_json(v: &mut serde_json::Value, s: &Space, n: Count) {
+    let (count, exact, std_error) = count_parts(n);
     v["count_canonical"] = count;
     v["count_canonical_exact"] = serde_json::json!(exact);
     v["count_canonical_std_error"] = serde_json::json!(std_error);
