@@ -21,7 +21,7 @@
 //! refused ([`ChoiceSpace::new`]); the caller keeps one per choice.
 
 use crate::encode::{self, Encoded};
-use crate::expr::{one_hot, Cases};
+use crate::expr::{case, one_hot, Cases};
 use crate::solve::{Count, Explanation, Mapping};
 use crate::space::Space;
 use crate::Error;
@@ -224,7 +224,7 @@ fn describe(edges: &[String], choices: &[Choice]) -> String {
 
 /// `code(i) = v` in a kernel's encoding (false when `v` is not in the domain).
 fn code<'c>(ctx: &'c Context, k: &Encoded<'c>, i: usize, v: i64) -> Bool<'c> {
-    k.vars.codes[i].iter().find(|(x, _)| *x == v).map_or_else(|| Bool::from_bool(ctx, false), |(_, b)| b.clone())
+    case(ctx, &k.vars.codes[i], v)
 }
 
 impl<'c> Encoding<'c> {
@@ -261,10 +261,8 @@ impl<'c> Encoding<'c> {
 
     /// `p`'s stage choices (`choices`, one per edge) and codes, as literals.
     fn literals(&self, ctx: &'c Context, choices: &[Choice], p: &Point) -> Vec<Bool<'c>> {
-        let chosen = choices.iter().zip(&self.edges).map(|(c, cases)| {
-            cases.iter().find(|(v, _)| *v == value(*c)).map_or_else(|| Bool::from_bool(ctx, false), |(_, b)| b.clone())
-        });
-        let mut out: Vec<Bool<'c>> = chosen.collect();
+        let mut out: Vec<Bool<'c>> =
+            choices.iter().zip(&self.edges).map(|(c, cases)| case(ctx, cases, value(*c))).collect();
         for (k, m) in self.kernels[p.alternative].iter().zip(&p.mappings) {
             out.extend(m.codes.iter().enumerate().map(|(i, c)| code(ctx, k, i, c.to_int())));
         }
@@ -292,13 +290,8 @@ impl ChoiceSpace {
         }
         let mut kernels = Vec::new();
         for (k, a) in self.alternatives.iter().enumerate() {
-            let chosen: Vec<Bool<'c>> = a
-                .choices
-                .iter()
-                .enumerate()
-                .map(|(e, c)| edges[e].iter().find(|(v, _)| *v == value(*c)).map(|(_, b)| b.clone()))
-                .collect::<Option<_>>()
-                .unwrap_or_default();
+            let chosen: Vec<Bool<'c>> =
+                a.choices.iter().zip(&edges).map(|(c, cases)| case(ctx, cases, value(*c))).collect();
             let all = Bool::and(ctx, &chosen.iter().collect::<Vec<_>>());
             solver.assert(&selectors[k]._eq(&all));
             let spaces = a.kernels.iter().enumerate().map(|(j, s)| {

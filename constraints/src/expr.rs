@@ -229,6 +229,11 @@ impl<'a> Env<'a> {
 /// (the conditions are mutually exclusive).
 pub type Cases<'ctx> = Vec<(i64, Bool<'ctx>)>;
 
+/// The condition under which `cases` takes the value `v` (false when `v` is not among them).
+pub(crate) fn case<'ctx>(ctx: &'ctx Context, cases: &Cases<'ctx>, v: i64) -> Bool<'ctx> {
+    cases.iter().find(|(x, _)| *x == v).map_or_else(|| Bool::from_bool(ctx, false), |(_, b)| b.clone())
+}
+
 fn or<'ctx>(ctx: &'ctx Context, xs: &[Bool<'ctx>]) -> Bool<'ctx> {
     match xs {
         [] => Bool::from_bool(ctx, false),

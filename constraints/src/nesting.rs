@@ -57,7 +57,7 @@ fn tree(constraints: &[Constraint], rule: PairRule, n: usize) -> Option<Vec<Opti
 
 /// `code(i) = v` (false when `v` is not in `i`'s domain).
 fn is<'c>(ctx: &'c Context, vars: &Z3Vars<'c>, i: usize, v: i64) -> Bool<'c> {
-    vars.codes[i].iter().find(|(x, _)| *x == v).map_or_else(|| Bool::from_bool(ctx, false), |(_, b)| b.clone())
+    crate::expr::case(ctx, &vars.codes[i], v)
 }
 
 /// "Some map around each variable has code `v`", with the definitions that make it so.

@@ -197,10 +197,7 @@ impl<'c> Z3Ctx<'c> {
 
     /// `code(i) = v` as a literal (false when `v` is not in the domain).
     fn eq(&self, i: usize, v: i64) -> Bool<'c> {
-        self.vars.codes[i]
-            .iter()
-            .find(|(x, _)| *x == v)
-            .map_or_else(|| Bool::from_bool(self.ctx, false), |(_, b)| b.clone())
+        crate::expr::case(self.ctx, &self.vars.codes[i], v)
     }
 
     fn check(&mut self) -> Result<bool, Error> {
