@@ -125,58 +125,69 @@ fn copy_panels(
     labels: &mut dyn Iterator<Item = String>,
     out: &mut Program,
 ) -> NodeId {
-    let meta = p.meta.get(id.index()).cloned().unwrap_or_default();
-    let new = match p.node(id) {
-        Node::Lam(b, ann) if staged[id.index()] => {
-            // Under the two lets, the body's variables 0 and 1 are the copies; the others move
-            // out by two.
-            let body = shift(p, *b, 0, out);
-            let copy = |k: u32, name: &str, labels: &mut dyn Iterator<Item = String>, out: &mut Program| {
-                let var = out.push(Node::Var(k), Meta::default());
-                let (outer, inner) = (labels.next().unwrap_or_default(), labels.next().unwrap_or_default());
-                let value = copy_2d(out, var, outer, inner);
-                (value, Meta { binder: Some(name.to_string()), ..Meta::default() })
-            };
+    copy_term(p, id, 0, out, &mut |id, _, out| {
+        let Node::Lam(b, ann) = p.node(id) else { return None };
+        if !staged[id.index()] {
+            return None;
+        }
+        // Under the two lets, the body's variables 0 and 1 are the copies; the others move
+        // out by two.
+        let body = shift(p, *b, 0, out);
+        let mut copy = |name: &str, out: &mut Program| {
             // Under `colTile`, `rowTile` is variable 1; under `colTile` and `aLocal`, `colTile` is.
-            let (a_copy, a_meta) = copy(1, "aLocal", labels, out);
-            let (b_copy, b_meta) = copy(1, "bLocal", labels, out);
-            let inner = out.push(Node::Let(b_copy, body), b_meta);
-            let outer = out.push(Node::Let(a_copy, inner), a_meta);
-            Node::Lam(outer, ann.clone())
-        }
-        Node::App(f, a) => {
-            let f2 = copy_panels(p, *f, staged, labels, out);
-            Node::App(f2, copy_panels(p, *a, staged, labels, out))
-        }
-        Node::Lam(b, ann) => Node::Lam(copy_panels(p, *b, staged, labels, out), ann.clone()),
-        Node::Let(v, b) => {
-            let v2 = copy_panels(p, *v, staged, labels, out);
-            Node::Let(v2, copy_panels(p, *b, staged, labels, out))
-        }
-        leaf => leaf.clone(),
-    };
-    out.push(new, meta)
+            let var = out.push(Node::Var(1), Meta::default());
+            let (outer, inner) = (labels.next().unwrap_or_default(), labels.next().unwrap_or_default());
+            let value = copy_2d(out, var, outer, inner);
+            (value, Meta { binder: Some(name.to_string()), ..Meta::default() })
+        };
+        let (a_copy, a_meta) = copy("aLocal", out);
+        let (b_copy, b_meta) = copy("bLocal", out);
+        let inner = out.push(Node::Let(b_copy, body), b_meta);
+        let outer = out.push(Node::Let(a_copy, inner), a_meta);
+        Some(out.push(Node::Lam(outer, ann.clone()), meta_of(p, id)))
+    })
 }
 
 /// Copies the term at `id` (under `depth` binders of its own) with its variables that are free
 /// beyond the first two moved out by two (under two new `let`s); lambdas inside are copied as
 /// they are.
 fn shift(p: &Program, id: NodeId, depth: u32, out: &mut Program) -> NodeId {
-    let meta = p.meta.get(id.index()).cloned().unwrap_or_default();
+    copy_term(p, id, depth, out, &mut |id, depth, out| match p.node(id) {
+        Node::Var(v) if *v >= depth + 2 => Some(out.push(Node::Var(v + 2), meta_of(p, id))),
+        _ => None,
+    })
+}
+
+/// The metadata of the node at `id` (none when it has none).
+fn meta_of(p: &Program, id: NodeId) -> Meta {
+    p.meta.get(id.index()).cloned().unwrap_or_default()
+}
+
+/// Copies the term at `id` (under `depth` binders of its own) into `out`, node by node, except
+/// where `replace` gives a node's copy itself (given the node, its depth and `out`).
+fn copy_term(
+    p: &Program,
+    id: NodeId,
+    depth: u32,
+    out: &mut Program,
+    replace: &mut dyn FnMut(NodeId, u32, &mut Program) -> Option<NodeId>,
+) -> NodeId {
+    if let Some(copy) = replace(id, depth, out) {
+        return copy;
+    }
     let new = match p.node(id) {
-        Node::Var(v) if *v >= depth + 2 => Node::Var(v + 2),
         Node::App(f, a) => {
-            let f2 = shift(p, *f, depth, out);
-            Node::App(f2, shift(p, *a, depth, out))
+            let f2 = copy_term(p, *f, depth, out, replace);
+            Node::App(f2, copy_term(p, *a, depth, out, replace))
         }
-        Node::Lam(b, ann) => Node::Lam(shift(p, *b, depth + 1, out), ann.clone()),
+        Node::Lam(b, ann) => Node::Lam(copy_term(p, *b, depth + 1, out, replace), ann.clone()),
         Node::Let(v, b) => {
-            let v2 = shift(p, *v, depth, out);
-            Node::Let(v2, shift(p, *b, depth + 1, out))
+            let v2 = copy_term(p, *v, depth, out, replace);
+            Node::Let(v2, copy_term(p, *b, depth + 1, out, replace))
         }
         leaf => leaf.clone(),
     };
-    out.push(new, meta)
+    out.push(new, meta_of(p, id))
 }
 
 /// `toLocal(map@outer(map@inner(fun(x => x)), tile))` in `out`.
@@ -237,7 +248,7 @@ impl Copier<'_> {
     /// Copies the term at `id`.
     fn copy(&mut self, id: NodeId, at: At) -> NodeId {
         let p = self.p;
-        let meta = p.meta.get(id.index()).cloned().unwrap_or_default();
+        let meta = meta_of(p, id);
         let inner = At { depth: at.depth, computing: at.computing, ..At::default() };
         let new = match p.node(id) {
             Node::App(f, a) => {

@@ -173,14 +173,7 @@ impl<'a> Ctx<'a> {
     /// A class moved under `d` more binders (or out of `-d`): the class itself when it is
     /// closed, else its shifted representative; `None` when it uses a binder it leaves.
     pub fn shifted(&self, c: Id, d: i64) -> Option<Build> {
-        let data = self.data(c);
-        if data.closed() {
-            return Some(Build::Class(c));
-        }
-        if d < 0 && data.free.iter().any(|&k| i64::from(k) < -d) {
-            return None;
-        }
-        binders::shift(&self.repr(c), d, 0).map(Build::Expr)
+        self.shifted_with(c, d, &BTreeMap::new())
     }
 
     /// The smallest term of class `c`, except that the classes of `forms` are read as the node
@@ -223,15 +216,14 @@ impl<'a> Ctx<'a> {
 
     /// [`Ctx::shifted`] of the term of class `c` in the forms `forms` ([`Ctx::repr_with`]).
     pub fn shifted_with(&self, c: Id, d: i64, forms: &BTreeMap<Id, Lift>) -> Option<Build> {
-        match forms.is_empty() {
-            true => self.shifted(c, d),
-            false => {
-                if self.data(c).closed() {
-                    return Some(Build::Class(c));
-                }
-                binders::shift(&self.repr_with(c, forms), d, 0).map(Build::Expr)
-            }
+        let data = self.data(c);
+        if data.closed() {
+            return Some(Build::Class(c));
         }
+        if d < 0 && data.free.iter().any(|&k| i64::from(k) < -d) {
+            return None;
+        }
+        binders::shift(&self.repr_with(c, forms), d, 0).map(Build::Expr)
     }
 
     /// The first node `fun => body` of class `c`.
