@@ -17,9 +17,8 @@
 //! Each step is the primitive rule's own rewrite function applied to the class the step before
 //! made, its term merged with that class.
 
-use super::interchange::{column_reduction_forms, column_reductions, eta_expand, map_reduce_interchange};
+use super::interchange::{column_reduction_forms, column_reductions, map_reduce_interchange};
 use super::sequence::{Sequence, Start, Steps};
-use super::split_join::split_join;
 use super::{Build, Ctx, Rule};
 use egg::Id;
 
@@ -81,16 +80,8 @@ impl Sequence for RegisterBlock {
 
     fn run(&self, s: &mut Steps, c: Id, start: &Start) -> Option<()> {
         let ([g, ys], [label], [n]) = (&start.ids[..], &start.labels[..], &start.sizes[..]) else { return None };
-        // split-join on the map.
-        let split = split_join(label, Build::Class(*g), Build::Class(*ys), n.clone());
-        s.step("split-join", c, &split);
-        let blocks = split.args()[0];
-        let [block_fn, block_split] = blocks.args()[..] else { return None };
-        let (blocks, block_fn, block_split) = (s.add(blocks), s.add(block_fn), s.add(block_split));
-        // eta-expand it: the block as a variable (the function moved under it in its matched form).
-        let expanded = eta_expand(&s.cx(), label, block_fn, block_split, &start.forms)?;
-        s.step("eta-expand", blocks, &expanded);
-        let block = s.add(expanded.args()[0].body()?);
+        // split-join on the map, and eta-expand: the block as a variable.
+        let block = s.split_and_expand(c, (label, *g, *ys), n, &start.forms)?;
         // map-reduce-interchange on the map over the block's columns.
         let cx = s.cx();
         let inner = format!("{label}_i");

@@ -15,6 +15,8 @@
 //! matmul the node budget is spent before it completes (research notes §0, E4/E5); the macro
 //! takes the one path.
 
+use super::interchange::eta_expand;
+use super::split_join::split_join;
 use super::{Build, Ctx, Params};
 use crate::analysis::LiftGraph;
 use crate::lang::Lift;
@@ -82,5 +84,26 @@ impl<'a> Steps<'a> {
         let changed = self.eg.union(class, id);
         self.applied.push((rule, changed));
         id
+    }
+
+    /// The first two steps of both macros, at class `c`, the map `map@label(f, xs)`:
+    /// split-join by `n`, then eta-expand of the map over the tiles, so that the tile is a
+    /// variable (`f` moved under it in its matched `forms`). Returns the class of the new
+    /// lambda's body: the map over one tile.
+    pub fn split_and_expand(
+        &mut self,
+        c: Id,
+        (label, f, xs): (&str, Id, Id),
+        n: &Size,
+        forms: &BTreeMap<Id, Lift>,
+    ) -> Option<Id> {
+        let split = split_join(label, Build::Class(f), Build::Class(xs), n.clone());
+        self.step("split-join", c, &split);
+        let tiles = split.args()[0];
+        let [tile_fn, tile_split] = tiles.args()[..] else { return None };
+        let (tiles, tile_fn, tile_split) = (self.add(tiles), self.add(tile_fn), self.add(tile_split));
+        let expanded = eta_expand(&self.cx(), label, tile_fn, tile_split, forms)?;
+        self.step("eta-expand", tiles, &expanded);
+        Some(self.add(expanded.args()[0].body()?))
     }
 }

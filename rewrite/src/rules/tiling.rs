@@ -102,16 +102,8 @@ impl Sequence for TileMapMap {
 
     fn run(&self, s: &mut Steps, c: Id, start: &Start) -> Option<()> {
         let ([f, xs], [a, b], [tm, tn]) = (&start.ids[..], &start.labels[..], &start.sizes[..]) else { return None };
-        // split-join on the outer map.
-        let outer = split_join(a, Build::Class(*f), Build::Class(*xs), tm.clone());
-        s.step("split-join", c, &outer);
-        let tiles = outer.args()[0];
-        let [tile_fn, row_tiles] = tiles.args()[..] else { return None };
-        let (tiles, tile_fn, row_tiles) = (s.add(tiles), s.add(tile_fn), s.add(row_tiles));
-        // eta-expand it: the row tile as a variable.
-        let expanded = interchange::eta_expand(&s.cx(), a, tile_fn, row_tiles, &start.forms)?;
-        s.step("eta-expand", tiles, &expanded);
-        let rows = s.add(expanded.args()[0].body()?);
+        // split-join on the outer map, and eta-expand: the row tile as a variable.
+        let rows = s.split_and_expand(c, (a, *f, *xs), tm, &start.forms)?;
         // split-join on the inner map (under `row`).
         let cx = s.cx();
         let (a_i, row_fn, row_tile) = cx.maps(rows).into_iter().find(|(l, ..)| *l == format!("{a}_i"))?;
