@@ -201,17 +201,22 @@ impl Blend<'_> {
     pub fn weight(&self) -> f64 {
         (self.learned.data.rows.len() as f64 / BLEND_ROWS as f64).min(1.0)
     }
-}
 
-impl CostModel for Blend<'_> {
-    fn score(&self, rows: &[Vec<f64>]) -> Vec<f64> {
+    /// The blend's scores of `rows`, given the learned model's own scores of them.
+    pub fn with_learned(&self, learned: &[f64], rows: &[Vec<f64>]) -> Vec<f64> {
         let w = self.weight();
-        let learned = ranks(&self.learned.score(rows));
+        let learned = ranks(learned);
         if w >= 1.0 {
             return learned;
         }
         let analytic = ranks(&Analytic.score(rows));
         learned.iter().zip(&analytic).map(|(l, a)| w * l + (1.0 - w) * a).collect()
+    }
+}
+
+impl CostModel for Blend<'_> {
+    fn score(&self, rows: &[Vec<f64>]) -> Vec<f64> {
+        self.with_learned(&self.learned.score(rows), rows)
     }
 
     fn name(&self) -> &'static str {

@@ -193,7 +193,10 @@ impl<'a> Search<'a> {
         let rows: Vec<Vec<f64>> = pool.iter().map(|x| x.features.clone()).collect();
         // Chosen by the blend; the learned model's own scores are logged (its accuracy).
         let (scores, learned) = match &model {
-            Some(m) => (Blend { learned: m }.score(&rows), Some(m.score(&rows))),
+            Some(m) => {
+                let learned = m.score(&rows);
+                (Blend { learned: m }.with_learned(&learned, &rows), Some(learned))
+            }
             None => (Analytic.score(&rows), None),
         };
         self.model = model;
