@@ -121,8 +121,8 @@ pub struct Place {
 pub enum Expr {
     /// A literal.
     Lit(Lit),
-    /// A literal broadcast to a vector.
-    Splat(Lit, u32),
+    /// A scalar broadcast to every lane of a vector of this width.
+    Splat(Box<Expr>, u32),
     /// An integer index used as a value.
     Int(Index),
     /// A memory read.

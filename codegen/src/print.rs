@@ -104,6 +104,10 @@ MAPSAT_VEC_OPS(float2, float)
 MAPSAT_VEC_OPS(float4, float)
 MAPSAT_VEC_OPS(int2, int)
 MAPSAT_VEC_OPS(int4, int)
+__device__ inline float2 mapsat_splat_float2(float x) { return make_float2(x, x); }
+__device__ inline float4 mapsat_splat_float4(float x) { return make_float4(x, x, x, x); }
+__device__ inline int2 mapsat_splat_int2(int x) { return make_int2(x, x); }
+__device__ inline int4 mapsat_splat_int4(int x) { return make_int4(x, x, x, x); }
 __device__ inline float2 mapsat_vload2(const float* p) { return make_float2(p[0], p[1]); }
 __device__ inline float4 mapsat_vload4(const float* p) { return make_float4(p[0], p[1], p[2], p[3]); }
 __device__ inline int2 mapsat_vload2(const int* p) { return make_int2(p[0], p[1]); }
@@ -390,7 +394,7 @@ impl Printer<'_> {
     fn kind_of(&self, e: &Expr) -> (ScalarKind, u32) {
         match e {
             Expr::Lit(l) => (l.kind(), 1),
-            Expr::Splat(l, w) => (l.kind(), *w),
+            Expr::Splat(e, w) => (self.kind_of(e).0, *w),
             Expr::Int(_) => (ScalarKind::I32, 1),
             Expr::Load(p) => {
                 let b = self.k.buf(p.buf);
@@ -480,12 +484,12 @@ impl Printer<'_> {
     fn expr(&mut self, e: &Expr) -> R<(String, u8)> {
         Ok(match e {
             Expr::Lit(l) => self.lit(l),
-            Expr::Splat(l, w) => {
-                let t = self.ty(l.kind(), *w)?;
-                let v = self.lit(l).0;
+            Expr::Splat(e, w) => {
+                let t = self.ty(self.kind_of(e).0, *w)?;
+                let v = self.expr(e)?.0;
                 match self.d {
                     Dialect::OpenCl => (format!("({t})({v})"), 7),
-                    Dialect::Cuda => (format!("make_{t}({})", vec![v; *w as usize].join(", ")), 7),
+                    Dialect::Cuda => (format!("mapsat_splat_{t}({v})"), 7),
                 }
             }
             Expr::Int(i) => {

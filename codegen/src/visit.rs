@@ -60,14 +60,14 @@ pub fn walk_stmt<V: Visit + ?Sized>(v: &mut V, s: &Stmt) {
 /// Visits the children of an expression.
 pub fn walk_expr<V: Visit + ?Sized>(v: &mut V, e: &Expr) {
     match e {
-        Expr::Lit(_) | Expr::Splat(..) => {}
+        Expr::Lit(_) => {}
         Expr::Int(i) | Expr::InRange(i, ..) => v.visit_index(i),
         Expr::Load(p) => v.visit_place(p),
         Expr::Bin(_, a, b) => {
             v.visit_expr(a);
             v.visit_expr(b);
         }
-        Expr::Un(_, a) | Expr::Cast(_, a) | Expr::Lane(a, _) => v.visit_expr(a),
+        Expr::Un(_, a) | Expr::Cast(_, a) | Expr::Lane(a, _) | Expr::Splat(a, _) => v.visit_expr(a),
         Expr::Select(c, a, b) => {
             v.visit_expr(c);
             v.visit_expr(a);
@@ -131,14 +131,14 @@ pub fn walk_stmt_mut<V: VisitMut + ?Sized>(v: &mut V, s: &mut Stmt) {
 /// Visits the children of an expression.
 pub fn walk_expr_mut<V: VisitMut + ?Sized>(v: &mut V, e: &mut Expr) {
     match e {
-        Expr::Lit(_) | Expr::Splat(..) => {}
+        Expr::Lit(_) => {}
         Expr::Int(i) | Expr::InRange(i, ..) => v.visit_index_mut(i),
         Expr::Load(p) => v.visit_place_mut(p),
         Expr::Bin(_, a, b) => {
             v.visit_expr_mut(a);
             v.visit_expr_mut(b);
         }
-        Expr::Un(_, a) | Expr::Cast(_, a) | Expr::Lane(a, _) => v.visit_expr_mut(a),
+        Expr::Un(_, a) | Expr::Cast(_, a) | Expr::Lane(a, _) | Expr::Splat(a, _) => v.visit_expr_mut(a),
         Expr::Select(c, a, b) => {
             v.visit_expr_mut(c);
             v.visit_expr_mut(a);

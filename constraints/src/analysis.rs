@@ -484,6 +484,7 @@ impl<'a> Walker<'a> {
                 AV::V(as_vector(xs, i64::from(w)))
             }
             Prim::AsScalar => AV::V(as_scalar(v(&mut args, 0))),
+            Prim::VectorFromScalar(w) => AV::V(Vector(i64::from(w))),
             Prim::Bin(_) | Prim::Un(_) | Prim::Select | Prim::Cast(_) => {
                 AV::V((0..args.len()).map(|i| v(&mut args, i)).find(|a| matches!(a, Vector(_))).unwrap_or(Scalar))
             }

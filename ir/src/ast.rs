@@ -342,6 +342,9 @@ pub enum Prim {
     AsVector(u32),
     /// `asScalar(xs)`: `[Sxw]n -> [S](n*w)`.
     AsScalar,
+    /// `vectorFromScalar(w, x)`: `S -> Sxw`, the vector whose `w` lanes are all `x` (RISE's
+    /// primitive of that name): how a scalar meets a vector in an arithmetic operation.
+    VectorFromScalar(u32),
     /// A binary operator.
     Bin(BinOp),
     /// A unary function.
@@ -370,6 +373,7 @@ impl Prim {
             | Prim::To(_)
             | Prim::AsVector(_)
             | Prim::AsScalar
+            | Prim::VectorFromScalar(_)
             | Prim::Un(_)
             | Prim::Cast(_) => 1,
         }
@@ -406,6 +410,7 @@ impl Prim {
             | Prim::Bin(_)
             | Prim::Un(_)
             | Prim::Select
+            | Prim::VectorFromScalar(_)
             | Prim::Cast(_) => false,
         }
     }
@@ -429,6 +434,7 @@ impl Prim {
             Prim::To(a) => a.prim_name(),
             Prim::AsVector(_) => "asVector",
             Prim::AsScalar => "asScalar",
+            Prim::VectorFromScalar(_) => "vectorFromScalar",
             Prim::Bin(op) => op.name(),
             Prim::Un(op) => op.name(),
             Prim::Select => "select",

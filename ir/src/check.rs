@@ -617,6 +617,13 @@ impl<'a> Checker<'a> {
                 };
                 Ok((vec![t.clone()], Type::array(Type::Scalar(*k), n.mul(&Size::constant(*w as i64)))))
             }
+            Prim::VectorFromScalar(w) => {
+                let t = self.data(&args[0])?;
+                match t {
+                    Type::Scalar(k) if k != ScalarKind::Bool => Ok((vec![t], Type::Vector(k, *w))),
+                    _ => Err(e(format!("vectorFromScalar expects a number, found {}", describe(&t)))),
+                }
+            }
             Prim::Bin(op) => {
                 let a = self.data(&args[0])?;
                 let b = self.data(&args[1])?;

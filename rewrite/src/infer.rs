@@ -151,6 +151,10 @@ fn saturated(p: &Prim, args: &[Ty]) -> Option<Type> {
         Prim::Bin(_) => args[0].known().cloned(),
         Prim::Select => args[1].known().cloned(),
         Prim::Cast(k) => Some(Type::Scalar(*k)),
+        Prim::VectorFromScalar(w) => match args[0].known()? {
+            Type::Scalar(k) => Some(Type::Vector(*k, *w)),
+            _ => None,
+        },
         Prim::AsVector(w) => match arr(&args[0])? {
             (Type::Scalar(k), n) => Some(Type::array(Type::Vector(k, *w), n.div(&Size::constant(i64::from(*w))))),
             _ => None,

@@ -161,7 +161,9 @@ impl Lower<'_> {
                 self.reduce(&args[0], &args[1], &args[2], &arg_ty(2)?, &res, dest)
             }
             Prim::To(space) => self.to(head, *space, &args[0], dest),
-            Prim::Bin(_) | Prim::Un(_) | Prim::Select | Prim::Cast(_) => self.scalar_prim(prim, &args, &res),
+            Prim::Bin(_) | Prim::Un(_) | Prim::Select | Prim::Cast(_) | Prim::VectorFromScalar(_) => {
+                self.scalar_prim(prim, &args, &res)
+            }
             // Every other primitive is a layout primitive (`Prim::is_layout`).
             _ => self.layout_prim(prim, &args, &arg_tys, &res, dest),
         }
@@ -200,6 +202,11 @@ impl Lower<'_> {
                 let a = self.data(&args[0])?;
                 let a = self.read(&a)?;
                 Out::view(View::Value(Expr::Cast(*k, Box::new(a))))
+            }
+            Prim::VectorFromScalar(w) => {
+                let a = self.data(&args[0])?;
+                let a = self.read(&a)?;
+                Out::view(View::Value(Expr::Splat(Box::new(a), *w)))
             }
             _ => Err(K::Internal(format!("`{}` is not a scalar operation", prim.name())).into()),
         }

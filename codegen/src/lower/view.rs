@@ -386,7 +386,7 @@ impl Lower<'_> {
             }
             PadMode::Constant(c) => {
                 let (lo, hi) = self.ranges.of(&k);
-                let fill = if st.vec > 1 { Expr::Splat(c, st.vec) } else { Expr::Lit(c) };
+                let fill = if st.vec > 1 { Expr::Splat(Box::new(Expr::Lit(c)), st.vec) } else { Expr::Lit(c) };
                 let along = if st.idx.is_empty() { i64::from(st.vec) - 1 } else { 0 };
                 let last = hi + along;
                 if lo >= 0 && last < len {

@@ -251,6 +251,7 @@ impl<'a> Interp<'a> {
             Prim::Un(op) => scalar::un_value(*op, &args[0]).map_err(err),
             Prim::Select => scalar::select_value(&args[0], &args[1], &args[2]).map_err(err),
             Prim::Cast(k) => scalar::cast_value(*k, &args[0]).map_err(err),
+            Prim::VectorFromScalar(w) => scalar::vector_from_scalar(*w, &args[0]).map_err(err),
         }
     }
 

@@ -222,6 +222,14 @@ pub(crate) fn cast_value(k: ScalarKind, a: &Value) -> Result<Value, String> {
     lanewise(&[a], k.name(), &mut |s| Ok(cast(k, s[0])))
 }
 
+/// `vectorFromScalar(w, x)`: `w` lanes of `x`.
+pub(crate) fn vector_from_scalar(w: u32, x: &Value) -> Result<Value, String> {
+    match x {
+        Value::Scalar(s) => Ok(Value::Vector(std::iter::repeat_n(*s, w as usize).collect())),
+        v => Err(format!("vectorFromScalar expects a scalar, found {}", v.describe())),
+    }
+}
+
 /// `select(c, a, b)`: `a` where `c` holds, else `b`; lane-wise for a vector condition.
 pub(crate) fn select_value(c: &Value, a: &Value, b: &Value) -> Result<Value, String> {
     match c {

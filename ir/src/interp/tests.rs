@@ -381,6 +381,11 @@ fn vectors() {
     let m = f(&[2, 4], iota(8));
     let src = "size N = 4\ndef f(m: [[f32]N]2) = asScalar(asVector(2, join(transpose(m))))";
     assert_eq!(ok(src, &[], &[m]), f(&[8], vec![0.0, 4.0, 1.0, 5.0, 2.0, 6.0, 3.0, 7.0]));
+    // vectorFromScalar: each row's scale times the row's vector, plus a broadcast literal.
+    let src = "size N = 2\ndef f(s: [f32]N, m: [[f32]4]N) = \
+               map(fun(p => asScalar(map(fun(v => vectorFromScalar(4, p.0) * v + vectorFromScalar(4, 1.0)), asVector(4, p.1)))), zip(s, m))";
+    let t = ok(src, &[], &[f(&[2], vec![2.0, -1.0]), f(&[2, 4], iota(8))]);
+    assert_eq!(t, f(&[2, 4], vec![1.0, 3.0, 5.0, 7.0, -3.0, -4.0, -5.0, -6.0]));
     // A vector parameter.
     let src = "size N = 2\ndef f(xs: [f32x4]N) = map(fun(v => v * v), xs)";
     assert_eq!(ok(src, &[], &[f(&[2, 4], iota(8))]), f(&[2, 4], iota(8).iter().map(|a| a * a).collect()));

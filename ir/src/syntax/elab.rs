@@ -394,12 +394,16 @@ impl Elab {
             "toGlobal" => Prim::To(AddressSpace::Global),
             "toLocal" => Prim::To(AddressSpace::Local),
             "toPrivate" => Prim::To(AddressSpace::Private),
-            "asVector" => {
+            "asVector" | "vectorFromScalar" => {
                 let (w, sp) = int(0);
                 if !matches!(w, 2 | 3 | 4 | 8 | 16) {
                     return Err(ParseError::new(sp, format!("vector width must be 2, 3, 4, 8 or 16, not {w}")));
                 }
-                Prim::AsVector(w as u32)
+                if name == "asVector" {
+                    Prim::AsVector(w as u32)
+                } else {
+                    Prim::VectorFromScalar(w as u32)
+                }
             }
             "asScalar" => Prim::AsScalar,
             "select" => Prim::Select,

@@ -78,7 +78,7 @@ pub(crate) fn prim_statics(name: &str) -> Option<Vec<StaticKind>> {
     Some(match name {
         "map" | "mapSeq" | "mapVec" | "reduce" | "reduceSeq" | "zip" | "join" | "transpose" | "toGlobal"
         | "toLocal" | "toPrivate" | "asScalar" | "select" | "f32" | "i32" => vec![],
-        "mapGlb" | "mapWrg" | "mapLcl" | "get" | "asVector" => vec![Int],
+        "mapGlb" | "mapWrg" | "mapLcl" | "get" | "asVector" | "vectorFromScalar" => vec![Int],
         "split" | "at" => vec![Size],
         "slide" | "padClamp" => vec![Size, Size],
         "pad" => vec![Size, Size, Lit],
@@ -108,6 +108,7 @@ pub(crate) fn signature_note(name: &str) -> String {
         "get" => "get(i, t) or t.i: (T0, T1, ...) -> Ti",
         "asVector" => "asVector(w, xs): [f32]n -> [f32xw](n/w)",
         "asScalar" => "asScalar(xs): [f32xw]n -> [f32](n*w)",
+        "vectorFromScalar" => "vectorFromScalar(w, x): f32 -> f32xw  (every lane is x)",
         "toGlobal" | "toLocal" | "toPrivate" => "toLocal(e): T -> T  where e is a map or reduce",
         "mapND" => "mapNDk(f, xs): applies f at depth k",
         "zipND" => "zipNDk(a, b, ...): zips k dimensions",

@@ -9,6 +9,14 @@ fn roundtrip(src: &str) -> String {
 }
 
 #[test]
+fn vector_from_scalar_keeps_its_width() {
+    let t = roundtrip(
+        "size N = 8\ndef f(a: [f32]N, s: f32) = asScalar(map(fun(v => vectorFromScalar(4, s) * v), asVector(4, a)))",
+    );
+    assert!(t.contains("vectorFromScalar(4, s) * v"), "{t}");
+}
+
+#[test]
 fn listing3() {
     let t = roundtrip(
         "size n = 64, s0 = 16, s1 = 4\n def f(X: [f32]n, y: f32, z: f32) = join o map@A(map@B(fun(a => a + z)) o join o map@C(map@D(fun(a => a * y))) o split(s1)) o split(s0) $ X",

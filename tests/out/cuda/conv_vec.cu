@@ -15,6 +15,10 @@ MAPSAT_VEC_OPS(float2, float)
 MAPSAT_VEC_OPS(float4, float)
 MAPSAT_VEC_OPS(int2, int)
 MAPSAT_VEC_OPS(int4, int)
+__device__ inline float2 mapsat_splat_float2(float x) { return make_float2(x, x); }
+__device__ inline float4 mapsat_splat_float4(float x) { return make_float4(x, x, x, x); }
+__device__ inline int2 mapsat_splat_int2(int x) { return make_int2(x, x); }
+__device__ inline int4 mapsat_splat_int4(int x) { return make_int4(x, x, x, x); }
 __device__ inline float2 mapsat_vload2(const float* p) { return make_float2(p[0], p[1]); }
 __device__ inline float4 mapsat_vload4(const float* p) { return make_float4(p[0], p[1], p[2], p[3]); }
 __device__ inline int2 mapsat_vload2(const int* p) { return make_int2(p[0], p[1]); }
@@ -34,13 +38,13 @@ conv_vec(const float* __restrict__ inp, const float* __restrict__ ks, float* __r
   int i_k = blockIdx.x * blockDim.x + threadIdx.x;
   float4 acc;
   // copy: one iteration
-  acc = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+  acc = mapsat_splat_float4(0.0f);
   // reduceSeq
   for (int i_0 = 0; i_0 < 3; i_0++) {
     // reduceSeq (split)
     for (int i_1_1 = 0; i_1_1 < 3; i_1_1++) {
       // mapSeq@V: one iteration
-      acc = acc + ((i_0 + i_winRow - 1) >= 0 && (i_0 + i_winRow - 1) < 8 ? ((i_1_1 + i_win - 1) >= 0 && (i_1_1 + i_win - 1) < 8 ? mapsat_vload4(inp + i_0 * 32 + i_winRow * 32 + i_1_1 * 4 + i_win * 4 - 36) : make_float4(0.0f, 0.0f, 0.0f, 0.0f)) : make_float4(0.0f, 0.0f, 0.0f, 0.0f)) * mapsat_vload4(ks + i_k * 36 + i_0 * 12 + i_1_1 * 4);
+      acc = acc + ((i_0 + i_winRow - 1) >= 0 && (i_0 + i_winRow - 1) < 8 ? ((i_1_1 + i_win - 1) >= 0 && (i_1_1 + i_win - 1) < 8 ? mapsat_vload4(inp + i_0 * 32 + i_winRow * 32 + i_1_1 * 4 + i_win * 4 - 36) : mapsat_splat_float4(0.0f)) : mapsat_splat_float4(0.0f)) * mapsat_vload4(ks + i_k * 36 + i_0 * 12 + i_1_1 * 4);
     }
   }
   float acc_1 = 0.0f;

@@ -15,6 +15,10 @@ MAPSAT_VEC_OPS(float2, float)
 MAPSAT_VEC_OPS(float4, float)
 MAPSAT_VEC_OPS(int2, int)
 MAPSAT_VEC_OPS(int4, int)
+__device__ inline float2 mapsat_splat_float2(float x) { return make_float2(x, x); }
+__device__ inline float4 mapsat_splat_float4(float x) { return make_float4(x, x, x, x); }
+__device__ inline int2 mapsat_splat_int2(int x) { return make_int2(x, x); }
+__device__ inline int4 mapsat_splat_int4(int x) { return make_int4(x, x, x, x); }
 __device__ inline float2 mapsat_vload2(const float* p) { return make_float2(p[0], p[1]); }
 __device__ inline float4 mapsat_vload4(const float* p) { return make_float4(p[0], p[1], p[2], p[3]); }
 __device__ inline int2 mapsat_vload2(const int* p) { return make_int2(p[0], p[1]); }

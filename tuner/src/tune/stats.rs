@@ -430,12 +430,12 @@ impl<'k> Walk<'k> {
             }
             Expr::Bin(_, a, b) => (self.expr(a, n).max(self.expr(b, n)), 1.0),
             Expr::Un(_, a) | Expr::Cast(_, a) => (self.expr(a, n), 1.0),
-            Expr::Lane(a, _) => (self.expr(a, n), 0.0),
+            Expr::Lane(a, _) | Expr::Splat(a, _) => (self.expr(a, n), 0.0),
             Expr::Select(c, a, b) => (self.expr(c, n).max(self.expr(a, n)).max(self.expr(b, n)), 1.0),
             Expr::Vector(_, es) => (es.iter().map(|x| self.expr(x, n)).max().unwrap_or(0), 0.0),
             Expr::Int(i) => (self.index(i, n), 0.0),
             Expr::InRange(i, ..) => (self.index(i, n), 2.0),
-            Expr::Lit(_) | Expr::Splat(..) => (0, 0.0),
+            Expr::Lit(_) => (0, 0.0),
         };
         self.s.lane_ops += self.at(n, level) * ops;
         self.remember(e, level);
@@ -608,14 +608,14 @@ fn loads<'e>(e: &'e Expr, out: &mut Vec<&'e Place>) {
             loads(a, out);
             loads(b, out);
         }
-        Expr::Un(_, a) | Expr::Cast(_, a) | Expr::Lane(a, _) => loads(a, out),
+        Expr::Un(_, a) | Expr::Cast(_, a) | Expr::Lane(a, _) | Expr::Splat(a, _) => loads(a, out),
         Expr::Select(c, a, b) => {
             loads(c, out);
             loads(a, out);
             loads(b, out);
         }
         Expr::Vector(_, es) => es.iter().for_each(|x| loads(x, out)),
-        Expr::Lit(_) | Expr::Splat(..) | Expr::Int(_) | Expr::InRange(..) => {}
+        Expr::Lit(_) | Expr::Int(_) | Expr::InRange(..) => {}
     }
 }
 
