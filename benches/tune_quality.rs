@@ -2,8 +2,8 @@
 //! standard output. Run `bash scripts/bench.sh` (it installs numpy in a venv for the baseline)
 //! or `cargo bench --bench tune_quality`; it takes about half an hour on 2 cores.
 //!
-//! 1. **Guided against random.** For the tunable conv (`examples/conv_blocked.lift`, 28x28,
-//!    32 -> 32), the rewrite stage's tiled conv (`mapsat rewrite examples/conv.lift`, its variant
+//! 1. **Guided against random.** For the tunable convs (`examples/conv_blocked.lift` and the
+//!    outer-product `examples/conv_hwio.lift`, 28x28, 32 -> 32), the rewrite stage's tiled conv (`mapsat rewrite examples/conv.lift`, its variant
 //!    with tiles in local memory, output channels in groups and private sums, same sizes) and
 //!    the tiled matmul (`examples/matmul_tiled.lift`, 256^3), with several seeds: a
 //!    64-trial model-guided tune, and 320 random valid trials (5x as many) of the same space.
@@ -13,8 +13,11 @@
 //!    rank correlation with the measured speed of the analytical model, of the learned model in
 //!    5-fold cross-validation (trained on the other folds), and of the learned model trained on
 //!    another layer (the conv at 14x14, 64 -> 64: transfer).
-//! 3. **Against numpy.** A 64-trial tune of the conv at 56x56, 64 -> 64 against numpy's im2col and
-//!    OpenBLAS GEMM on the same machine (`scripts/numpy_conv.py`; skipped without numpy).
+//! 3. **Against numpy.** 64-trial tunes of the conv at 56x56, 64 -> 64 against numpy's im2col and
+//!    OpenBLAS GEMM on the same machine, with the same weight layout (`scripts/numpy_conv.py`;
+//!    skipped without numpy), and against that GEMM alone (im2col left out of the time): the
+//!    tunable conv with OHWI weights (`examples/conv_blocked.lift`) and the outer-product one
+//!    with HWIO weights (`examples/conv_hwio.lift`).
 //! 4. **Rewrite variants against the untransformed program** (issue #10). `mapsat tune
 //!    --variants K` (K = 7: conv's variant with its tiles in local memory is the sixth) of the
 //!    untiled matmul (`examples/matmul.lift`, 256^3) and conv (`examples/conv.lift`, 28x28,
@@ -96,6 +99,7 @@ fn guided_against_random(seeds: &[u64]) {
     let tiled = rewritten_conv(conv_sizes);
     let programs = [
         ("conv_blocked 28x28 32->32", "examples/conv_blocked.lift", conv_sizes),
+        ("conv_hwio 28x28 32->32", "examples/conv_hwio.lift", conv_sizes),
         ("conv rewritten (E2SP) 28x28 32->32", tiled.to_str().expect("path"), conv_sizes),
         ("matmul_tiled 256^3", "examples/matmul_tiled.lift", "M=256,K=256,N=256"),
     ];
@@ -201,25 +205,34 @@ fn model_accuracy() {
 
 fn against_numpy() {
     println!("## 3. The tuned conv 56x56, 64 -> 64 against numpy (im2col + OpenBLAS GEMM), same machine\n");
-    let dir = tune(
-        "numpy",
-        "examples/conv_blocked.lift",
-        "inH=56,inW=56,inChs=64,outChs=64",
-        &["--trials", "64", "--random-trials", "0", "--seed", "1"],
-    );
-    let ours = report(&dir)["best_gflops"].as_f64().unwrap_or(0.0);
     let python = std::env::var("MAPSAT_PYTHON").unwrap_or_else(|_| "python3".into());
-    let np = Command::new(&python).args(["scripts/numpy_conv.py", "56", "56", "64", "64"]).current_dir(root()).output();
-    match np.ok().filter(|o| o.status.success()) {
-        Some(o) => {
-            let theirs: f64 = String::from_utf8_lossy(&o.stdout).trim().parse().unwrap_or(0.0);
-            println!("| | GFLOP/s |\n|---|---|\n| mapsat tune, 64 trials (confirmed best) | {ours:.2} |");
-            println!("| numpy im2col + GEMM | {theirs:.2} |\n| ratio | {:.2}x |\n", ours / theirs);
+    let numpy = |extra: &[&str]| -> Option<f64> {
+        let args = [&["scripts/numpy_conv.py", "56", "56", "64", "64"][..], extra].concat();
+        let out = Command::new(&python).args(args).current_dir(root()).output().ok()?;
+        out.status.success().then(|| String::from_utf8_lossy(&out.stdout).trim().parse().ok()).flatten()
+    };
+    println!("| program (weights) | mapsat tune, 64 trials (confirmed best) | numpy im2col + GEMM | ratio | numpy GEMM alone | ratio |");
+    println!("|---|---|---|---|---|---|");
+    let programs = [
+        ("conv_blocked (OHWI)", "examples/conv_blocked.lift", &[][..]),
+        ("conv_hwio (HWIO)", "examples/conv_hwio.lift", &["--hwio"][..]),
+    ];
+    for (name, file, layout) in programs {
+        let dir = tune(
+            &format!("numpy-{}", name.split(' ').next().unwrap_or(name)),
+            file,
+            "inH=56,inW=56,inChs=64,outChs=64",
+            &["--trials", "64", "--random-trials", "0", "--seed", "1"],
+        );
+        let ours = report(&dir)["best_gflops"].as_f64().unwrap_or(0.0);
+        match (numpy(layout), numpy(&[layout, &["--gemm-only"]].concat())) {
+            (Some(conv), Some(gemm)) => {
+                println!("| {name} | {ours:.2} | {conv:.2} | {:.2}x | {gemm:.2} | {:.2}x |", ours / conv, ours / gemm)
+            }
+            _ => println!("| {name} | {ours:.2} | skipped: {python} has no numpy (run scripts/bench.sh) | | | |"),
         }
-        None => println!(
-            "mapsat: {ours:.2} GFLOP/s; numpy baseline skipped ({python} has no numpy: run scripts/bench.sh)\n"
-        ),
     }
+    println!();
 }
 
 /// Runs a tuned kernel's mapped program again with its work group, checked: its median time
