@@ -17,7 +17,9 @@
 //!    OpenBLAS GEMM on the same machine, with the same weight layout (`scripts/numpy_conv.py`;
 //!    skipped without numpy), and against that GEMM alone (im2col left out of the time): the
 //!    tunable conv with OHWI weights (`examples/conv_blocked.lift`) and the outer-product one
-//!    with HWIO weights (`examples/conv_hwio.lift`).
+//!    with HWIO weights (`examples/conv_hwio.lift`). Then the matmuls at 256^3
+//!    (`examples/matmul_tiled.lift`, and the outer-product `examples/matmul_outer.lift`) against
+//!    numpy's `a @ b` (`scripts/numpy_matmul.py`).
 //! 4. **Rewrite variants against the untransformed program** (issue #10). `mapsat tune
 //!    --variants K` (K = 7: conv's variant with its tiles in local memory is the sixth) of the
 //!    untiled matmul (`examples/matmul.lift`, 256^3) and conv (`examples/conv.lift`, 28x28,
@@ -102,6 +104,7 @@ fn guided_against_random(seeds: &[u64]) {
         ("conv_hwio 28x28 32->32", "examples/conv_hwio.lift", conv_sizes),
         ("conv rewritten (E2SP) 28x28 32->32", tiled.to_str().expect("path"), conv_sizes),
         ("matmul_tiled 256^3", "examples/matmul_tiled.lift", "M=256,K=256,N=256"),
+        ("matmul_outer 256^3", "examples/matmul_outer.lift", "M=256,K=256,N=256"),
     ];
     for (name, file, sizes) in programs {
         let (mut to_random, mut to_median) = (Vec::new(), Vec::new());
@@ -204,32 +207,46 @@ fn model_accuracy() {
 }
 
 fn against_numpy() {
-    println!("## 3. The tuned conv 56x56, 64 -> 64 against numpy (im2col + OpenBLAS GEMM), same machine\n");
+    println!("## 3. Tuned kernels against numpy (OpenBLAS), same machine\n");
     let python = std::env::var("MAPSAT_PYTHON").unwrap_or_else(|_| "python3".into());
-    let numpy = |extra: &[&str]| -> Option<f64> {
-        let args = [&["scripts/numpy_conv.py", "56", "56", "64", "64"][..], extra].concat();
+    let numpy = |args: &[&str]| -> Option<f64> {
         let out = Command::new(&python).args(args).current_dir(root()).output().ok()?;
         out.status.success().then(|| String::from_utf8_lossy(&out.stdout).trim().parse().ok()).flatten()
     };
+    let ours = |name: &str, file: &str, sizes: &str| -> f64 {
+        let dir = tune(name, file, sizes, &["--trials", "64", "--random-trials", "0", "--seed", "1"]);
+        report(&dir)["best_gflops"].as_f64().unwrap_or(0.0)
+    };
+    let no_numpy = format!("skipped: {python} has no numpy (run scripts/bench.sh)");
+    println!("Conv 56x56, 64 -> 64, against numpy's im2col + GEMM with the same weight layout, and against that GEMM alone (im2col left out of the time):\n");
     println!("| program (weights) | mapsat tune, 64 trials (confirmed best) | numpy im2col + GEMM | ratio | numpy GEMM alone | ratio |");
     println!("|---|---|---|---|---|---|");
-    let programs = [
-        ("conv_blocked (OHWI)", "examples/conv_blocked.lift", &[][..]),
-        ("conv_hwio (HWIO)", "examples/conv_hwio.lift", &["--hwio"][..]),
+    let conv = ["scripts/numpy_conv.py", "56", "56", "64", "64"];
+    let convs = [
+        ("conv_blocked (OHWI)", "examples/conv_blocked.lift", None),
+        ("conv_hwio (HWIO)", "examples/conv_hwio.lift", Some("--hwio")),
     ];
-    for (name, file, layout) in programs {
-        let dir = tune(
+    for (name, file, layout) in convs {
+        let g = ours(
             &format!("numpy-{}", name.split(' ').next().unwrap_or(name)),
             file,
             "inH=56,inW=56,inChs=64,outChs=64",
-            &["--trials", "64", "--random-trials", "0", "--seed", "1"],
         );
-        let ours = report(&dir)["best_gflops"].as_f64().unwrap_or(0.0);
-        match (numpy(layout), numpy(&[layout, &["--gemm-only"]].concat())) {
-            (Some(conv), Some(gemm)) => {
-                println!("| {name} | {ours:.2} | {conv:.2} | {:.2}x | {gemm:.2} | {:.2}x |", ours / conv, ours / gemm)
-            }
-            _ => println!("| {name} | {ours:.2} | skipped: {python} has no numpy (run scripts/bench.sh) | | | |"),
+        let args: Vec<&str> = conv.iter().copied().chain(layout).collect();
+        let gemm_only: Vec<&str> = args.iter().copied().chain(["--gemm-only"]).collect();
+        match (numpy(&args), numpy(&gemm_only)) {
+            (Some(c), Some(m)) => println!("| {name} | {g:.2} | {c:.2} | {:.2}x | {m:.2} | {:.2}x |", g / c, g / m),
+            _ => println!("| {name} | {g:.2} | {no_numpy} | | | |"),
+        }
+    }
+    println!("\nMatmul 256^3 against numpy's `a @ b`:\n");
+    println!("| program | mapsat tune, 64 trials (confirmed best) | numpy `a @ b` | ratio |\n|---|---|---|---|");
+    for (name, file) in [("matmul_tiled", "examples/matmul_tiled.lift"), ("matmul_outer", "examples/matmul_outer.lift")]
+    {
+        let g = ours(&format!("numpy-{name}"), file, "M=256,K=256,N=256");
+        match numpy(&["scripts/numpy_matmul.py", "256", "256", "256"]) {
+            Some(m) => println!("| {name} | {g:.2} | {m:.2} | {:.2}x |", g / m),
+            None => println!("| {name} | {g:.2} | {no_numpy} | |"),
         }
     }
     println!();
