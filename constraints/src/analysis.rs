@@ -724,7 +724,8 @@ impl Analysis {
     /// Analyses a program at the given sizes (the program's defaults for the others).
     pub fn at(p: &Program, given: &Sizes) -> Analysis {
         let sizes = given.or(&p.default_sizes());
-        let subst = sizes.iter().map(|(k, v)| (k.to_string(), mapsat_ir::Size::constant(v))).collect();
+        let subst: HashMap<String, mapsat_ir::Size> =
+            sizes.iter().map(|(k, v)| (k.to_string(), mapsat_ir::Size::constant(v))).collect();
         let mut explicit = HashMap::new();
         for node in &p.nodes {
             if let Node::App(f, x) = node {
@@ -744,23 +745,38 @@ impl Analysis {
                 }
             }
         }
-        let mut w = Walker {
-            p,
-            sizes,
-            subst,
-            explicit,
-            maps: Vec::new(),
-            by_node: HashMap::new(),
-            stack: Vec::new(),
-            compute: 0,
-            buffers: Vec::new(),
-            explicit_dims: Vec::new(),
-            depth: 0,
-            copy_depth: 0,
-            scattered_vectors: None,
+        let walk = |explicit: HashMap<NodeId, AddressSpace>| {
+            let mut w = Walker {
+                p,
+                sizes: sizes.clone(),
+                subst: subst.clone(),
+                explicit,
+                maps: Vec::new(),
+                by_node: HashMap::new(),
+                stack: Vec::new(),
+                compute: 0,
+                buffers: Vec::new(),
+                explicit_dims: Vec::new(),
+                depth: 0,
+                copy_depth: 0,
+                scattered_vectors: None,
+            };
+            if p.root.index() < p.nodes.len() {
+                let _ = w.eval(p.root, &Rc::new(Vec::new()));
+            }
+            w
         };
-        if p.root.index() < p.nodes.len() {
-            let _ = w.eval(p.root, &Rc::new(Vec::new()));
+        let mut w = walk(explicit.clone());
+        // A program whose maps only rearrange its input (a transposition, a copy: the first stage
+        // of `let wt = toGlobal(map(.., transpose(ks))) in ..`, whose `toGlobal` the stage drops)
+        // still writes its result to global memory: its outermost maps are that copy, as under
+        // `toGlobal`. Programs with a map that computes are analysed as written.
+        let root_maps = if p.root.index() < p.nodes.len() { written_maps(p, p.root) } else { Vec::new() };
+        if !w.maps.iter().any(|m| m.concrete) && root_maps.iter().any(|m| !explicit.contains_key(m)) {
+            for m in root_maps {
+                explicit.entry(m).or_insert(AddressSpace::Global);
+            }
+            w = walk(explicit);
         }
         let mut maps = w.maps;
         // Parents: nearest concrete map on the context stack.

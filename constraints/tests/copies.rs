@@ -1,0 +1,26 @@
+//! A program whose maps only rearrange their input (a transposition, a copy) writes its result
+//! to global memory all the same: its outermost maps are that copy, and are mapped. Such a
+//! program is the first stage of `let wt = toGlobal(map(.., transpose(ks))) in ..`, whose
+//! `toGlobal` the stage drops (`examples/conv_outer.lift`).
+
+use mapsat_constraints::{Count, Error, Options, Space};
+
+fn space(src: &str) -> Result<Space, Error> {
+    Space::generate(&mapsat_ir::parse(src).expect("parse"), Options::default())
+}
+
+#[test]
+fn the_maps_of_a_transposition_are_mapped_as_a_copy() {
+    let s = space("size M = 4, N = 6\ndef t(x: [[f32]N]M) = map@A(fun(r => map@B(fun(v => v), r)), transpose(x))")
+        .expect("a space");
+    assert_eq!(s.labels(), ["A", "B"]);
+    assert!(matches!(s.count(0).expect("count"), Count::Exact(n) if n > 1));
+    for m in s.sample(8, 1).expect("samples") {
+        assert!(s.explain(&m).expect("explain").valid, "{}", s.show(&m));
+    }
+}
+
+#[test]
+fn a_program_without_a_map_still_has_nothing_to_map() {
+    assert!(matches!(space("size M = 4, N = 6\ndef t(x: [[f32]N]M) = transpose(x)"), Err(Error::NoMaps)));
+}
