@@ -130,6 +130,37 @@ fn emit_checks_the_profiles_work_group_limits() {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
+/// A work group whose private memory would overflow pocl's worker stack (it crashed the process
+/// with SIGSEGV) is refused with the figures: `emit --profile pocl-cpu`, and `run` on a CPU
+/// device without a profile. The same kernel with a smaller work group runs.
+#[test]
+fn a_work_group_beyond_the_cpus_private_memory_is_refused_not_run() {
+    let dir = std::env::temp_dir().join(format!("mapsat-private-{}", std::process::id()));
+    let out_dir = dir.to_str().expect("utf-8 path");
+    let common = [
+        "examples/conv_hwio.lift",
+        "--size",
+        "inH=56,inW=56,inChs=64,outChs=64,tH=7,tW=7",
+        "--mapping",
+        "TY=G1,TX=G0,O=S,Z=S,A=S",
+    ];
+    let emit = |local: &str| {
+        mapsat(&[&["emit"][..], &common, &["--local", local, "--profile", "pocl-cpu", "-o", out_dir]].concat())
+    };
+    let out = emit("128,16");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert!(stderr.contains("holds 12845056 bytes of private memory (6272 per work item)"), "{stderr}");
+    assert_eq!(emit("16,16").status.code(), Some(0));
+    if common::opencl() {
+        let out = mapsat(&[&["run"][..], &common, &["--local", "128,16", "--runs", "1"]].concat());
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(1), "{stderr}");
+        assert!(stderr.contains("private_group_bytes"), "{stderr}");
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
 /// `emit --profile` refuses a global size beyond the range of a 32-bit device's `size_t`
 /// (the profile's `address_bits`), naming the dimension and the limit; 64-bit devices take it.
 #[test]

@@ -54,6 +54,10 @@ pub struct Options {
     /// `CL_DEVICE_ADDRESS_BITS`): a global size beyond its range in some dimension is refused.
     /// `None`: not checked here.
     pub address_bits: Option<u32>,
+    /// The target's limit on the private memory of a work group, bytes per work item times work
+    /// items (a device profile's `private_group_bytes`: pocl's worker stack): a kernel beyond it
+    /// is refused. `None`: not checked here.
+    pub max_private_group_bytes: Option<u64>,
 }
 
 impl Options {
@@ -69,6 +73,7 @@ impl Options {
             max_work_group_size: Some(profile.max_work_group_size as i64),
             max_work_item_sizes: Some(profile.max_work_item_sizes.map(|x| x as i64)),
             address_bits: Some(profile.address_bits),
+            max_private_group_bytes: profile.private_group_bytes,
         }
     }
 }
@@ -84,6 +89,9 @@ pub fn lower(p: &mapsat_ir::Program, opts: &Options) -> Result<Kernel, CodegenEr
     verified(&k, "after the clean-up passes")?;
     width::assign(&mut k);
     verified(&k, "after the choice of index widths")?;
+    if let Some(max) = opts.max_private_group_bytes {
+        limits::check_private_group(k.memory().private_bytes, &k.launch.local, max)?;
+    }
     if cfg!(debug_assertions) {
         verify::verify_widths(&k).map_err(|e| {
             CodegenErrorKind::Internal(format!("the index widths of `{}` fail verification: {e}", k.name))

@@ -51,6 +51,20 @@ pub fn check_group_size(local: &[i64; 3], max: i64) -> Result<(), CodegenError> 
     }
 }
 
+/// Refuses a kernel whose work group holds more than `max` bytes of private memory in all
+/// (`private` bytes per work item times the work items).
+pub fn check_private_group(private: u64, local: &[i64; 3], max: u64) -> Result<(), CodegenError> {
+    let items = local.iter().map(|x| (*x).max(1) as u64).product::<u64>();
+    match private.checked_mul(items) {
+        Some(t) if t <= max => Ok(()),
+        total => Err(limit(format!(
+            "a work group of {items} work items (local size {local:?}) holds {} bytes of private memory \
+             ({private} per work item); the target allows {max} (private_group_bytes)",
+            total.map_or_else(|| "more than 2^64".to_string(), |t| t.to_string())
+        ))),
+    }
+}
+
 /// Refuses a work-group size beyond a device's per-dimension limits.
 pub fn check_work_items(local: &[i64; 3], max: &[i64; 3]) -> Result<(), CodegenError> {
     for d in 0..3 {
@@ -89,5 +103,18 @@ mod tests {
         let e = check_address_bits(&[1, max32 + 1, 1], 32).unwrap_err().to_string();
         assert!(e.contains("global size 4294967296 in dimension 1") && e.contains("at most 4294967295"), "{e}");
         assert!(check_address_bits(&[1 << 62, 1, 1], 64).is_ok());
+    }
+
+    #[test]
+    fn a_work_groups_private_memory_fits_the_limit() {
+        // 6,272 bytes per work item: 512 work items hold 3,211,264 bytes, 1,024 hold 6,422,528.
+        assert!(check_private_group(6272, &[32, 16, 1], 4 << 20).is_ok());
+        let e = check_private_group(6272, &[64, 16, 1], 4 << 20).unwrap_err().to_string();
+        assert!(
+            e.contains("1024 work items") && e.contains("holds 6422528 bytes") && e.contains("allows 4194304"),
+            "{e}"
+        );
+        let e = check_private_group(u64::MAX, &[2, 1, 1], 4 << 20).unwrap_err().to_string();
+        assert!(e.contains("more than 2^64"), "{e}");
     }
 }

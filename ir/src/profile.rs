@@ -27,6 +27,12 @@ pub struct Profile {
     pub local_mem_bytes: u64,
     /// Private memory per work item, in bytes (registers; approximate where spilling exists).
     pub private_mem_bytes: u64,
+    /// Private memory of a whole work group (bytes per work item times work items), where the
+    /// device has such a limit: pocl runs a work group on one worker thread and keeps its work
+    /// items' private variables in that thread's stack (8 MiB by default), and a kernel beyond
+    /// it crashes the process. `None`: no limit of its own.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub private_group_bytes: Option<u64>,
     /// Preferred float vector width.
     pub vector_width: u32,
     /// Bits of the device's address space and `size_t` (OpenCL's `CL_DEVICE_ADDRESS_BITS`: 32
@@ -115,7 +121,7 @@ const RATE_FIELDS: [&str; 13] = [
 ];
 
 /// The fields of [`Profile`] in declaration order: the order [`Profile::to_toml`] writes them.
-const FIELDS: [&str; 10] = [
+const FIELDS: [&str; 11] = [
     "name",
     "description",
     "compute_units",
@@ -124,6 +130,7 @@ const FIELDS: [&str; 10] = [
     "max_dims",
     "local_mem_bytes",
     "private_mem_bytes",
+    "private_group_bytes",
     "vector_width",
     "address_bits",
 ];
@@ -220,7 +227,11 @@ impl Profile {
         };
         comment(&mut out, header);
         for field in FIELDS {
-            let value = table.get(field).ok_or_else(|| invalid(format!("field `{field}` was not serialized")))?;
+            let value = match table.get(field) {
+                Some(v) => v,
+                None if field == "private_group_bytes" => continue,
+                None => return Err(invalid(format!("field `{field}` was not serialized"))),
+            };
             for (_, text) in notes.iter().filter(|(f, _)| *f == field) {
                 comment(&mut out, text);
             }

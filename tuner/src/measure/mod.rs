@@ -21,7 +21,9 @@ pub mod profile;
 pub mod session;
 
 pub use device::{cache_bytes, is_cpu, list_devices, DeviceSpec};
-pub use profile::{opencl_profile, opencl_profile_toml, CPU_PRIVATE_MEM_BYTES, GPU_PRIVATE_MEM_BYTES};
+pub use profile::{
+    opencl_profile, opencl_profile_toml, CPU_PRIVATE_GROUP_BYTES, CPU_PRIVATE_MEM_BYTES, GPU_PRIVATE_MEM_BYTES,
+};
 pub use session::{DeviceRun, Session};
 
 use mapsat_codegen::{CodegenError, Manifest, Options};
@@ -145,7 +147,10 @@ pub fn run(
     cfg: &RunConfig,
 ) -> R<RunReport> {
     let sizes = p.resolve_sizes(sizes).map_err(|e| MeasureError::Input(e.to_string()))?;
-    let opts = Options { sizes: sizes.clone(), local, ..Options::default() };
+    // A CPU device's limit on a work group's private memory (pocl's worker stack): beyond it
+    // the kernel would crash this process, so code generation refuses it.
+    let max_private_group_bytes = is_cpu(device).unwrap_or(false).then_some(profile::CPU_PRIVATE_GROUP_BYTES);
+    let opts = Options { sizes: sizes.clone(), local, max_private_group_bytes, ..Options::default() };
     let (src, mut manifest) = mapsat_codegen::emit(p, &opts, device.dialect())?;
     manifest.build_options = mapsat_codegen::build_options(device.dialect(), cfg.reassociate);
     if inputs.len() != p.params.len() {

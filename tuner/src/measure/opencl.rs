@@ -101,7 +101,7 @@ fn find(pi: usize, di: usize) -> R<(Platform, Device)> {
 
 /// The figures of [`super::profile::opencl_profile`], read with `clGetDeviceInfo`.
 pub(super) fn profile(pi: usize, di: usize) -> R<Profile> {
-    use super::profile::{one_line, slug, CPU_PRIVATE_MEM_BYTES, GPU_PRIVATE_MEM_BYTES};
+    use super::profile::{one_line, slug, CPU_PRIVATE_GROUP_BYTES, CPU_PRIVATE_MEM_BYTES, GPU_PRIVATE_MEM_BYTES};
     let _guard = lock();
     let (p, d) = find(pi, di)?;
     let dev_name = one_line(&d.name().map_err(e)?);
@@ -125,6 +125,7 @@ pub(super) fn profile(pi: usize, di: usize) -> R<Profile> {
         max_dims: d.max_work_item_dimensions().map_err(e)?.clamp(1, 3),
         local_mem_bytes: d.local_mem_size().map_err(e)?,
         private_mem_bytes: if cpu { CPU_PRIVATE_MEM_BYTES } else { GPU_PRIVATE_MEM_BYTES },
+        private_group_bytes: cpu.then_some(CPU_PRIVATE_GROUP_BYTES),
         vector_width: d.max_preferred_vector_width_float().map_err(e)?.max(1),
         address_bits: d.address_bits().map_err(e)?,
         rates: None,

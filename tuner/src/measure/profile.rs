@@ -8,6 +8,11 @@ use mapsat_ir::profile::Profile;
 /// the shipped `pocl-cpu` profile). OpenCL has no query for it: a conservative choice by mapsat.
 pub const CPU_PRIVATE_MEM_BYTES: u64 = 64 * 1024;
 
+/// Private memory of a whole work group assumed for a CPU OpenCL device (pocl: a work group's
+/// private variables live in its worker thread's stack, 8 MiB by default): half that stack, a
+/// bound chosen by mapsat (see `ir/profiles/pocl-cpu.toml`).
+pub const CPU_PRIVATE_GROUP_BYTES: u64 = 4 * 1024 * 1024;
+
 /// Private memory per work item assumed for any other OpenCL device (GPUs, accelerators):
 /// 255 32-bit registers, the most a thread may use on NVIDIA GPUs and more than Mali or AMD
 /// grant, times 4 bytes. OpenCL has no query for it: a conservative choice by mapsat; register
@@ -54,6 +59,10 @@ pub fn opencl_profile_toml(profile: &Profile, device: DeviceSpec) -> R<String> {
          registers x 4 bytes, the per-thread maximum on NVIDIA GPUs) for any other. Approximate:\n\
          register spilling makes it a soft limit."
     );
+    let group = format!(
+        "Not an OpenCL figure either (only for a CL_DEVICE_TYPE_CPU device): pocl keeps a work group's\n\
+         private variables in its worker thread's stack (8 MiB by default); half that, {CPU_PRIVATE_GROUP_BYTES}."
+    );
     let notes = [
         ("name", "A slug of CL_DEVICE_NAME."),
         ("description", "CL_DEVICE_NAME (CL_PLATFORM_NAME, driver CL_DRIVER_VERSION)."),
@@ -63,6 +72,7 @@ pub fn opencl_profile_toml(profile: &Profile, device: DeviceSpec) -> R<String> {
         ("max_dims", "CL_DEVICE_MAX_WORK_ITEM_DIMENSIONS (clamped to 1..=3)."),
         ("local_mem_bytes", "CL_DEVICE_LOCAL_MEM_SIZE."),
         ("private_mem_bytes", private.as_str()),
+        ("private_group_bytes", group.as_str()),
         ("vector_width", "CL_DEVICE_PREFERRED_VECTOR_WIDTH_FLOAT."),
         ("address_bits", "CL_DEVICE_ADDRESS_BITS."),
     ];
