@@ -527,7 +527,12 @@ impl Task {
         let q = p.space.apply(&self.program, &m).map_err(|e| Rejection::Codegen(e.to_string()))?;
         let local = (!c.local.is_empty()).then(|| c.local.clone());
         let opts = mapsat_codegen::Options::for_profile(self.sizes_at(&c.tuning), local, &self.profile);
-        let kernel = mapsat_codegen::lower(&q, &opts).map_err(|e| Rejection::Codegen(e.to_string()))?;
+        // A launch beyond the profile's limits (a work group's private memory, known only after
+        // lowering) is not valid at these sizes; any other refusal is a disagreement.
+        let kernel = mapsat_codegen::lower(&q, &opts).map_err(|e| match e.kind {
+            mapsat_codegen::CodegenErrorKind::LaunchLimit(_) => Rejection::Invalid(e.to_string()),
+            _ => Rejection::Codegen(e.to_string()),
+        })?;
         let mem = kernel.memory();
         if mem.local_bytes > self.profile.local_mem_bytes {
             return Err(Rejection::Invalid(format!(
@@ -595,5 +600,21 @@ pub(crate) mod tests {
         assert_eq!(a.shape, b.shape);
         let c = a.compare(&b, 1e-5, 1e-5);
         assert!(c.ok, "max abs diff {}", c.max_abs_diff);
+    }
+
+    /// A work group whose private memory is beyond the profile's `private_group_bytes` (it
+    /// crashed pocl's worker) is not valid at its sizes, not a disagreement with the space; the
+    /// same candidate with a smaller group is built.
+    #[test]
+    fn a_work_group_over_the_private_memory_limit_is_not_valid() {
+        let task = example_task("conv_hwio.lift", &[("inH", 28), ("inW", 28), ("inChs", 32), ("outChs", 32)]);
+        let tuning: Sizes = [("tH", 7), ("tW", 7)].into_iter().collect();
+        let codes = task.parse_mapping(&tuning, "TY=G1,TX=G0,O=S,Z=S,A=S").expect("mapping");
+        let big = Candidate { tuning: tuning.clone(), codes: codes.clone(), local: vec![128, 16] };
+        match task.build(&big) {
+            Err(Rejection::Invalid(why)) => assert!(why.contains("private_group_bytes"), "{why}"),
+            other => panic!("{:?}", other.map(|b| b.features.len())),
+        }
+        assert!(task.build(&Candidate { tuning, codes, local: vec![4, 4] }).is_ok());
     }
 }
