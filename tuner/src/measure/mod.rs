@@ -147,9 +147,10 @@ pub fn run(
     cfg: &RunConfig,
 ) -> R<RunReport> {
     let sizes = p.resolve_sizes(sizes).map_err(|e| MeasureError::Input(e.to_string()))?;
-    // A CPU device's limit on a work group's private memory (pocl's worker stack): beyond it
-    // the kernel would crash this process, so code generation refuses it.
-    let max_private_group_bytes = is_cpu(device).unwrap_or(false).then_some(profile::CPU_PRIVATE_GROUP_BYTES);
+    // The device's limit on a work group's private memory (a CPU device's: pocl's worker
+    // stack), from its profile: beyond it the kernel would crash this process, so code
+    // generation refuses it.
+    let max_private_group_bytes = opencl_profile(device).ok().and_then(|p| p.private_group_bytes);
     let opts = Options { sizes: sizes.clone(), local, max_private_group_bytes, ..Options::default() };
     let (src, mut manifest) = mapsat_codegen::emit(p, &opts, device.dialect())?;
     manifest.build_options = mapsat_codegen::build_options(device.dialect(), cfg.reassociate);
