@@ -215,6 +215,15 @@ fn bad_input_is_refused_with_a_clear_message() {
     let out = mapsat(&["tune", prog.to_str().unwrap(), "--target", "pocl-cpu", "-o", out_dir]);
     assert_eq!(out.status.code(), Some(1), "{}", text(&out));
     assert!(text(&out).contains("no valid mapping"), "{}", text(&out));
+    // A result too large for the interpreter that checks every candidate: said so, not "no
+    // mapping satisfies the constraints" (`mapsat space` finds valid mappings).
+    let size = ["--size", "H=100000,W=100000"];
+    let huge = dir.join("huge.lift");
+    std::fs::write(&huge, "size H = 4, W = 4\ndef f(a: [[f32]W]H) = mapND2@A(fun(x => x * 2.0), a)\n").unwrap();
+    let out = mapsat(&[&["tune", huge.to_str().unwrap(), "--target", "pocl-cpu", "-o", out_dir][..], &size].concat());
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out));
+    assert!(text(&out).contains("too large for the interpreter"), "{}", text(&out));
+    assert!(!text(&out).contains("no mapping satisfies"), "{}", text(&out));
 }
 
 #[test]

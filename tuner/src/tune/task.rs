@@ -237,22 +237,31 @@ impl Task {
         at
     }
 
-    /// The concrete shape of the result at a point (`None` when it does not type-check).
+    /// The concrete shape of the result at a point (`None` when it does not type-check or is
+    /// too large for the interpreter: [`Task::shape_or_error`] says which).
     fn shape_at(&self, tuning: &Sizes) -> Option<Vec<usize>> {
+        self.shape_or_error(tuning).ok()
+    }
+
+    /// The concrete shape of the result at a point, or why it has none.
+    fn shape_or_error(&self, tuning: &Sizes) -> Result<Vec<usize>, String> {
         let sizes = self.sizes_at(tuning);
-        let info = mapsat_ir::check::check_with_sizes(&self.program, &sizes).ok()?;
-        mapsat_ir::interp::concrete_shape(&info.result, &sizes).ok().map(|(_, s)| s)
+        let info = mapsat_ir::check::check_with_sizes(&self.program, &sizes).map_err(|e| e.message)?;
+        mapsat_ir::interp::concrete_shape(&info.result, &sizes).map(|(_, s)| s).map_err(|e| e.to_string())
     }
 
     /// Why a point has no valid mapping.
     fn why_not(&self, at: &Sizes) -> String {
         let sizes = self.problem.or(at);
-        if let Err(e) = mapsat_ir::check::check_with_sizes(&self.program, &sizes) {
-            return format!("at {sizes}: {}", e.message);
-        }
-        if let Some(s) = self.shape_at(at).filter(|s| *s != self.result_shape) {
+        // Every candidate is checked against the interpreter: a result it cannot hold is no
+        // candidate either.
+        let shape = match self.shape_or_error(at) {
+            Ok(s) => s,
+            Err(e) => return format!("at {sizes}: {e}"),
+        };
+        if shape != self.result_shape {
             return format!(
-                "at {sizes} the result has shape {s:?}, not {:?} (tiles that do not divide the data)",
+                "at {sizes} the result has shape {shape:?}, not {:?} (tiles that do not divide the data)",
                 self.result_shape
             );
         }
