@@ -47,7 +47,8 @@ struct Printer<'k> {
     k: &'k Kernel,
     d: Dialect,
     out: String,
-    uses_vectors: bool,
+    /// The vector types the kernel uses (CUDA needs helpers for each: [`cuda_vector_helpers`]).
+    vectors: std::collections::BTreeSet<(ScalarKind, u32)>,
     /// The 64-bit integer type, for the loop variables and index parts that need it
     /// ([`crate::width`]); the others are `int`.
     long: &'static str,
@@ -68,7 +69,7 @@ pub fn print(k: &Kernel, d: Dialect) -> R<String> {
         Dialect::OpenCl => "long",
         Dialect::Cuda => "long long",
     };
-    let mut p = Printer { k, d, out: String::new(), uses_vectors: false, long };
+    let mut p = Printer { k, d, out: String::new(), vectors: Default::default(), long };
     let body = p.kernel()?;
     let mut s = String::new();
     let sizes: Vec<String> = k.sizes.iter().map(|(n, v)| format!("{n}={v}")).collect();
@@ -82,41 +83,67 @@ pub fn print(k: &Kernel, d: Dialect) -> R<String> {
         "// Launch: global ({}, {}, {}), local ({}, {}, {}).",
         l.global[0], l.global[1], l.global[2], l.local[0], l.local[1], l.local[2]
     );
-    if d == Dialect::Cuda && p.uses_vectors {
-        s.push_str(CUDA_VECTOR_HELPERS);
+    if d == Dialect::Cuda && !p.vectors.is_empty() {
+        s.push('\n');
+        for &(k, w) in &p.vectors {
+            s.push_str(&cuda_vector_helpers(k, w));
+        }
     }
     s.push('\n');
     s.push_str(&body);
     Ok(s)
 }
 
-const CUDA_VECTOR_HELPERS: &str = r#"
-#define MAPSAT_VEC_OPS(T, S)                                                                      \
-  __device__ inline T operator+(T a, T b) { return mapsat_zip_##T(a, b, +); }                    \
-  __device__ inline T operator-(T a, T b) { return mapsat_zip_##T(a, b, -); }                    \
-  __device__ inline T operator*(T a, T b) { return mapsat_zip_##T(a, b, *); }                    \
-  __device__ inline T operator/(T a, T b) { return mapsat_zip_##T(a, b, /); }
-#define mapsat_zip_float2(a, b, op) make_float2(a.x op b.x, a.y op b.y)
-#define mapsat_zip_float4(a, b, op) make_float4(a.x op b.x, a.y op b.y, a.z op b.z, a.w op b.w)
-#define mapsat_zip_int2(a, b, op) make_int2(a.x op b.x, a.y op b.y)
-#define mapsat_zip_int4(a, b, op) make_int4(a.x op b.x, a.y op b.y, a.z op b.z, a.w op b.w)
-MAPSAT_VEC_OPS(float2, float)
-MAPSAT_VEC_OPS(float4, float)
-MAPSAT_VEC_OPS(int2, int)
-MAPSAT_VEC_OPS(int4, int)
-__device__ inline float2 mapsat_splat_float2(float x) { return make_float2(x, x); }
-__device__ inline float4 mapsat_splat_float4(float x) { return make_float4(x, x, x, x); }
-__device__ inline int2 mapsat_splat_int2(int x) { return make_int2(x, x); }
-__device__ inline int4 mapsat_splat_int4(int x) { return make_int4(x, x, x, x); }
-__device__ inline float2 mapsat_vload2(const float* p) { return make_float2(p[0], p[1]); }
-__device__ inline float4 mapsat_vload4(const float* p) { return make_float4(p[0], p[1], p[2], p[3]); }
-__device__ inline int2 mapsat_vload2(const int* p) { return make_int2(p[0], p[1]); }
-__device__ inline int4 mapsat_vload4(const int* p) { return make_int4(p[0], p[1], p[2], p[3]); }
-__device__ inline void mapsat_vstore2(float2 v, float* p) { p[0] = v.x; p[1] = v.y; }
-__device__ inline void mapsat_vstore4(float4 v, float* p) { p[0] = v.x; p[1] = v.y; p[2] = v.z; p[3] = v.w; }
-__device__ inline void mapsat_vstore2(int2 v, int* p) { p[0] = v.x; p[1] = v.y; }
-__device__ inline void mapsat_vstore4(int4 v, int* p) { p[0] = v.x; p[1] = v.y; p[2] = v.z; p[3] = v.w; }
-"#;
+/// The CUDA name of a vector type: CUDA's own `float2`, `float3`, `float4` (lanes `.x` to `.w`),
+/// else a struct of lanes `mapsat_float8`, `mapsat_float16` (lanes `.s[i]`), the widths OpenCL C
+/// has and CUDA lacks.
+fn cuda_vector_name(k: ScalarKind, w: u32) -> String {
+    match w {
+        2..=4 => format!("{}{w}", scalar_name(k)),
+        _ => format!("mapsat_{}{w}", scalar_name(k)),
+    }
+}
+
+/// Lane `l` of a CUDA vector of width `w`.
+fn cuda_lane(l: u32, w: u32) -> String {
+    match w {
+        2..=4 => format!(".{}", ["x", "y", "z", "w"][l as usize % 4]),
+        _ => format!(".s[{l}]"),
+    }
+}
+
+/// What OpenCL C has built in for a vector type and CUDA does not, for one CUDA vector type
+/// (`k`, `w`): the struct where CUDA has no such type, a constructor (`make_float4`, CUDA's own,
+/// or `mapsat_make_float8`), the lane-wise operators (`%` of integers too) and negation, a
+/// broadcast (`mapsat_splat_float4`), and loads and stores at a scalar address (`mapsat_vload4`,
+/// `mapsat_vstore4`), all spelt out lane by lane.
+fn cuda_vector_helpers(k: ScalarKind, w: u32) -> String {
+    let (s, t) = (scalar_name(k), cuda_vector_name(k, w));
+    let lanes: Vec<u32> = (0..w).collect();
+    let each = |f: &dyn Fn(u32) -> String, sep: &str| lanes.iter().map(|&l| f(l)).collect::<Vec<_>>().join(sep);
+    let make = if w <= 4 { format!("make_{s}{w}") } else { format!("mapsat_make_{s}{w}") };
+    let mut out = String::new();
+    if w > 4 {
+        let params = each(&|l| format!("{s} a{l}"), ", ");
+        let args = each(&|l| format!("a{l}"), ", ");
+        let _ = writeln!(out, "struct {t} {{ {s} s[{w}]; }};");
+        let _ = writeln!(out, "__device__ inline {t} {make}({params}) {{ {t} r = {{{{{args}}}}}; return r; }}");
+    }
+    let ops: &[&str] = if k == ScalarKind::I32 { &["+", "-", "*", "/", "%"] } else { &["+", "-", "*", "/"] };
+    for op in ops {
+        let body = each(&|l| format!("a{0} {op} b{0}", cuda_lane(l, w)), ", ");
+        let _ = writeln!(out, "__device__ inline {t} operator{op}({t} a, {t} b) {{ return {make}({body}); }}");
+    }
+    let neg = each(&|l| format!("-a{}", cuda_lane(l, w)), ", ");
+    let _ = writeln!(out, "__device__ inline {t} operator-({t} a) {{ return {make}({neg}); }}");
+    let splat = each(&|_| "x".to_string(), ", ");
+    let _ = writeln!(out, "__device__ inline {t} mapsat_splat_{s}{w}({s} x) {{ return {make}({splat}); }}");
+    let load = each(&|l| format!("p[{l}]"), ", ");
+    let _ = writeln!(out, "__device__ inline {t} mapsat_vload{w}(const {s}* p) {{ return {make}({load}); }}");
+    let store = each(&|l| format!("p[{l}] = v{};", cuda_lane(l, w)), " ");
+    let _ = writeln!(out, "__device__ inline void mapsat_vstore{w}({t} v, {s}* p) {{ {store} }}");
+    out
+}
 
 fn scalar_name(k: ScalarKind) -> &'static str {
     match k {
@@ -131,14 +158,14 @@ impl Printer<'_> {
         if w == 1 {
             return Ok(scalar_name(k).to_string());
         }
-        self.uses_vectors = true;
-        if self.d == Dialect::Cuda && !matches!(w, 2 | 4) {
-            return Err(K::Unsupported(format!("vectors of width {w} in CUDA (2 and 4 only)")).into());
-        }
         if k == ScalarKind::Bool {
             return Err(K::Unsupported("vectors of bool".into()).into());
         }
-        Ok(format!("{}{w}", scalar_name(k)))
+        self.vectors.insert((k, w));
+        Ok(match self.d {
+            Dialect::OpenCl => format!("{}{w}", scalar_name(k)),
+            Dialect::Cuda => cuda_vector_name(k, w),
+        })
     }
 
     /// Element type of a buffer in memory (bool is stored as a byte).
@@ -329,10 +356,11 @@ impl Printer<'_> {
         i.render(&crate::index::Spelling { names: &self.k.vars, long, wide: &wide, clamp })
     }
 
-    fn lane(&self, l: u32) -> String {
+    /// Lane `l` of a vector of width `w`.
+    fn lane(&self, l: u32, w: u32) -> String {
         match self.d {
             Dialect::OpenCl => format!(".s{:x}", l),
-            Dialect::Cuda => format!(".{}", ["x", "y", "z", "w"].get(l as usize).copied().unwrap_or("x")),
+            Dialect::Cuda => cuda_lane(l, w),
         }
     }
 
@@ -366,7 +394,7 @@ impl Printer<'_> {
         if b.by_value {
             return Ok(b.name.clone());
         }
-        let lane = p.lane.map(|l| self.lane(l)).unwrap_or_default();
+        let lane = p.lane.map(|l| self.lane(l, b.width)).unwrap_or_default();
         if !b.scalar_layout() {
             if b.dims.is_empty() {
                 return Ok(format!("{}{lane}", b.name));
@@ -453,6 +481,9 @@ impl Printer<'_> {
         let sb = self.expr(b)?;
         Ok(match (op, op.infix()) {
             (BinOp::Mod, _) if k == ScalarKind::F32 => {
+                if w > 1 && self.d == Dialect::Cuda {
+                    return Err(K::Unsupported("`fmod` on vectors in CUDA".into()).into());
+                }
                 let f = if self.d == Dialect::Cuda { "fmodf" } else { "fmod" };
                 (format!("{f}({}, {})", sa.0, sb.0), 7)
             }
@@ -489,7 +520,7 @@ impl Printer<'_> {
                 let v = self.expr(e)?.0;
                 match self.d {
                     Dialect::OpenCl => (format!("({t})({v})"), 7),
-                    Dialect::Cuda => (format!("mapsat_splat_{t}({v})"), 7),
+                    Dialect::Cuda => (format!("mapsat_splat_{}{w}({v})", scalar_name(self.kind_of(e).0)), 7),
                 }
             }
             Expr::Int(i) => {
@@ -546,8 +577,9 @@ impl Printer<'_> {
                 (format!("({}){}", scalar_name(*k), Self::paren(sa, 6)), 6)
             }
             Expr::Lane(v, l) => {
+                let w = self.kind_of(v).1;
                 let sv = Self::paren(self.expr(v)?, 7);
-                (format!("{sv}{}", self.lane(*l)), 7)
+                (format!("{sv}{}", self.lane(*l, w)), 7)
             }
             Expr::Vector(k, es) => {
                 let t = self.ty(*k, es.len() as u32)?;
@@ -557,7 +589,8 @@ impl Printer<'_> {
                 }
                 match self.d {
                     Dialect::OpenCl => (format!("({t})({})", parts.join(", ")), 7),
-                    Dialect::Cuda => (format!("make_{t}({})", parts.join(", ")), 7),
+                    Dialect::Cuda if es.len() <= 4 => (format!("make_{t}({})", parts.join(", ")), 7),
+                    Dialect::Cuda => (format!("mapsat_make_{}{}({})", scalar_name(*k), es.len(), parts.join(", ")), 7),
                 }
             }
             Expr::InRange(i, lo, hi) => {

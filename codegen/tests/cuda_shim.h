@@ -8,12 +8,16 @@ struct __cuda_uint3 { unsigned x, y, z; };
 extern const __attribute__((device)) __cuda_uint3 threadIdx, blockIdx, blockDim, gridDim;
 extern "C" __attribute__((device)) void __syncthreads(void);
 struct float2 { float x, y; };
+struct float3 { float x, y, z; };
 struct float4 { float x, y, z, w; };
 struct int2 { int x, y; };
+struct int3 { int x, y, z; };
 struct int4 { int x, y, z, w; };
 __device__ inline float2 make_float2(float x, float y) { return {x, y}; }
+__device__ inline float3 make_float3(float x, float y, float z) { return {x, y, z}; }
 __device__ inline float4 make_float4(float x, float y, float z, float w) { return {x, y, z, w}; }
 __device__ inline int2 make_int2(int x, int y) { return {x, y}; }
+__device__ inline int3 make_int3(int x, int y, int z) { return {x, y, z}; }
 __device__ inline int4 make_int4(int x, int y, int z, int w) { return {x, y, z, w}; }
 extern "C" __device__ float fminf(float, float);
 extern "C" __device__ float fmaxf(float, float);

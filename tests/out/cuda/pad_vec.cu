@@ -2,31 +2,14 @@
 // Specialized for N=16.
 // Launch: global (5, 1, 1), local (5, 1, 1).
 
-#define MAPSAT_VEC_OPS(T, S)                                                                      \
-  __device__ inline T operator+(T a, T b) { return mapsat_zip_##T(a, b, +); }                    \
-  __device__ inline T operator-(T a, T b) { return mapsat_zip_##T(a, b, -); }                    \
-  __device__ inline T operator*(T a, T b) { return mapsat_zip_##T(a, b, *); }                    \
-  __device__ inline T operator/(T a, T b) { return mapsat_zip_##T(a, b, /); }
-#define mapsat_zip_float2(a, b, op) make_float2(a.x op b.x, a.y op b.y)
-#define mapsat_zip_float4(a, b, op) make_float4(a.x op b.x, a.y op b.y, a.z op b.z, a.w op b.w)
-#define mapsat_zip_int2(a, b, op) make_int2(a.x op b.x, a.y op b.y)
-#define mapsat_zip_int4(a, b, op) make_int4(a.x op b.x, a.y op b.y, a.z op b.z, a.w op b.w)
-MAPSAT_VEC_OPS(float2, float)
-MAPSAT_VEC_OPS(float4, float)
-MAPSAT_VEC_OPS(int2, int)
-MAPSAT_VEC_OPS(int4, int)
-__device__ inline float2 mapsat_splat_float2(float x) { return make_float2(x, x); }
+__device__ inline float4 operator+(float4 a, float4 b) { return make_float4(a.x + b.x, a.y + b.y, a.z + b.z, a.w + b.w); }
+__device__ inline float4 operator-(float4 a, float4 b) { return make_float4(a.x - b.x, a.y - b.y, a.z - b.z, a.w - b.w); }
+__device__ inline float4 operator*(float4 a, float4 b) { return make_float4(a.x * b.x, a.y * b.y, a.z * b.z, a.w * b.w); }
+__device__ inline float4 operator/(float4 a, float4 b) { return make_float4(a.x / b.x, a.y / b.y, a.z / b.z, a.w / b.w); }
+__device__ inline float4 operator-(float4 a) { return make_float4(-a.x, -a.y, -a.z, -a.w); }
 __device__ inline float4 mapsat_splat_float4(float x) { return make_float4(x, x, x, x); }
-__device__ inline int2 mapsat_splat_int2(int x) { return make_int2(x, x); }
-__device__ inline int4 mapsat_splat_int4(int x) { return make_int4(x, x, x, x); }
-__device__ inline float2 mapsat_vload2(const float* p) { return make_float2(p[0], p[1]); }
 __device__ inline float4 mapsat_vload4(const float* p) { return make_float4(p[0], p[1], p[2], p[3]); }
-__device__ inline int2 mapsat_vload2(const int* p) { return make_int2(p[0], p[1]); }
-__device__ inline int4 mapsat_vload4(const int* p) { return make_int4(p[0], p[1], p[2], p[3]); }
-__device__ inline void mapsat_vstore2(float2 v, float* p) { p[0] = v.x; p[1] = v.y; }
 __device__ inline void mapsat_vstore4(float4 v, float* p) { p[0] = v.x; p[1] = v.y; p[2] = v.z; p[3] = v.w; }
-__device__ inline void mapsat_vstore2(int2 v, int* p) { p[0] = v.x; p[1] = v.y; }
-__device__ inline void mapsat_vstore4(int4 v, int* p) { p[0] = v.x; p[1] = v.y; p[2] = v.z; p[3] = v.w; }
 
 extern "C" __global__ void __launch_bounds__(5)
 padvec(const float* __restrict__ x, const float* __restrict__ y, float* __restrict__ out) {
