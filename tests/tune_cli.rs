@@ -255,3 +255,46 @@ fn a_log_of_another_program_or_version_is_refused() {
     assert_eq!(out.status.code(), Some(1), "{}", text(&out));
     assert!(text(&out).contains("not a mapsat tuning log"), "{}", text(&out));
 }
+
+#[test]
+fn a_tuned_vector_width_is_the_one_of_the_best_kernel_and_its_program() {
+    if !opencl() {
+        return;
+    }
+    // matmul_outer's vector width `vw` is tuned like its tile size: every width that divides N
+    // is a candidate, and the best kernel, its manifest and its mapped program agree on one.
+    let dir = scratch("tune", "width");
+    let out_dir = dir.to_str().unwrap();
+    let size = "M=8,K=8,N=48";
+    let out = mapsat(&[
+        "tune",
+        "examples/matmul_outer.lift",
+        "--size",
+        size,
+        "--trials",
+        "12",
+        "--batch",
+        "4",
+        "--random-trials",
+        "8",
+        "--runs",
+        "1",
+        "-o",
+        out_dir,
+    ]);
+    assert!(out.status.success(), "{}", text(&out));
+    let ts = trials(&dir.join("tune.jsonl"));
+    let widths: HashSet<i64> = ts.iter().map(|t| t["tuning"]["vw"].as_i64().unwrap()).collect();
+    assert!(widths.len() > 1 && widths.iter().all(|w| [2, 3, 4, 8, 16].contains(w)), "{widths:?}");
+    assert!(widths.iter().all(|w| 48 % w == 0), "{widths:?}");
+    let report: Value = serde_json::from_str(&std::fs::read_to_string(dir.join("report.json")).unwrap()).unwrap();
+    let vw = report["best"]["tuning"]["vw"].as_i64().unwrap();
+    let lift = std::fs::read_to_string(dir.join("matmul_outer.lift")).unwrap();
+    assert!(lift.contains(&format!("vw in 2..16 = {vw}")), "{lift}");
+    let source = std::fs::read_to_string(dir.join("matmul_outer.cl")).unwrap();
+    assert!(source.contains(&format!("float{vw}")), "vw = {vw}:\n{source}");
+    // The mapped program runs again at its width, and agrees with the interpreter.
+    let lift = dir.join("matmul_outer.lift");
+    let run = mapsat(&["run", lift.to_str().unwrap(), "--check", "--runs", "1"]);
+    assert!(run.status.success() && text(&run).contains("check: ok"), "{}", text(&run));
+}

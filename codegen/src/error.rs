@@ -13,6 +13,9 @@ pub enum CodegenErrorKind {
     /// A size variable has no value.
     #[error("size `{0}` has no value: give it with --size {0}=VALUE")]
     MissingSize(String),
+    /// A vector width written as a size variable has a value that is no vector width.
+    #[error("{0}")]
+    Width(String),
     /// A `map` or `reduce` that is still abstract.
     #[error("`{map}` is not mapped: {reason}")]
     Unmapped {

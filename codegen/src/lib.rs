@@ -83,6 +83,7 @@ impl Options {
 /// which variables and index parts are 64-bit ([`width`](mod@width)). In debug builds the
 /// kernel is verified ([`verify`](mod@verify)) after each of the three steps.
 pub fn lower(p: &mapsat_ir::Program, opts: &Options) -> Result<Kernel, CodegenError> {
+    let p = &*mapsat_ir::widths::specialize(p, &opts.sizes).map_err(CodegenErrorKind::Width)?;
     let k = lower::Lower::run(p, opts)?;
     verified(&k, "after lowering")?;
     let mut k = opt::optimize(k);

@@ -480,11 +480,11 @@ impl<'a> Walker<'a> {
             Prim::To(_) => AV::V(v(&mut args, 0)),
             Prim::AsVector(w) => {
                 let xs = v(&mut args, 0);
-                self.check_lanes(&xs, w);
-                AV::V(as_vector(xs, i64::from(w)))
+                self.check_lanes(&xs, w.lanes);
+                AV::V(as_vector(xs, i64::from(w.lanes)))
             }
             Prim::AsScalar => AV::V(as_scalar(v(&mut args, 0))),
-            Prim::VectorFromScalar(w) => AV::V(Vector(i64::from(w))),
+            Prim::VectorFromScalar(w) => AV::V(Vector(i64::from(w.lanes))),
             Prim::Bin(_) | Prim::Un(_) | Prim::Select | Prim::Cast(_) => {
                 AV::V((0..args.len()).map(|i| v(&mut args, i)).find(|a| matches!(a, Vector(_))).unwrap_or(Scalar))
             }

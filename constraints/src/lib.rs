@@ -64,6 +64,9 @@ pub enum Error {
     /// The program has no map that writes memory.
     #[error("the program has no map that computes anything: there is nothing to map")]
     NoMaps,
+    /// A vector width written as a size variable has a value that is no vector width.
+    #[error("{0}")]
+    Width(String),
     /// The program reads vectors whose lanes are not consecutive in memory, which no mapping
     /// lowers correctly ([`analysis::Analysis::scattered_vectors`]).
     #[error("{0}: code generation reads and writes vectors at consecutive addresses only")]

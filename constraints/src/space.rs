@@ -241,6 +241,7 @@ pub struct Space {
 impl Space {
     /// Generates the space of a program (which should have passed the type checker).
     pub fn generate(p: &Program, options: Options) -> Result<Space, Error> {
+        let p = &*mapsat_ir::widths::specialize(p, &options.sizes).map_err(Error::Width)?;
         let analysis = Analysis::at(p, &options.sizes);
         let vars = analysis.concrete_maps();
         if vars.is_empty() {

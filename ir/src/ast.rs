@@ -302,6 +302,25 @@ impl UnOp {
     }
 }
 
+/// The width of a vector primitive: its number of lanes, written as a literal (`asVector(4, xs)`)
+/// or as a size variable (`asVector(vw, xs)`, a tunable size like a tile size). `lanes` is the
+/// variable's value at the program's defaults; [`crate::widths::specialize`] sets it at other
+/// sizes, and every stage that takes sizes does so first.
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct Width {
+    /// The number of lanes (2, 3, 4, 8 or 16).
+    pub lanes: u32,
+    /// The size variable it was written as, if any.
+    pub var: Option<String>,
+}
+
+impl Width {
+    /// A literal width.
+    pub fn lit(lanes: u32) -> Width {
+        Width { lanes, var: None }
+    }
+}
+
 /// A primitive. Static parameters (sizes, dimensions, labels) are part of the primitive; its
 /// data and function arguments are given with [`Node::App`], one at a time.
 #[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -339,12 +358,12 @@ pub enum Prim {
     /// `toGlobal(e)`, `toLocal(e)`, `toPrivate(e)`: the map or reduce `e` writes there.
     To(AddressSpace),
     /// `asVector(w, xs)`: `[S]n -> [Sxw](n/w)`.
-    AsVector(u32),
+    AsVector(Width),
     /// `asScalar(xs)`: `[Sxw]n -> [S](n*w)`.
     AsScalar,
     /// `vectorFromScalar(w, x)`: `S -> Sxw`, the vector whose `w` lanes are all `x` (RISE's
     /// primitive of that name): how a scalar meets a vector in an arithmetic operation.
-    VectorFromScalar(u32),
+    VectorFromScalar(Width),
     /// A binary operator.
     Bin(BinOp),
     /// A unary function.

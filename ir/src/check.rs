@@ -80,6 +80,7 @@ pub fn check_with_sizes(p: &Program, sizes: &crate::Sizes) -> TResult<TypeInfo> 
             }
         }
     }
+    let p = &*crate::widths::specialize(p, sizes).map_err(|m| TypeError::new(Span::default(), m))?;
     let subst = sizes.iter().map(|(k, v)| (k.to_string(), Size::constant(v))).collect();
     let info = Checker::new(p, subst).run()?;
     check_bounds(p, &info, sizes)?;
@@ -604,10 +605,10 @@ impl<'a> Checker<'a> {
                 if *k == ScalarKind::Bool {
                     return Err(e("asVector expects numbers, not bool".into()));
                 }
-                let ws = Size::constant(*w as i64);
+                let ws = Size::constant(i64::from(w.lanes));
                 self.divides(&n, &ws, pspan, "vector width")?;
                 self.exact.push((n.clone(), ws.clone()));
-                Ok((vec![t.clone()], Type::array(Type::Vector(*k, *w), n.div_in(&ws, &self.ranges))))
+                Ok((vec![t.clone()], Type::array(Type::Vector(*k, w.lanes), n.div_in(&ws, &self.ranges))))
             }
             Prim::AsScalar => {
                 let t = self.data(&args[0])?;
@@ -620,7 +621,7 @@ impl<'a> Checker<'a> {
             Prim::VectorFromScalar(w) => {
                 let t = self.data(&args[0])?;
                 match t {
-                    Type::Scalar(k) if k != ScalarKind::Bool => Ok((vec![t], Type::Vector(k, *w))),
+                    Type::Scalar(k) if k != ScalarKind::Bool => Ok((vec![t], Type::Vector(k, w.lanes))),
                     _ => Err(e(format!("vectorFromScalar expects a number, found {}", describe(&t)))),
                 }
             }

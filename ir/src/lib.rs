@@ -24,3 +24,4 @@ pub mod diag;
 pub mod interp;
 pub mod profile;
 pub mod stages;
+pub mod widths;

@@ -364,7 +364,7 @@ fn sig(p: &Program, id: mapsat_ir::NodeId, out: &mut String) {
         Node::Prim(Prim::Slide(_, s)) if s.as_const().is_none() => out.push_str(&format!("W[{s}]")),
         Node::Prim(Prim::Join) => out.push('J'),
         Node::Prim(Prim::Transpose) => out.push('T'),
-        Node::Prim(Prim::AsVector(w)) => out.push_str(&format!("V[{w}]")),
+        Node::Prim(Prim::AsVector(w)) => out.push_str(&format!("V[{}]", w.lanes)),
         Node::Prim(Prim::To(space)) => out.push(match space {
             mapsat_ir::ast::AddressSpace::Global => 'G',
             mapsat_ir::ast::AddressSpace::Local => 'L',

@@ -152,11 +152,13 @@ fn saturated(p: &Prim, args: &[Ty]) -> Option<Type> {
         Prim::Select => args[1].known().cloned(),
         Prim::Cast(k) => Some(Type::Scalar(*k)),
         Prim::VectorFromScalar(w) => match args[0].known()? {
-            Type::Scalar(k) => Some(Type::Vector(*k, *w)),
+            Type::Scalar(k) => Some(Type::Vector(*k, w.lanes)),
             _ => None,
         },
         Prim::AsVector(w) => match arr(&args[0])? {
-            (Type::Scalar(k), n) => Some(Type::array(Type::Vector(k, *w), n.div(&Size::constant(i64::from(*w))))),
+            (Type::Scalar(k), n) => {
+                Some(Type::array(Type::Vector(k, w.lanes), n.div(&Size::constant(i64::from(w.lanes)))))
+            }
             _ => None,
         },
         Prim::AsScalar => match arr(&args[0])? {

@@ -206,7 +206,7 @@ impl Lower<'_> {
             Prim::VectorFromScalar(w) => {
                 let a = self.data(&args[0])?;
                 let a = self.read(&a)?;
-                Out::view(View::Value(Expr::Splat(Box::new(a), *w)))
+                Out::view(View::Value(Expr::Splat(Box::new(a), w.lanes)))
             }
             _ => Err(K::Internal(format!("`{}` is not a scalar operation", prim.name())).into()),
         }

@@ -82,7 +82,7 @@ impl Lower<'_> {
             Prim::Join => Some(InvOp::Split(array_len(&array_len(arg)?.1)?.0)),
             Prim::Split(_) => Some(InvOp::Join(array_len(&array_len(&res)?.1)?.0)),
             Prim::Transpose => Some(InvOp::Transpose),
-            Prim::AsVector(w) => Some(InvOp::AsScalar(*w)),
+            Prim::AsVector(w) => Some(InvOp::AsScalar(w.lanes)),
             Prim::AsScalar => match array_len(arg)?.1 {
                 Type::Vector(_, w) => Some(InvOp::AsVector(w)),
                 _ => None,

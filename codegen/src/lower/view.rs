@@ -164,8 +164,8 @@ impl Lower<'_> {
                 Ok(Out { view: View::Transpose(Box::new(o.view)), written: o.written })
             }
             Prim::AsVector(w) => {
-                let o = self.gen_arg(&args[0], dest.map(|d| View::AsScalar(*w, Box::new(d))))?;
-                Ok(Out { view: View::AsVector(*w, Box::new(o.view)), written: o.written })
+                let o = self.gen_arg(&args[0], dest.map(|d| View::AsScalar(w.lanes, Box::new(d))))?;
+                Ok(Out { view: View::AsVector(w.lanes, Box::new(o.view)), written: o.written })
             }
             Prim::AsScalar => {
                 let (_, el) = array_len(&arg_ty(0)?)?;

@@ -245,13 +245,13 @@ impl<'a> Interp<'a> {
             },
             Prim::Tuple(_) => Ok(Value::Tuple(args.into())),
             Prim::To(_) => Ok(args[0].clone()),
-            Prim::AsVector(w) => array(arr(0, "asVector")?.as_vector_at(0, *w).map_err(err)?),
+            Prim::AsVector(w) => array(arr(0, "asVector")?.as_vector_at(0, w.lanes).map_err(err)?),
             Prim::AsScalar => array(arr(0, "asScalar")?.as_scalar_at(0).map_err(err)?),
             Prim::Bin(op) => scalar::bin_value(*op, &args[0], &args[1]).map_err(err),
             Prim::Un(op) => scalar::un_value(*op, &args[0]).map_err(err),
             Prim::Select => scalar::select_value(&args[0], &args[1], &args[2]).map_err(err),
             Prim::Cast(k) => scalar::cast_value(*k, &args[0]).map_err(err),
-            Prim::VectorFromScalar(w) => scalar::vector_from_scalar(*w, &args[0]).map_err(err),
+            Prim::VectorFromScalar(w) => scalar::vector_from_scalar(w.lanes, &args[0]).map_err(err),
         }
     }
 

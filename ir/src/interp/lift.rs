@@ -94,7 +94,7 @@ impl<'a> Lifter<'_, 'a> {
                 x.pad_at(lv, self.size(l)?, self.size(r)?, fill)
             }
             Prim::At(i) => x.index_at(lv, usize::try_from(self.size(i)?).ok()?),
-            Prim::AsVector(w) => x.as_vector_at(lv, *w),
+            Prim::AsVector(w) => x.as_vector_at(lv, w.lanes),
             Prim::AsScalar => x.as_scalar_at(lv),
             Prim::Get(i) => return x.get_at(lv, *i as usize).map(Arc::new),
             Prim::To(_) => return Some(x),

@@ -452,6 +452,7 @@ fn thread_count() -> usize {
 /// holding tuples is an error.
 pub fn eval(p: &Program, sizes: &Sizes, inputs: &[Tensor]) -> Result<Tensor, EvalError> {
     check_sizes(p, sizes)?;
+    let p = &*crate::widths::specialize(p, sizes).map_err(EvalError::Shape)?;
     check_arena(p)?;
     // The inputs exist already; the result's buffers are allocated fallibly (an error, not an
     // abort, when the memory cannot be had).

@@ -4,7 +4,7 @@
 use super::surface::{SExpr, SFile, Static};
 use super::{macro_parts, prim_statics, signature_note, ParseError, KEYWORDS};
 use crate::ast::{
-    AddressSpace, BinOp, Lit, MapKind, Meta, Node, NodeId, PadMode, Param, Prim, Program, SizeVar, Span, UnOp,
+    AddressSpace, BinOp, Lit, MapKind, Meta, Node, NodeId, PadMode, Param, Prim, Program, SizeVar, Span, UnOp, Width,
 };
 use crate::types::{ScalarKind, Type};
 use std::collections::{BTreeSet, HashMap};
@@ -113,6 +113,28 @@ struct Elab {
     fresh: u32,
     /// User labels seen, with where.
     labels: HashMap<String, Span>,
+}
+
+impl Elab {
+    /// A vector width: a literal, or a size variable with a default (its lanes at the
+    /// defaults), either one of [`crate::widths::LANES`].
+    fn width(&self, (s, sp): &(Static, Span)) -> EResult<Width> {
+        let Static::Size(s) = s else { unreachable!("the parser reads a size here") };
+        let (lanes, var) = match (s.as_const(), s.as_var()) {
+            (Some(w), _) => (Some(w), None),
+            (None, Some(v)) => (self.prog.sizes.iter().find(|d| d.name == v).and_then(|d| d.default), Some(v)),
+            _ => return Err(ParseError::new(*sp, "a vector width is an integer or a size variable")),
+        };
+        let Some(lanes) = lanes else {
+            let v = var.unwrap_or_default();
+            return Err(ParseError::new(
+                *sp,
+                format!("size `{v}` is a vector width: give it a default (`size {v} = 4`)"),
+            ));
+        };
+        let lanes = crate::widths::lanes(lanes).map_err(|m| ParseError::new(*sp, m))?;
+        Ok(Width { lanes, var: var.map(str::to_string) })
+    }
 }
 
 /// Surface helpers for macro expansion.
@@ -395,14 +417,11 @@ impl Elab {
             "toLocal" => Prim::To(AddressSpace::Local),
             "toPrivate" => Prim::To(AddressSpace::Private),
             "asVector" | "vectorFromScalar" => {
-                let (w, sp) = int(0);
-                if !matches!(w, 2 | 3 | 4 | 8 | 16) {
-                    return Err(ParseError::new(sp, format!("vector width must be 2, 3, 4, 8 or 16, not {w}")));
-                }
+                let w = self.width(&statics[0])?;
                 if name == "asVector" {
-                    Prim::AsVector(w as u32)
+                    Prim::AsVector(w)
                 } else {
-                    Prim::VectorFromScalar(w as u32)
+                    Prim::VectorFromScalar(w)
                 }
             }
             "asScalar" => Prim::AsScalar,

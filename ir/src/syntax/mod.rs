@@ -78,8 +78,8 @@ pub(crate) fn prim_statics(name: &str) -> Option<Vec<StaticKind>> {
     Some(match name {
         "map" | "mapSeq" | "mapVec" | "reduce" | "reduceSeq" | "zip" | "join" | "transpose" | "toGlobal"
         | "toLocal" | "toPrivate" | "asScalar" | "select" | "f32" | "i32" => vec![],
-        "mapGlb" | "mapWrg" | "mapLcl" | "get" | "asVector" | "vectorFromScalar" => vec![Int],
-        "split" | "at" => vec![Size],
+        "mapGlb" | "mapWrg" | "mapLcl" | "get" => vec![Int],
+        "split" | "at" | "asVector" | "vectorFromScalar" => vec![Size],
         "slide" | "padClamp" => vec![Size, Size],
         "pad" => vec![Size, Size, Lit],
         _ => return None,

@@ -322,7 +322,7 @@ fn statics(p: &Prim) -> Vec<String> {
         Prim::Pad(l, r, PadMode::Constant(v)) => vec![l.to_string(), r.to_string(), v.to_string()],
         Prim::Pad(l, r, PadMode::Clamp) => vec![l.to_string(), r.to_string()],
         Prim::Get(i) => vec![i.to_string()],
-        Prim::AsVector(w) | Prim::VectorFromScalar(w) => vec![w.to_string()],
+        Prim::AsVector(w) | Prim::VectorFromScalar(w) => vec![w.var.clone().unwrap_or_else(|| w.lanes.to_string())],
         _ => vec![],
     }
 }

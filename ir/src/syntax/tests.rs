@@ -17,6 +17,14 @@ fn vector_from_scalar_keeps_its_width() {
 }
 
 #[test]
+fn a_vector_width_keeps_its_size_variable() {
+    let t = roundtrip(
+        "size N = 8, vw in 2..8 = 4\ndef f(a: [f32]N, s: f32) = asScalar(map(fun(v => vectorFromScalar(vw, s) * v), asVector(vw, a)))",
+    );
+    assert!(t.contains("vectorFromScalar(vw, s) * v") && t.contains("asVector(vw, a)"), "{t}");
+}
+
+#[test]
 fn listing3() {
     let t = roundtrip(
         "size n = 64, s0 = 16, s1 = 4\n def f(X: [f32]n, y: f32, z: f32) = join o map@A(map@B(fun(a => a + z)) o join o map@C(map@D(fun(a => a * y))) o split(s1)) o split(s0) $ X",

@@ -11,7 +11,7 @@
 use super::{derived, Build, Ctx, Rule};
 use crate::lang::Lift;
 use egg::{Id, RecExpr};
-use mapsat_ir::ast::{BinOp, Prim, UnOp};
+use mapsat_ir::ast::{BinOp, Prim, UnOp, Width};
 use mapsat_ir::{ScalarKind, Type};
 
 /// Vector widths [`VectorizeMap`] tries (each only where it divides the length).
@@ -78,7 +78,7 @@ fn numeric(t: &Type) -> Option<ScalarKind> {
 /// `asVector(w, xs)` for an array of scalars, `zip(asVector(w, a1), ..)` for a zip of arrays of
 /// scalars, and the new element type.
 fn vector_input(cx: &Ctx, xs: Id, elem: &Type, w: u32) -> Option<(Build, Type)> {
-    let vec = |a: Id| Build::call(Prim::AsVector(w), vec![Build::Class(a)]);
+    let vec = |a: Id| Build::call(Prim::AsVector(Width::lit(w)), vec![Build::Class(a)]);
     if let Some(k) = numeric(elem) {
         return (!padded(cx, xs)).then(|| (vec(xs), Type::Vector(k, w)));
     }
@@ -198,7 +198,7 @@ impl Rule for AsVectorAsScalar {
         for (p, a) in cx.calls(c) {
             let Prim::AsVector(w) = p else { continue };
             for (q, b) in cx.calls(a[0]) {
-                let same = matches!(cx.elem(b[0]), Some(Type::Vector(_, v)) if v == w);
+                let same = matches!(cx.elem(b[0]), Some(Type::Vector(_, v)) if v == w.lanes);
                 if q == Prim::AsScalar && same {
                     out.push(Build::Class(b[0]));
                 }

@@ -6,9 +6,10 @@
 //! candidate values (powers of two and divisors of the problem sizes, within its range), and a
 //! point (one value per tunable) is valid when the program type-checks at those sizes (every
 //! `split` divides, every `slide` fits) and its mapping space, generated at those sizes, is not
-//! empty. Z3 could hold them too, but every constraint family is generated from concrete
-//! lengths, strides and footprints that these values change: one space per point is simpler
-//! and exact, and the points are few.
+//! empty. A size written as a vector width (`asVector(vw, xs)`) takes only the values of a
+//! width (2, 3, 4, 8, 16). Z3 could hold them too, but every constraint family is generated
+//! from concrete lengths, strides and footprints that these values change: one space per point
+//! is simpler and exact, and the points are few.
 
 use mapsat_ir::{Program, Sizes};
 use rand::Rng;
@@ -44,6 +45,7 @@ fn parameter_sizes(p: &Program) -> Vec<String> {
 /// gave, `problem` the problem sizes' values (whose divisors are candidate values).
 pub fn tunables(p: &Program, fixed: &Sizes, problem: &Sizes) -> Vec<Tunable> {
     let in_params = parameter_sizes(p);
+    let widths = mapsat_ir::widths::vars(p);
     let mut out = Vec::new();
     for v in &p.sizes {
         let Some(max) = v.max else { continue };
@@ -65,6 +67,9 @@ pub fn tunables(p: &Program, fixed: &Sizes, problem: &Sizes) -> Vec<Tunable> {
         }
         values.extend(v.default);
         values.retain(|x| *x >= lo && *x <= max);
+        if widths.contains(&v.name) {
+            values.retain(|x| mapsat_ir::widths::lanes(*x).is_ok());
+        }
         values.sort_unstable();
         values.dedup();
         let values = thin(values, v.default);
@@ -148,6 +153,18 @@ mod tests {
         assert_eq!(default_point(&ts).unwrap().to_string(), "s=4,u=3");
         // Fixed by the user: not tunable.
         assert_eq!(tunables(&p, &Sizes::new().with("s", 6), &problem).len(), 1);
+    }
+
+    #[test]
+    fn a_vector_width_takes_only_the_values_of_a_width() {
+        let p = mapsat_ir::parse(
+            "size N = 24, vw in 1..16 = 4\n\
+             def f(xs: [f32]N) = asScalar(map(fun(v => v * v), asVector(vw, xs)))",
+        )
+        .unwrap();
+        let ts = tunables(&p, &Sizes::new(), &Sizes::new().with("N", 24));
+        // Not 1, 6 or 12 (powers of two and divisors of 24, but no vector widths).
+        assert_eq!(ts[0].values, vec![2, 3, 4, 8, 16]);
     }
 
     #[test]

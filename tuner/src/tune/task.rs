@@ -518,6 +518,8 @@ impl Task {
         for v in q.sizes.iter_mut() {
             v.default = sizes.get(&v.name).or(v.default);
         }
+        // Its vector widths at these sizes, as its defaults now say.
+        let q = mapsat_ir::widths::specialize(&q, &sizes).map_err(Rejection::Invalid)?.into_owned();
         Ok(q)
     }
 
