@@ -219,7 +219,7 @@ fn vectorized_variants_map_and_run() {
         assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
         let variant = (0..8)
             .map(|k| dir.join(format!("out/variant_{k:02}.lift")))
-            .find(|f| std::fs::read_to_string(f).is_ok_and(|t| t.contains("asVector(4")))
+            .find(|f| std::fs::read_to_string(f).is_ok_and(|t| t.contains("asVector(vw")))
             .unwrap_or_else(|| panic!("{name}: no vectorized variant:\n{}", String::from_utf8_lossy(&out.stdout)));
         let v = variant.to_str().unwrap();
         let space = String::from_utf8_lossy(&mapsat(&["space", v]).stdout).to_string();
@@ -235,6 +235,13 @@ fn vectorized_variants_map_and_run() {
                 let out = mapsat(&["run", v, "--mapping", m, "--check", "--runs", "1"]);
                 assert_eq!(out.status.code(), Some(0), "{name} {m}: {}", common::text(&out));
             }
+        }
+        // The width is a new tunable size: declared, and the variant runs at another width too.
+        let text = std::fs::read_to_string(&variant).unwrap();
+        assert!(text.contains("size vw in 2..16 = 4"), "{text}");
+        if opencl() {
+            let out = mapsat(&["run", v, "--mapping", samples[0], "--size", "vw=16", "--check", "--runs", "1"]);
+            assert_eq!(out.status.code(), Some(0), "{name} vw=16: {}", common::text(&out));
         }
         let _ = std::fs::remove_dir_all(&dir);
     }

@@ -57,6 +57,8 @@ pub struct Source<'a> {
     pub sizes: &'a Sizes,
     /// New tile sizes, declared in the variants that use them.
     pub tiles: &'a [crate::tiles::Tile],
+    /// The new vector width, declared in the variants that use it.
+    pub width: Option<&'a mapsat_ir::ast::SizeVar>,
 }
 
 /// Largest number of choice sets expanded in the second round.
@@ -323,7 +325,7 @@ fn tiling(signature: &str) -> String {
 fn finish(src: &Source, term: &Term) -> Option<Variant> {
     let mut p = convert::to_program(src.template, term);
     convert::unique_labels(&mut p);
-    crate::tiles::declare_used(&mut p, src.tiles);
+    crate::tiles::declare_used(&mut p, src.tiles, src.width);
     if mapsat_ir::check::check(&p).is_err() {
         // A split of a symbolic length: the result's length is `2*(H/2)`, equal to `H` only at
         // sizes it divides. The variant declares the type it has (as `conv_blocked.lift` does).

@@ -127,6 +127,14 @@ pub fn rewrite(p: &Program, opts: &Options) -> Result<Outcome, RewriteError> {
     for t in &tiles {
         sizes.insert(t.size.name.clone(), t.size.default.unwrap_or(1));
     }
+    let width = opts.new_tile_sizes.then(|| {
+        let mut taken: std::collections::BTreeSet<String> = sizes.iter().map(|(k, _)| k.to_string()).collect();
+        taken.extend(p.params.iter().map(|q| q.name.clone()));
+        tiles::new_vector_width(&taken)
+    });
+    if let Some(w) = &width {
+        sizes.insert(w.name.clone(), w.default.unwrap_or(4));
+    }
     let mut eg = analysis::LiftGraph::new(analysis::Meta {
         params: p.params.iter().map(|q| q.ty.clone()).collect(),
         sizes: sizes.clone(),
@@ -140,7 +148,9 @@ pub fn rewrite(p: &Program, opts: &Options) -> Result<Outcome, RewriteError> {
     let var = |t: &tiles::Tile| mapsat_ir::Size::var(&t.size.name);
     let by_label = tiles.iter().filter(|t| t.reduction.is_none()).map(|t| (t.label.clone(), var(t))).collect();
     let reduction_tiles = tiles.iter().filter_map(|t| Some((t.reduction?, var(t)))).collect();
-    let params = rules::Params { sizes: sizes.clone(), factors, tiles: by_label, reduction_tiles, max_rank };
+    let vector_width = width.as_ref().map(|w| w.name.clone());
+    let params =
+        rules::Params { sizes: sizes.clone(), factors, tiles: by_label, reduction_tiles, max_rank, vector_width };
     let all = rules::all();
     let all_names: Vec<String> = all.iter().map(|r| r.name().to_string()).collect();
     if let Some(bad) = opts.rules.iter().flatten().find(|n| !all_names.contains(n)) {
@@ -174,7 +184,7 @@ pub fn rewrite(p: &Program, opts: &Options) -> Result<Outcome, RewriteError> {
         plan.push(phases::vectorize());
     }
     let (report, phases) = phases::run(&mut eg, &all, &params, &opts.budget, &plan);
-    let src = extract::Source { template: p, root, names: &names, sizes: &sizes, tiles: &tiles };
+    let src = extract::Source { template: p, root, names: &names, sizes: &sizes, tiles: &tiles, width: width.as_ref() };
     let start = std::time::Instant::now();
     let (mut variants, rejected) = extract::variants(&eg, &src, opts.variants);
     for v in &mut variants {

@@ -9,6 +9,10 @@
 //! Each reduction of the input gets one as well, named `t` and the size variable of its length
 //! (`tK` for matmul's dot products over `K`): `partial-reduce` splits reductions of that length
 //! by it (the `split(tK, ..)` of `examples/matmul_tiled.lift`).
+//!
+//! The vectorization rule gets one too, a vector width `vw` (2 to 16, 4 by default): it writes
+//! `asVector(vw, ..)` instead of `asVector(4, ..)`, so that the tuner chooses the width for the
+//! device (`mapsat_ir::widths`).
 
 use mapsat_ir::ast::{MapKind, Node, Prim, SizeVar};
 use mapsat_ir::check::TypeInfo;
@@ -98,9 +102,19 @@ fn reduction(
     Some(t)
 }
 
-/// Declares in `p` the tile sizes its splits and tile slides use.
-pub fn declare_used(p: &mut Program, tiles: &[Tile]) {
-    let mut used = BTreeSet::new();
+/// The new vector width: `vw`, or the first of `vw_1`, `vw_2`... that is not in `taken`.
+pub fn new_vector_width(taken: &BTreeSet<String>) -> SizeVar {
+    let name = (0..)
+        .map(|i| if i == 0 { "vw".to_string() } else { format!("vw_{i}") })
+        .find(|c| !taken.contains(c))
+        .unwrap_or_default();
+    SizeVar { name, min: 2, max: Some(16), default: Some(4) }
+}
+
+/// Declares in `p` the tile sizes its splits and tile slides use, and the vector width its
+/// vector primitives use.
+pub fn declare_used(p: &mut Program, tiles: &[Tile], width: Option<&SizeVar>) {
+    let mut used = mapsat_ir::widths::vars(p);
     for node in &p.nodes {
         match node {
             Node::Prim(Prim::Split(s)) => used.extend(s.vars()),
@@ -108,9 +122,9 @@ pub fn declare_used(p: &mut Program, tiles: &[Tile]) {
             _ => {}
         }
     }
-    for t in tiles {
-        if used.contains(&t.size.name) && !p.sizes.iter().any(|v| v.name == t.size.name) {
-            p.sizes.push(t.size.clone());
+    for size in tiles.iter().map(|t| &t.size).chain(width) {
+        if used.contains(&size.name) && !p.sizes.iter().any(|v| v.name == size.name) {
+            p.sizes.push(size.clone());
         }
     }
 }

@@ -48,6 +48,7 @@ impl Hand {
             tiles: by_label.map(|t| (t.label.clone(), Size::var(&t.size.name))).collect(),
             reduction_tiles: BTreeMap::new(),
             max_rank: 3,
+            vector_width: None,
         };
         Hand { p, eg, params, root }
     }

@@ -137,6 +137,9 @@ pub struct Params {
     pub reduction_tiles: std::collections::BTreeMap<i64, Size>,
     /// Largest array rank a rule may create.
     pub max_rank: usize,
+    /// The new vector width `vectorize-map` writes ([`crate::tiles::new_vector_width`]): the
+    /// literal 4 when `None`.
+    pub vector_width: Option<String>,
 }
 
 /// What a rule sees: the e-graph, smallest representatives, the parameters.

@@ -14,7 +14,8 @@ use egg::{Id, RecExpr};
 use mapsat_ir::ast::{BinOp, Prim, UnOp, Width};
 use mapsat_ir::{ScalarKind, Type};
 
-/// Vector widths [`VectorizeMap`] tries (each only where it divides the length).
+/// Vector widths [`VectorizeMap`] tries (each only where it divides the length), as the value at
+/// the sizes of the new tunable width (`Params::vector_width`) when there is one.
 pub const WIDTHS: [u32; 1] = [4];
 
 /// `vectorize-map`:
@@ -78,7 +79,10 @@ fn numeric(t: &Type) -> Option<ScalarKind> {
 /// `asVector(w, xs)` for an array of scalars, `zip(asVector(w, a1), ..)` for a zip of arrays of
 /// scalars, and the new element type.
 fn vector_input(cx: &Ctx, xs: Id, elem: &Type, w: u32) -> Option<(Build, Type)> {
-    let vec = |a: Id| Build::call(Prim::AsVector(Width::lit(w)), vec![Build::Class(a)]);
+    // The new tunable width where there is one and its value at the sizes is `w`, else `w`.
+    let var = cx.params.vector_width.clone().filter(|v| cx.params.sizes.get(v) == Some(i64::from(w)));
+    let width = Width { lanes: w, var };
+    let vec = |a: Id| Build::call(Prim::AsVector(width.clone()), vec![Build::Class(a)]);
     if let Some(k) = numeric(elem) {
         return (!padded(cx, xs)).then(|| (vec(xs), Type::Vector(k, w)));
     }
