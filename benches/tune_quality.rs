@@ -3,9 +3,11 @@
 //! or `cargo bench --bench tune_quality`; it takes about half an hour on 2 cores.
 //!
 //! 1. **Guided against random.** For the tunable convs (`examples/conv_blocked.lift` and the
-//!    outer-product `examples/conv_hwio.lift`, 28x28, 32 -> 32), the rewrite stage's tiled conv (`mapsat rewrite examples/conv.lift`, its variant
+//!    outer-product `examples/conv_hwio.lift`, whose vector width is tuned too, 28x28,
+//!    32 -> 32), the rewrite stage's tiled conv (`mapsat rewrite examples/conv.lift`, its variant
 //!    with tiles in local memory, output channels in groups and private sums, same sizes) and
-//!    the tiled matmul (`examples/matmul_tiled.lift`, 256^3), with several seeds: a
+//!    the matmuls (`examples/matmul_tiled.lift` and the outer-product
+//!    `examples/matmul_outer.lift`, 256^3), with several seeds: a
 //!    64-trial model-guided tune, and 320 random valid trials (5x as many) of the same space.
 //!    The best kernels of both phases are measured again at the end, interleaved; the best
 //!    GFLOP/s compared are those confirmed times. The median valid candidate is the median of the random trials.

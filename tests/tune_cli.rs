@@ -68,6 +68,8 @@ fn a_tune_finds_a_correct_kernel_and_reports_it() {
         .concat(),
     );
     assert!(out.status.success(), "{}", text(&out));
+    // No random trials: no median to compare with, and it says so (not "0.0x").
+    assert!(text(&out).contains("no random valid trial to compare with"), "{}", text(&out));
     let manifest = std::fs::read_to_string(other.join("matmul_tiled.json")).unwrap();
     assert!(!manifest.contains("build_options"), "--strict-math builds without options: {manifest}");
     let t = trials(&other.join("tune.jsonl"));

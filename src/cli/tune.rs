@@ -439,13 +439,15 @@ fn summarize(task: &Task, r: &tune::TuneResult, written: &[PathBuf], model: Opti
     outln!("device: {}", r.device_name);
     match &s.best {
         Some(b) => {
-            outln!(
-                "best: {}, {:.2} GFLOP/s; the median valid candidate: {:.2} GFLOP/s ({:.1}x)",
-                tune::report::fmt_ms(s.best_ms),
-                s.best_gflops,
-                s.median_valid_gflops,
-                s.speedup_over_median
-            );
+            // Without random valid trials there is no median to compare with.
+            let median = match s.median_valid_gflops > 0.0 {
+                true => format!(
+                    "the median valid candidate: {:.2} GFLOP/s ({:.1}x)",
+                    s.median_valid_gflops, s.speedup_over_median
+                ),
+                false => "no random valid trial to compare with".to_string(),
+            };
+            outln!("best: {}, {:.2} GFLOP/s; {median}", tune::report::fmt_ms(s.best_ms), s.best_gflops);
             outln!("  mapping {}", b.mapping);
             if !b.tuning.is_empty() {
                 outln!("  tunable sizes {}", b.tuning);

@@ -133,16 +133,20 @@ impl Summary {
             return;
         };
         let random = self.counts.iter().filter(|(k, _)| k.starts_with("random")).map(|(_, v)| v).sum::<usize>();
+        let median = match self.median_valid_gflops > 0.0 {
+            true => format!(
+                "{:.1}x the median valid candidate ({:.2} GFLOP/s over {random} random valid trials)",
+                self.speedup_over_median, self.median_valid_gflops,
+            ),
+            false => "no random valid trial to compare with".to_string(),
+        };
         let _ = writeln!(
             s,
-            "**Best kernel:** {}, {:.2} GFLOP/s ({} trial {}), {:.1}x the median valid candidate \
-             ({:.2} GFLOP/s over {random} random valid trials).\n",
+            "**Best kernel:** {}, {:.2} GFLOP/s ({} trial {}), {median}.\n",
             fmt_ms(self.best_ms),
             self.best_gflops,
             b.phase.name(),
             b.trial,
-            self.speedup_over_median,
-            self.median_valid_gflops,
         );
         let _ =
             writeln!(s, "- mapping: `{}`\n- tunable sizes: `{}`\n- work group: `{:?}`\n", b.mapping, b.tuning, b.local);
