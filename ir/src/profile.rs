@@ -93,6 +93,21 @@ pub struct Rates {
     /// `l1_bandwidth_gbs`. 0: unknown.
     #[serde(default)]
     pub l2_bandwidth_gbs: f64,
+    /// Work items one compute unit holds at once (a GPU SM's resident threads), for occupancy.
+    /// 0: unknown, and no occupancy term.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub cu_items: u64,
+    /// 32-bit registers of one compute unit (an SM's register file), for occupancy. 0: unknown.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub cu_registers: u64,
+    /// Local memory of one compute unit in bytes (an SM's shared memory), for occupancy. 0:
+    /// unknown.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub cu_local_bytes: u64,
+}
+
+fn is_zero(x: &u64) -> bool {
+    *x == 0
 }
 
 fn yes() -> bool {
@@ -104,7 +119,7 @@ fn address_bits_64() -> u32 {
 }
 
 /// The fields of [`Rates`] in declaration order.
-const RATE_FIELDS: [&str; 13] = [
+const RATE_FIELDS: [&str; 16] = [
     "gflops",
     "bandwidth_gbs",
     "launch_us",
@@ -118,6 +133,9 @@ const RATE_FIELDS: [&str; 13] = [
     "l1_bandwidth_gbs",
     "l2_bytes",
     "l2_bandwidth_gbs",
+    "cu_items",
+    "cu_registers",
+    "cu_local_bytes",
 ];
 
 /// The fields of [`Profile`] in declaration order: the order [`Profile::to_toml`] writes them.
@@ -240,7 +258,11 @@ impl Profile {
         if let Some(rates) = table.get("rates").and_then(|r| r.as_table()) {
             out.push_str("\n[rates]\n");
             for field in RATE_FIELDS {
-                let value = rates.get(field).ok_or_else(|| invalid(format!("rate `{field}` was not serialized")))?;
+                let value = match rates.get(field) {
+                    Some(v) => v,
+                    None if field.starts_with("cu_") => continue,
+                    None => return Err(invalid(format!("rate `{field}` was not serialized"))),
+                };
                 for (_, text) in notes.iter().filter(|(f, _)| f.strip_prefix("rates.") == Some(field)) {
                     comment(&mut out, text);
                 }

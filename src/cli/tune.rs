@@ -498,7 +498,7 @@ pub fn predict(a: &PredictArgs) -> CliResult<()> {
     let fmt = tune::report::fmt_ms;
     outln!("kernel {} (launch global {:?}, local {:?})", b.hash, b.manifest.launch.global, b.manifest.launch.local);
     outln!(
-        "analytical: {} (compute {}, global memory {}, local memory {}, barriers {}, launch {}, work groups {}; lanes busy {:.2}, tail {:.2})",
+        "analytical: {} (compute {}, global memory {}, local memory {}, barriers {}, launch {}, work groups {}; lanes busy {:.2}, tail {:.2}, occupancy {:.2})",
         fmt(r.total_ms),
         fmt(r.compute_ms),
         fmt(r.global_ms),
@@ -507,7 +507,8 @@ pub fn predict(a: &PredictArgs) -> CliResult<()> {
         fmt(r.launch_ms),
         fmt(r.groups_ms),
         r.lane_util,
-        r.tail
+        r.tail,
+        r.occupancy
     );
     match score {
         Some(s) => {

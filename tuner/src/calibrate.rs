@@ -186,6 +186,10 @@ pub fn calibrate(device: DeviceSpec, base: &Profile) -> Result<Rates, MeasureErr
         l1_bandwidth_gbs: l1_ms.map_or(0.0, |ms| moved / (ms.max(1e-6) * 1e6)),
         l2_bytes,
         l2_bandwidth_gbs: l2_ms.map_or(0.0, |ms| moved / (ms.max(1e-6) * 1e6)),
+        // Not measured: the given profile's data-sheet figures, if any.
+        cu_items: given.as_ref().map_or(0, |r| r.cu_items),
+        cu_registers: given.as_ref().map_or(0, |r| r.cu_registers),
+        cu_local_bytes: given.as_ref().map_or(0, |r| r.cu_local_bytes),
     })
 }
 

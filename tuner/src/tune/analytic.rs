@@ -20,6 +20,11 @@
 //!           = min(bundle_lines, group_lines)        (CPUs)
 //! global    = max(footprint / bw, line * (first / outer + across / rate(sharing * line)
 //!                                        + within / rate(min(item_lines, group_lines) * line))) * tail
+//! occupancy = resident * T / cu_items          (lock-step lanes with the profile's `cu_items`; else 1)
+//!   resident = work groups a compute unit holds: min over cu_items / T, cu_registers /
+//!              (registers * T) and cu_local_bytes / local bytes (at least 1)
+//!   registers = private bytes / 4 + BASE_REGISTERS
+//! global   /= min(1, occupancy / LATENCY_OCCUPANCY)      memory latency not hidden by other groups
 //! local     = (local + private array accesses) * 4 B / (bw * LOCAL_SPEEDUP) * tail
 //! barriers  = barriers_per_group * G * T * BARRIER_FLOPS / gflops * tail
 //! groups    = G * group_us / CU
@@ -59,6 +64,15 @@ pub const CACHE_REUSE: f64 = 4.0;
 pub const LOCAL_SPEEDUP: f64 = 8.0;
 /// The cost of one barrier for one work item, in floating-point operations.
 pub const BARRIER_FLOPS: f64 = 32.0;
+/// Registers a work item uses besides its private memory (indices, addresses, loop counters):
+/// an estimate, not measured.
+pub const BASE_REGISTERS: f64 = 16.0;
+/// The occupancy (resident work items over the most a compute unit holds) below which a
+/// lock-step device no longer hides global-memory latency with other work: memory time grows
+/// as occupancy falls below it. An estimate after the usual guidance for NVIDIA GPUs (a
+/// quarter to a half of the resident warps saturate memory for streaming kernels), not
+/// measured by mapsat.
+pub const LATENCY_OCCUPANCY: f64 = 0.25;
 
 /// A predicted run time and its terms, in milliseconds.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, Deserialize)]
@@ -81,6 +95,35 @@ pub struct Prediction {
     pub lane_util: f64,
     /// Compute-unit waves over their ideal number (1: no idle compute unit).
     pub tail: f64,
+    /// Resident work items over the most a compute unit holds ([`occupancy`]; 1 where the
+    /// profile does not say).
+    #[serde(default = "one")]
+    pub occupancy: f64,
+}
+
+fn one() -> f64 {
+    1.0
+}
+
+/// The fraction of a compute unit's work items a kernel keeps resident: as many work groups as
+/// fit by work items (`cu_items`), registers (`cu_registers`, at the private bytes of a work item
+/// in 32-bit registers plus [`BASE_REGISTERS`]) and local memory (`cu_local_bytes`), at least
+/// one; 1 when the profile gives no `cu_items`.
+pub fn occupancy(s: &KernelStats, r: &Rates) -> f64 {
+    if r.cu_items == 0 {
+        return 1.0;
+    }
+    let t = s.threads_per_group.max(1.0);
+    let items = r.cu_items as f64;
+    let mut groups = (items / t).floor();
+    if r.cu_registers > 0 {
+        let registers = (s.private_bytes / 4.0).ceil() + BASE_REGISTERS;
+        groups = groups.min((r.cu_registers as f64 / (registers * t)).floor());
+    }
+    if r.cu_local_bytes > 0 && s.local_bytes > 0.0 {
+        groups = groups.min((r.cu_local_bytes as f64 / s.local_bytes).floor());
+    }
+    (groups.max(1.0) * t / items).min(1.0)
 }
 
 /// The profile's rates, or rough ones from its limits: 1 GHz times the lanes of every compute
@@ -101,6 +144,9 @@ pub fn rates_of(p: &Profile) -> Rates {
         l1_bandwidth_gbs: 0.0,
         l2_bytes: 0,
         l2_bandwidth_gbs: 0.0,
+        cu_items: 0,
+        cu_registers: 0,
+        cu_local_bytes: 0,
     })
 }
 
@@ -190,7 +236,12 @@ pub fn predict(s: &KernelStats, p: &Profile) -> Prediction {
         (across / lane_util + s.vector_ops_in_item + scalar * lanes) / flops_per_s * tail
     };
     let groups = g * r.group_us * 1e-6 / cu;
-    let global = global_seconds(s, &r) * tail;
+    let occupancy = occupancy(s, &r);
+    let hidden = match r.lock_step {
+        true => (occupancy / LATENCY_OCCUPANCY).min(1.0),
+        false => 1.0,
+    };
+    let global = global_seconds(s, &r) * tail / hidden;
     let local = (s.local_accesses + s.private_accesses) * 4.0 / (bytes_per_s * LOCAL_SPEEDUP) * tail;
     let barrier = s.barriers_per_group * g * t * BARRIER_FLOPS / flops_per_s * tail;
     let launch = r.launch_us * 1e-6;
@@ -205,6 +256,7 @@ pub fn predict(s: &KernelStats, p: &Profile) -> Prediction {
         groups_ms: ms(groups),
         lane_util,
         tail,
+        occupancy,
     }
 }
 
@@ -388,6 +440,35 @@ mod tests {
         assert_eq!((big.group_lines, big.item_lines), (8.0 * 256.0 + 256.0 + 1.0, 256.0 + 256.0 + 1.0));
         let per_line = |s: &KernelStats| predict(s, &p).global_ms / s.global_transactions;
         assert!(per_line(&small) < per_line(&big) / 2.0, "{} vs {}", per_line(&small), per_line(&big));
+    }
+
+    #[test]
+    fn registers_and_local_memory_limit_occupancy_and_low_occupancy_slows_memory() {
+        let p = Profile::builtin("h100").unwrap();
+        let r = rates_of(&p);
+        assert_eq!((r.cu_items, r.cu_registers, r.cu_local_bytes), (2048, 65536, 233472));
+        let stats = |private_bytes: f64, local_bytes: f64| KernelStats {
+            groups: 1024.0,
+            threads_per_group: 256.0,
+            global_transactions: 1e6,
+            footprint_bytes: 1e6,
+            private_bytes,
+            local_bytes,
+            ..KernelStats::default()
+        };
+        // 16 registers: 8 groups of 256 by work items (16 by registers): all resident.
+        assert_eq!(occupancy(&stats(0.0, 0.0), &r), 1.0);
+        // 240 + 16 registers: 65536 / (256 * 256) = 1 group, 256 of 2048 work items.
+        assert_eq!(occupancy(&stats(960.0, 0.0), &r), 0.125);
+        // 48 KiB of local memory: 233472 / 49152 = 4 groups, half the work items.
+        assert_eq!(occupancy(&stats(0.0, 49152.0), &r), 0.5);
+        // Below LATENCY_OCCUPANCY (0.25) global memory time grows: 0.125 doubles it.
+        let (full, low) = (predict(&stats(0.0, 0.0), &p), predict(&stats(960.0, 0.0), &p));
+        assert_eq!(low.occupancy, 0.125);
+        assert!((low.global_ms - 2.0 * full.global_ms).abs() < 1e-9 * full.global_ms, "{low:?} vs {full:?}");
+        // A CPU profile has no occupancy term.
+        let cpu = Profile::builtin("pocl-cpu").unwrap();
+        assert_eq!(predict(&stats(960.0, 0.0), &cpu).occupancy, 1.0);
     }
 
     #[test]
