@@ -2,8 +2,10 @@
 //!
 //! - **building candidates**: apply the mapping, lower, print, count, predict (analytical) and
 //!   compute the features, for random valid candidates of the tunable convolution
-//!   (`examples/conv_blocked.lift` at 28x28, 32 -> 32 channels, pocl-cpu profile) and of the
-//!   tiled matmul at 256^3. Target (issue #8): at least 1,000 candidates/s.
+//!   (`examples/conv_blocked.lift` at 28x28, 32 -> 32 channels, pocl-cpu profile), of the
+//!   outer-product one whose vector width is tuned (`examples/conv_hwio.lift`: each build
+//!   specializes the width) and of the tiled matmul at 256^3. Target (issue #8): at least 1,000
+//!   candidates/s.
 //! - **learned-model prediction**: scoring candidates' feature vectors with a model trained on
 //!   512 measured candidates. Target: at least 50,000 candidates/s.
 #![allow(missing_docs)] // criterion_group! generates an undocumented function
@@ -31,6 +33,7 @@ fn building(c: &mut Criterion) {
             "conv_blocked 28x28 32->32",
             task("conv_blocked.lift", &[("inH", 28), ("inW", 28), ("inChs", 32), ("outChs", 32)]),
         ),
+        ("conv_hwio 28x28 32->32", task("conv_hwio.lift", &[("inH", 28), ("inW", 28), ("inChs", 32), ("outChs", 32)])),
         ("matmul_tiled 256^3", task("matmul_tiled.lift", &[("M", 256), ("K", 256), ("N", 256)])),
     ];
     let mut group = c.benchmark_group("build candidates");
