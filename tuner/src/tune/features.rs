@@ -19,11 +19,12 @@ use mapsat_ir::profile::Profile;
 /// scalars are registers, not private accesses, and a store to a value declared in a loop's
 /// body is no sum vectorized along that loop; 4: no statement runs in vector lanes across work
 /// items inside a parallel loop of several indices per work item, and a CPU's lanes hold the
-/// work items along local id 0 only).
-pub const FEATURES_VERSION: u32 = 4;
+/// work items along local id 0 only; 5: the analytical model's occupancy, and its global term
+/// grows with low occupancy on lock-step devices whose profile gives a compute unit's figures).
+pub const FEATURES_VERSION: u32 = 5;
 
 /// The name of each feature, in order.
-pub const NAMES: [&str; 61] = [
+pub const NAMES: [&str; 62] = [
     "threads_per_group",
     "groups",
     "groups_per_cu",
@@ -37,6 +38,7 @@ pub const NAMES: [&str; 61] = [
     "busy_fraction",
     "lane_util",
     "tail",
+    "occupancy",
     "lane_ops",
     "flops",
     "redundancy",
@@ -119,6 +121,7 @@ pub fn features(s: &KernelStats, launch: &Launch, pred: &Prediction, codes: &[Co
         s.busy_fraction,
         pred.lane_util,
         lg(pred.tail),
+        pred.occupancy,
         lg(s.lane_ops),
         lg(s.flops),
         lg(ratio(s.lane_ops, s.flops)),
