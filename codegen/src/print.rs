@@ -49,6 +49,9 @@ struct Printer<'k> {
     out: String,
     /// The vector types the kernel uses (CUDA needs helpers for each: [`cuda_vector_helpers`]).
     vectors: std::collections::BTreeSet<(ScalarKind, u32)>,
+    /// The CUDA math functions the kernel applies to vectors, lane-wise: name, vector type and
+    /// number of operands ([`cuda_lanewise`]).
+    lanewise: std::collections::BTreeSet<(&'static str, ScalarKind, u32, usize)>,
     /// The 64-bit integer type, for the loop variables and index parts that need it
     /// ([`crate::width`]); the others are `int`.
     long: &'static str,
@@ -69,7 +72,7 @@ pub fn print(k: &Kernel, d: Dialect) -> R<String> {
         Dialect::OpenCl => "long",
         Dialect::Cuda => "long long",
     };
-    let mut p = Printer { k, d, out: String::new(), vectors: Default::default(), long };
+    let mut p = Printer { k, d, out: String::new(), vectors: Default::default(), lanewise: Default::default(), long };
     let body = p.kernel()?;
     let mut s = String::new();
     let sizes: Vec<String> = k.sizes.iter().map(|(n, v)| format!("{n}={v}")).collect();
@@ -87,6 +90,9 @@ pub fn print(k: &Kernel, d: Dialect) -> R<String> {
         s.push('\n');
         for &(k, w) in &p.vectors {
             s.push_str(&cuda_vector_helpers(k, w));
+        }
+        for &(f, k, w, arity) in &p.lanewise {
+            s.push_str(&cuda_lanewise(f, k, w, arity));
         }
     }
     s.push('\n');
@@ -143,6 +149,48 @@ fn cuda_vector_helpers(k: ScalarKind, w: u32) -> String {
     let store = each(&|l| format!("p[{l}] = v{};", cuda_lane(l, w)), " ");
     let _ = writeln!(out, "__device__ inline void mapsat_vstore{w}({t} v, {s}* p) {{ {store} }}");
     out
+}
+
+/// The CUDA name of math function `f` (`expf`, `fminf`, `abs`...) applied lane-wise to vectors
+/// of type (`k`, `w`): `mapsat_expf_float4`.
+fn cuda_lanewise_name(f: &str, k: ScalarKind, w: u32) -> String {
+    format!("mapsat_{f}_{}{w}", scalar_name(k))
+}
+
+/// The definition of [`cuda_lanewise_name`]: `f` on each lane of its `arity` operands.
+fn cuda_lanewise(f: &str, k: ScalarKind, w: u32, arity: usize) -> String {
+    let t = cuda_vector_name(k, w);
+    let make =
+        if w <= 4 { format!("make_{}{w}", scalar_name(k)) } else { format!("mapsat_make_{}{w}", scalar_name(k)) };
+    let names = ["a", "b"];
+    let params: Vec<String> = names[..arity].iter().map(|n| format!("{t} {n}")).collect();
+    let lanes: Vec<String> = (0..w)
+        .map(|l| {
+            let args: Vec<String> = names[..arity].iter().map(|n| format!("{n}{}", cuda_lane(l, w))).collect();
+            format!("{f}({})", args.join(", "))
+        })
+        .collect();
+    format!(
+        "__device__ inline {t} {}({}) {{ return {make}({}); }}\n",
+        cuda_lanewise_name(f, k, w),
+        params.join(", "),
+        lanes.join(", ")
+    )
+}
+
+/// CUDA's single-precision name of a unary math function (`expf`).
+fn cuda_float_name(op: UnOp) -> &'static str {
+    match op {
+        UnOp::Exp => "expf",
+        UnOp::Log => "logf",
+        UnOp::Sqrt => "sqrtf",
+        UnOp::Sin => "sinf",
+        UnOp::Cos => "cosf",
+        UnOp::Tanh => "tanhf",
+        UnOp::Floor => "floorf",
+        UnOp::Abs => "fabsf",
+        UnOp::Neg | UnOp::Not => op.name(),
+    }
 }
 
 fn scalar_name(k: ScalarKind) -> &'static str {
@@ -356,6 +404,17 @@ impl Printer<'_> {
         i.render(&crate::index::Spelling { names: &self.k.vars, long, wide: &wide, clamp })
     }
 
+    /// The name to call math function `f` by on operands of type (`k`, `w`): `f` itself, but in
+    /// CUDA, whose math functions take scalars only, a lane-wise helper for a vector
+    /// ([`cuda_lanewise`]).
+    fn function(&mut self, f: &'static str, k: ScalarKind, w: u32, arity: usize) -> String {
+        if w > 1 && self.d == Dialect::Cuda {
+            self.lanewise.insert((f, k, w, arity));
+            return cuda_lanewise_name(f, k, w);
+        }
+        f.to_string()
+    }
+
     /// Lane `l` of a vector of width `w`.
     fn lane(&self, l: u32, w: u32) -> String {
         match self.d {
@@ -481,11 +540,8 @@ impl Printer<'_> {
         let sb = self.expr(b)?;
         Ok(match (op, op.infix()) {
             (BinOp::Mod, _) if k == ScalarKind::F32 => {
-                if w > 1 && self.d == Dialect::Cuda {
-                    return Err(K::Unsupported("`fmod` on vectors in CUDA".into()).into());
-                }
                 let f = if self.d == Dialect::Cuda { "fmodf" } else { "fmod" };
-                (format!("{f}({}, {})", sa.0, sb.0), 7)
+                (format!("{}({}, {})", self.function(f, k, w, 2), sa.0, sb.0), 7)
             }
             (BinOp::Min | BinOp::Max, _) => {
                 let f = match (op, k == ScalarKind::F32, self.d) {
@@ -496,10 +552,7 @@ impl Printer<'_> {
                     (BinOp::Min, false, _) => "min",
                     _ => "max",
                 };
-                if w > 1 && self.d == Dialect::Cuda {
-                    return Err(K::Unsupported(format!("`{f}` on vectors in CUDA")).into());
-                }
-                (format!("{f}({}, {})", sa.0, sb.0), 7)
+                (format!("{}({}, {})", self.function(f, k, w, 2), sa.0, sb.0), 7)
             }
             (_, Some((sym, prec))) => {
                 let prec = prec.min(5);
@@ -553,16 +606,23 @@ impl Printer<'_> {
                     UnOp::Neg => (format!("-{}", Self::paren(sa, 6)), 6),
                     UnOp::Not => (format!("!{}", Self::paren(sa, 6)), 6),
                     _ => {
-                        if w > 1 && self.d == Dialect::Cuda {
-                            return Err(K::Unsupported(format!("`{}` on vectors in CUDA", op.name())).into());
-                        }
-                        let base = match op {
-                            UnOp::Abs if k != ScalarKind::F32 => "abs".to_string(),
-                            UnOp::Abs => "fabs".into(),
-                            op => op.name().to_string(),
+                        let f = match (op, k == ScalarKind::F32, self.d) {
+                            (UnOp::Abs, false, _) => "abs",
+                            (UnOp::Abs, true, Dialect::OpenCl) => "fabs",
+                            (UnOp::Abs, true, Dialect::Cuda) => "fabsf",
+                            (op, true, Dialect::Cuda) => cuda_float_name(*op),
+                            (op, _, _) => op.name(),
                         };
-                        let f = if self.d == Dialect::Cuda && k == ScalarKind::F32 { format!("{base}f") } else { base };
-                        (format!("{f}({})", sa.0), 7)
+                        let call = format!("{}({})", self.function(f, k, w, 1), sa.0);
+                        // OpenCL C's integer `abs` returns the unsigned type (`uint`, `uint8`):
+                        // read back as signed (i32's abs, which wraps at INT_MIN), or a
+                        // comparison with it or `max(abs(i), j)` would be unsigned.
+                        if op == &UnOp::Abs && k == ScalarKind::I32 && self.d == Dialect::OpenCl {
+                            let t = self.ty(k, w)?;
+                            (format!("as_{t}({call})"), 7)
+                        } else {
+                            (call, 7)
+                        }
                     }
                 }
             }
