@@ -136,11 +136,19 @@ fn cuda_vector_helpers(k: ScalarKind, w: u32) -> String {
         let _ = writeln!(out, "__device__ inline {t} {make}({params}) {{ {t} r = {{{{{args}}}}}; return r; }}");
     }
     let ops: &[&str] = if k == ScalarKind::I32 { &["+", "-", "*", "/", "%"] } else { &["+", "-", "*", "/"] };
+    // i32 `+ - *` and negation wrap: computed unsigned (signed overflow is undefined in C++).
+    let wraps = |op: &str| k == ScalarKind::I32 && matches!(op, "+" | "-" | "*");
     for op in ops {
-        let body = each(&|l| format!("a{0} {op} b{0}", cuda_lane(l, w)), ", ");
+        let body = match wraps(op) {
+            true => each(&|l| format!("(int)((unsigned)a{0} {op} (unsigned)b{0})", cuda_lane(l, w)), ", "),
+            false => each(&|l| format!("a{0} {op} b{0}", cuda_lane(l, w)), ", "),
+        };
         let _ = writeln!(out, "__device__ inline {t} operator{op}({t} a, {t} b) {{ return {make}({body}); }}");
     }
-    let neg = each(&|l| format!("-a{}", cuda_lane(l, w)), ", ");
+    let neg = match wraps("-") {
+        true => each(&|l| format!("(int)(0u - (unsigned)a{})", cuda_lane(l, w)), ", "),
+        false => each(&|l| format!("-a{}", cuda_lane(l, w)), ", "),
+    };
     let _ = writeln!(out, "__device__ inline {t} operator-({t} a) {{ return {make}({neg}); }}");
     let splat = each(&|_| "x".to_string(), ", ");
     let _ = writeln!(out, "__device__ inline {t} mapsat_splat_{s}{w}({s} x) {{ return {make}({splat}); }}");
@@ -415,6 +423,27 @@ impl Printer<'_> {
         f.to_string()
     }
 
+    /// `a sym b` (or `-a` without `b`) on i32 values (of width `w`), wrapping: computed on the
+    /// unsigned type and read back as signed. CUDA's int vectors wrap in their operators
+    /// ([`cuda_vector_helpers`]).
+    fn wrapping(&mut self, sym: &str, a: &str, b: Option<&str>, w: u32) -> R<(String, u8)> {
+        let t = self.ty(ScalarKind::I32, w)?;
+        let (l, r) = match b {
+            Some(b) => (a, b),
+            None => ("0", a),
+        };
+        Ok(match (self.d, w) {
+            (Dialect::OpenCl, 1) => (format!("as_int((uint)({l}) {sym} (uint)({r}))"), 7),
+            (Dialect::OpenCl, _) => {
+                let l = if b.is_some() { format!("as_uint{w}({l})") } else { format!("(uint{w})(0u)") };
+                (format!("as_{t}({l} {sym} as_uint{w}({r}))"), 7)
+            }
+            (Dialect::Cuda, 1) => (format!("(int)((unsigned)({l}) {sym} (unsigned)({r}))"), 7),
+            (Dialect::Cuda, _) if b.is_some() => (format!("({a}) {sym} ({r})"), 4),
+            (Dialect::Cuda, _) => (format!("-({a})"), 6),
+        })
+    }
+
     /// Lane `l` of a vector of width `w`.
     fn lane(&self, l: u32, w: u32) -> String {
         match self.d {
@@ -554,6 +583,11 @@ impl Printer<'_> {
                 };
                 (format!("{}({}, {})", self.function(f, k, w, 2), sa.0, sb.0), 7)
             }
+            // i32 arithmetic wraps (the interpreter's semantics); signed overflow is undefined in
+            // C, and a compiler folded `v * C + D > v * C` to true: computed unsigned.
+            (BinOp::Add | BinOp::Sub | BinOp::Mul, Some((sym, _))) if k == ScalarKind::I32 => {
+                self.wrapping(sym, &sa.0, Some(&sb.0), w)?
+            }
             (_, Some((sym, prec))) => {
                 let prec = prec.min(5);
                 let l = Self::paren(sa, if prec == 3 { 4 } else { prec });
@@ -603,6 +637,7 @@ impl Printer<'_> {
                 let (k, w) = self.kind_of(a);
                 let sa = self.expr(a)?;
                 match op {
+                    UnOp::Neg if k == ScalarKind::I32 => self.wrapping("-", &sa.0, None, w)?,
                     UnOp::Neg => (format!("-{}", Self::paren(sa, 6)), 6),
                     UnOp::Not => (format!("!{}", Self::paren(sa, 6)), 6),
                     _ => {

@@ -6,7 +6,7 @@ extern "C" __global__ void __launch_bounds__(64)
 absSigned(const int* __restrict__ x, const int* __restrict__ y, int* __restrict__ out) {
   // mapGlb(0)@A: one index per thread
   int i_p = blockIdx.x * blockDim.x + threadIdx.x;
-  out[i_p] = (abs(x[i_p]) < y[i_p] - 5 ? 1 : 0) + max(abs(x[i_p]), y[i_p] - 20);
+  out[i_p] = (int)((unsigned)(abs(x[i_p]) < (int)((unsigned)(y[i_p]) - (unsigned)(5)) ? 1 : 0) + (unsigned)(max(abs(x[i_p]), (int)((unsigned)(y[i_p]) - (unsigned)(20)))));
 }
 
 // manifest:

@@ -2,12 +2,12 @@
 // Specialized for N=16.
 // Launch: global (16, 1, 1), local (16, 1, 1).
 
-__device__ inline int3 operator+(int3 a, int3 b) { return make_int3(a.x + b.x, a.y + b.y, a.z + b.z); }
-__device__ inline int3 operator-(int3 a, int3 b) { return make_int3(a.x - b.x, a.y - b.y, a.z - b.z); }
-__device__ inline int3 operator*(int3 a, int3 b) { return make_int3(a.x * b.x, a.y * b.y, a.z * b.z); }
+__device__ inline int3 operator+(int3 a, int3 b) { return make_int3((int)((unsigned)a.x + (unsigned)b.x), (int)((unsigned)a.y + (unsigned)b.y), (int)((unsigned)a.z + (unsigned)b.z)); }
+__device__ inline int3 operator-(int3 a, int3 b) { return make_int3((int)((unsigned)a.x - (unsigned)b.x), (int)((unsigned)a.y - (unsigned)b.y), (int)((unsigned)a.z - (unsigned)b.z)); }
+__device__ inline int3 operator*(int3 a, int3 b) { return make_int3((int)((unsigned)a.x * (unsigned)b.x), (int)((unsigned)a.y * (unsigned)b.y), (int)((unsigned)a.z * (unsigned)b.z)); }
 __device__ inline int3 operator/(int3 a, int3 b) { return make_int3(a.x / b.x, a.y / b.y, a.z / b.z); }
 __device__ inline int3 operator%(int3 a, int3 b) { return make_int3(a.x % b.x, a.y % b.y, a.z % b.z); }
-__device__ inline int3 operator-(int3 a) { return make_int3(-a.x, -a.y, -a.z); }
+__device__ inline int3 operator-(int3 a) { return make_int3((int)(0u - (unsigned)a.x), (int)(0u - (unsigned)a.y), (int)(0u - (unsigned)a.z)); }
 __device__ inline int3 mapsat_splat_int3(int x) { return make_int3(x, x, x); }
 __device__ inline int3 mapsat_vload3(const int* p) { return make_int3(p[0], p[1], p[2]); }
 __device__ inline void mapsat_vstore3(int3 v, int* p) { p[0] = v.x; p[1] = v.y; p[2] = v.z; }
@@ -16,7 +16,7 @@ extern "C" __global__ void __launch_bounds__(16)
 rem3(const int* __restrict__ x, const int* __restrict__ y, int* __restrict__ out) {
   // mapGlb(0)@A: one index per thread
   int i_p = blockIdx.x * blockDim.x + threadIdx.x;
-  mapsat_vstore3(mapsat_vload3(x + i_p * 3) % (mapsat_vload3(y + i_p * 3) * mapsat_vload3(y + i_p * 3) + mapsat_splat_int3(1)), out + i_p * 3);
+  mapsat_vstore3(mapsat_vload3(x + i_p * 3) % (((mapsat_vload3(y + i_p * 3)) * (mapsat_vload3(y + i_p * 3))) + (mapsat_splat_int3(1))), out + i_p * 3);
 }
 
 // manifest:
