@@ -668,8 +668,17 @@ impl Printer<'_> {
                 (format!("{sc} ? {sa} : {sb}"), 0)
             }
             Expr::Cast(k, a) => {
+                let from = self.kind_of(a).0;
                 let sa = self.expr(a)?;
-                (format!("({}){}", scalar_name(*k), Self::paren(sa, 6)), 6)
+                // f32 to i32 saturates, NaN to 0, as the interpreter's (Rust's) conversion; C's
+                // is undefined out of range (x86 gave INT_MIN for 3e9).
+                match (from, k, self.d) {
+                    (ScalarKind::F32, ScalarKind::I32, Dialect::OpenCl) => {
+                        (format!("convert_int_sat_rtz({})", sa.0), 7)
+                    }
+                    (ScalarKind::F32, ScalarKind::I32, Dialect::Cuda) => (format!("__float2int_rz({})", sa.0), 7),
+                    _ => (format!("({}){}", scalar_name(*k), Self::paren(sa, 6)), 6),
+                }
             }
             Expr::Lane(v, l) => {
                 let w = self.kind_of(v).1;

@@ -30,6 +30,7 @@ extern "C" __device__ float cosf(float);
 extern "C" __device__ float tanhf(float);
 extern "C" __device__ float floorf(float);
 extern "C" __device__ float fmodf(float, float);
+extern "C" __device__ int __float2int_rz(float);
 extern "C" __device__ int min(int, int);
 extern "C" __device__ int max(int, int);
 extern "C" __device__ int abs(int);
