@@ -110,6 +110,15 @@ fn cuda_vector_name(k: ScalarKind, w: u32) -> String {
     }
 }
 
+/// The constructor of a CUDA vector type: CUDA's own `make_float4`, or `mapsat_make_float8` for
+/// the structs of lanes ([`cuda_vector_helpers`] defines those).
+fn cuda_make(k: ScalarKind, w: u32) -> String {
+    match w {
+        2..=4 => format!("make_{}{w}", scalar_name(k)),
+        _ => format!("mapsat_make_{}{w}", scalar_name(k)),
+    }
+}
+
 /// Lane `l` of a CUDA vector of width `w`.
 fn cuda_lane(l: u32, w: u32) -> String {
     match w {
@@ -127,7 +136,7 @@ fn cuda_vector_helpers(k: ScalarKind, w: u32) -> String {
     let (s, t) = (scalar_name(k), cuda_vector_name(k, w));
     let lanes: Vec<u32> = (0..w).collect();
     let each = |f: &dyn Fn(u32) -> String, sep: &str| lanes.iter().map(|&l| f(l)).collect::<Vec<_>>().join(sep);
-    let make = if w <= 4 { format!("make_{s}{w}") } else { format!("mapsat_make_{s}{w}") };
+    let make = cuda_make(k, w);
     let mut out = String::new();
     if w > 4 {
         let params = each(&|l| format!("{s} a{l}"), ", ");
@@ -168,8 +177,7 @@ fn cuda_lanewise_name(f: &str, k: ScalarKind, w: u32) -> String {
 /// The definition of [`cuda_lanewise_name`]: `f` on each lane of its `arity` operands.
 fn cuda_lanewise(f: &str, k: ScalarKind, w: u32, arity: usize) -> String {
     let t = cuda_vector_name(k, w);
-    let make =
-        if w <= 4 { format!("make_{}{w}", scalar_name(k)) } else { format!("mapsat_make_{}{w}", scalar_name(k)) };
+    let make = cuda_make(k, w);
     let names = ["a", "b"];
     let params: Vec<String> = names[..arity].iter().map(|n| format!("{t} {n}")).collect();
     let lanes: Vec<String> = (0..w)
@@ -693,8 +701,7 @@ impl Printer<'_> {
                 }
                 match self.d {
                     Dialect::OpenCl => (format!("({t})({})", parts.join(", ")), 7),
-                    Dialect::Cuda if es.len() <= 4 => (format!("make_{t}({})", parts.join(", ")), 7),
-                    Dialect::Cuda => (format!("mapsat_make_{}{}({})", scalar_name(*k), es.len(), parts.join(", ")), 7),
+                    Dialect::Cuda => (format!("{}({})", cuda_make(*k, es.len() as u32), parts.join(", ")), 7),
                 }
             }
             Expr::InRange(i, lo, hi) => {

@@ -106,6 +106,10 @@ pub struct Rates {
     pub cu_local_bytes: u64,
 }
 
+/// The fields of [`Profile`] and [`Rates`] that are not serialized when absent (an `Option`'s
+/// `None`, a 0 that means unknown): [`Profile::to_toml`] leaves them out.
+const OPTIONAL_FIELDS: [&str; 4] = ["private_group_bytes", "cu_items", "cu_registers", "cu_local_bytes"];
+
 fn is_zero(x: &u64) -> bool {
     *x == 0
 }
@@ -247,7 +251,7 @@ impl Profile {
         for field in FIELDS {
             let value = match table.get(field) {
                 Some(v) => v,
-                None if field == "private_group_bytes" => continue,
+                None if OPTIONAL_FIELDS.contains(&field) => continue,
                 None => return Err(invalid(format!("field `{field}` was not serialized"))),
             };
             for (_, text) in notes.iter().filter(|(f, _)| *f == field) {
@@ -260,7 +264,7 @@ impl Profile {
             for field in RATE_FIELDS {
                 let value = match rates.get(field) {
                     Some(v) => v,
-                    None if field.starts_with("cu_") => continue,
+                    None if OPTIONAL_FIELDS.contains(&field) => continue,
                     None => return Err(invalid(format!("rate `{field}` was not serialized"))),
                 };
                 for (_, text) in notes.iter().filter(|(f, _)| f.strip_prefix("rates.") == Some(field)) {
