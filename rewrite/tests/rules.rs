@@ -541,3 +541,62 @@ fn vectorize_map_only_rewrites_lane_wise_maps_over_scalars() {
         assert_eq!(run(src, &["vectorize-map"], 2, &Sizes::new(), &[]), 0, "{src}");
     }
 }
+
+/// Maps over the columns of a matrix (`transpose(b)`) that `vectorize-across` rewrites: matmul's
+/// dot products (a row of `a` free in the column's function, broadcast), column sums (a
+/// reduction of the column itself), a column's function of an inner map, a literal and a
+/// unary function, a zip with a vector parameter and tuples, integers.
+const COLUMNS: [&str; 6] = [
+    "size M = 4, K = 8, N = 16\ndef f(a: [[f32]K]M, b: [[f32]N]K) : [[f32]N]M =\n  map@A(fun(row => map@B(fun(col => reduce(add, 0.0, map@C(fun(p => p.0 * p.1), zip(row, col)))), transpose(b))), a)",
+    "size K = 8, N = 16\ndef f(b: [[f32]N]K) : [f32]N = map@B(fun(col => reduce(add, 0.0, col)), transpose(b))",
+    "size K = 8, N = 16\ndef f(b: [[f32]N]K) : [f32]N = map@B(fun(col => reduce(add, 1.5, map@C(fun(x => x * x + 1.0), col))), transpose(b))",
+    "size K = 8, N = 16\ndef f(b: [[f32]N]K) : [f32]N = map@B(fun(col => exp(reduce(fun(acc, x => max(acc, x)), 0.0 - 1000.0, col)) * 0.5), transpose(b))",
+    "size K = 8, N = 16\ndef f(b: [[f32]N]K, v: [f32]K) : [f32]N = map@B(fun(col => reduce(fun(acc, p => acc + p.0 * p.1 - p.1), 0.0, zip(col, v))), transpose(b))",
+    "size K = 8, N = 16\ndef f(b: [[i32]N]K) : [i32]N = map@B(fun(col => reduce(fun(acc, x => acc * 3 + x), 7, col)), transpose(b))",
+];
+
+#[test]
+fn vectorize_across_keeps_the_function() {
+    for (k, src) in COLUMNS.iter().enumerate() {
+        for s in random_lengths(20 + k as u64, 3, 0) {
+            let s = s.with("K", 3);
+            assert!(run(src, &["vectorize-across"], 2, &s, &[]) > 0, "not vectorized at {s:?}: {src}");
+            assert!(vectorized(src, &["vectorize-across"], &s) > 0, "no vectorized variant at {s:?}: {src}");
+        }
+    }
+}
+
+#[test]
+fn vectorize_across_needs_a_multiple_of_the_width_and_a_lane_wise_function() {
+    for (k, src) in COLUMNS.iter().enumerate() {
+        for s in random_lengths(30 + k as u64, 2, 1 + k as i64 % 3) {
+            assert_eq!(run(src, &["vectorize-across"], 2, &s, &[]), 0, "{src} at {s:?}");
+        }
+    }
+    let refused = [
+        // A comparison, a conversion, a result that is not a scalar, a map that is not over a
+        // transpose.
+        "size K = 8, N = 16\ndef f(b: [[f32]N]K) : [f32]N = map@B(fun(col => reduce(fun(acc, x => select(x < acc, x, acc)), 0.0, col)), transpose(b))",
+        "size K = 8, N = 16\ndef f(b: [[i32]N]K) : [f32]N = map@B(fun(col => f32(reduce(add, 0, col))), transpose(b))",
+        "size K = 8, N = 16\ndef f(b: [[f32]N]K) : [[f32]K]N = map@B(fun(col => map@C(fun(x => x * x), col)), transpose(b))",
+        "size K = 8, N = 16\ndef f(b: [[f32]K]N) : [f32]N = map@B(fun(col => reduce(add, 0.0, col)), b)",
+    ];
+    for src in refused {
+        assert_eq!(run(src, &["vectorize-across"], 2, &Sizes::new(), &[]), 0, "{src}");
+    }
+}
+
+#[test]
+fn map_reduce_interchange_keeps_the_function_with_the_column_on_either_side_of_the_zip() {
+    // A fold that is not symmetric in the pair's components, and a non-zero initial value.
+    let sources = [
+        "size K = 8, N = 6\ndef f(m: [[f32]K]N, v: [f32]K) : [f32]N = map@B(fun(col => reduce(fun(acc, p => acc * 0.5 + p.0 - p.1 * p.1), 1.0, zip(v, col))), m)",
+        "size K = 8, N = 6\ndef f(m: [[f32]K]N, v: [f32]K) : [f32]N = map@B(fun(col => reduce(fun(acc, p => acc * 0.5 + p.0 - p.1 * p.1), 1.0, zip(col, v))), m)",
+    ];
+    for src in sources {
+        for (k, n) in [(1, 1), (3, 2), (8, 6)] {
+            let s = Sizes::new().with("K", k).with("N", n);
+            assert!(run(src, &["map-reduce-interchange"], 1, &s, &[]) > 0, "{src} at {s:?}");
+        }
+    }
+}

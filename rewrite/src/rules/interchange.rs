@@ -215,17 +215,22 @@ pub fn map_map_interchange(cx: &Ctx, (a, xs): (&str, Id), (b, g, ys): (&str, Id,
 ///   =>  reduce(fun(acc, p => map@L_a(fun(q => h(q.0, (p.0, q.1))), zip(acc, p.1))),
 ///         map@L_z(fun(c => z), xs),
 ///         zip(r, transpose(xs)))
+/// map@L(fun(col => reduce(h, z, zip(col, r))), xs)
+///   =>  reduce(fun(acc, p => map@L_a(fun(q => h(q.0, (q.1, p.1))), zip(acc, p.0))),
+///         map@L_z(fun(c => z), xs),
+///         zip(transpose(xs), r))
 /// ```
 ///
 /// Sound when `col` is not free in `h`, `z` and `r` (may-free analysis): the columns of `xs`
 /// are reduced in lockstep, after step `k` the accumulator's `j`-th element is the fold of `h`
-/// from `z` over `(r[i], xs[j][i])` for `i <= k`, which is what the `j`-th column's own
-/// reduction computes (Lift's `mapReduceInterchange`, `map(reduce) => reduce(map) . transpose`;
-/// RISE's `liftReduceSeq`). `r[k]` is read once per step instead of once per column. `h` is
-/// applied by β-reduction when it is a two-parameter lambda, and the components of the pair it
-/// is given are then read directly (`(a, b).0 => a`); a lambda applied in its body (a fused
-/// map's function) is β-reduced too. The step of `register-block` on a block of columns; not in
-/// the main phase (on a whole matrix its accumulator is a row of it).
+/// from `z` over `(r[i], xs[j][i])` (or `(xs[j][i], r[i])`) for `i <= k`, which is what the
+/// `j`-th column's own reduction computes (Lift's `mapReduceInterchange`, `map(reduce) =>
+/// reduce(map) . transpose`; RISE's `liftReduceSeq`). `r[k]` is read once per step instead of
+/// once per column. `h` is applied by β-reduction when it is a two-parameter lambda, and the
+/// components of the pair it is given are then read directly (`(a, b).0 => a`); a lambda
+/// applied in its body (a fused map's function) is β-reduced too. The step of `register-block`
+/// on a block of columns; not in the main phase (on a whole matrix its accumulator is a row of
+/// it).
 pub struct MapReduceInterchange;
 
 impl Rule for MapReduceInterchange {
@@ -236,22 +241,36 @@ impl Rule for MapReduceInterchange {
     fn search(&self, cx: &Ctx, c: Id) -> Vec<Build> {
         let mut out = Vec::new();
         for (label, g, xs) in cx.maps(c) {
-            for (h, z, r) in column_reductions(cx, g) {
-                out.extend(map_reduce_interchange(cx, &label, (h, z, r), xs));
+            for fold in column_reductions(cx, g) {
+                out.extend(map_reduce_interchange(cx, &label, fold, xs));
             }
         }
         out
     }
 }
 
-/// The `(h, z, r)` of a map's function `g` of the form `fun(col => reduce(h, z, zip(r, col)))`
-/// with `col` not free in `h`, `z` and `r`.
-pub fn column_reductions(cx: &Ctx, g: Id) -> Vec<(Id, Id, Id)> {
-    column_reduction_forms(cx, g).into_iter().map(|(parts, _)| parts).collect()
+/// A map's function that reduces its element (`col`) zipped with another array `r`:
+/// `fun(col => reduce(h, z, zip(r, col)))`, or `zip(col, r)` when `col_first`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ColumnFold {
+    /// The reduction's operator.
+    pub h: Id,
+    /// Its initial value.
+    pub z: Id,
+    /// The array zipped with the column.
+    pub r: Id,
+    /// True for `zip(col, r)`.
+    pub col_first: bool,
 }
 
-/// A column reduction's `(h, z, r)` and the nodes of its form (for [`Ctx::repr_with`]).
-pub type ColumnReduction = ((Id, Id, Id), BTreeMap<Id, Lift>);
+/// The column reductions of a map's function `g` ([`ColumnFold`]) with `col` not free in `h`,
+/// `z` and `r`.
+pub fn column_reductions(cx: &Ctx, g: Id) -> Vec<ColumnFold> {
+    column_reduction_forms(cx, g).into_iter().map(|(fold, _)| fold).collect()
+}
+
+/// A column reduction and the nodes of its form (for [`Ctx::repr_with`]).
+pub type ColumnReduction = (ColumnFold, BTreeMap<Id, Lift>);
 
 /// [`column_reductions`], each with the nodes of its form: the lambda, the reduction and the zip.
 pub fn column_reduction_forms(cx: &Ctx, g: Id) -> Vec<ColumnReduction> {
@@ -263,11 +282,17 @@ pub fn column_reduction_forms(cx: &Ctx, g: Id) -> Vec<ColumnReduction> {
                 continue;
             }
             for (p, args) in cx.calls(xs) {
-                if p == Prim::Zip(2) && cx.is_var0(args[1]) && !uses_col(args[0]) {
-                    let nodes =
-                        [(g, cx.lam_node(g, body)), (body, cx.app_node(body, xs)), (xs, cx.app_node(xs, args[1]))];
-                    let forms = nodes.into_iter().filter_map(|(c, n)| Some((c, n?))).collect();
-                    out.push(((h, z, args[0]), forms));
+                if p != Prim::Zip(2) {
+                    continue;
+                }
+                for col_first in [false, true] {
+                    let (col, r) = if col_first { (args[0], args[1]) } else { (args[1], args[0]) };
+                    if cx.is_var0(col) && !uses_col(r) {
+                        let nodes =
+                            [(g, cx.lam_node(g, body)), (body, cx.app_node(body, xs)), (xs, cx.app_node(xs, args[1]))];
+                        let forms = nodes.into_iter().filter_map(|(c, n)| Some((c, n?))).collect();
+                        out.push((ColumnFold { h, z, r, col_first }, forms));
+                    }
                 }
             }
         }
@@ -276,8 +301,9 @@ pub fn column_reduction_forms(cx: &Ctx, g: Id) -> Vec<ColumnReduction> {
 }
 
 /// The right-hand side of [`MapReduceInterchange`] for `map@label(fun(col => reduce(h, z,
-/// zip(r, col))), xs)` (`h`, `z` and `r` classes under `col`).
-pub fn map_reduce_interchange(cx: &Ctx, label: &str, (h, z, r): (Id, Id, Id), xs: Id) -> Option<Build> {
+/// zip(r, col))), xs)` or its `zip(col, r)` form (`h`, `z` and `r` classes under `col`).
+pub fn map_reduce_interchange(cx: &Ctx, label: &str, fold: ColumnFold, xs: Id) -> Option<Build> {
+    let ColumnFold { h, z, r, col_first } = fold;
     let (col, n) = cx.data(xs).ty.array()?;
     let acc = cx.data(z).ty.known()?.clone();
     let r_elem = cx.elem(r)?;
@@ -286,31 +312,39 @@ pub fn map_reduce_interchange(cx: &Ctx, label: &str, (h, z, r): (Id, Id, Id), xs
     // Under c: z (col is not free in it, and c stands where col stood).
     let init = map("_z", Build::lam(Build::Class(z)), Build::Class(xs));
     let accs = Type::array(acc.clone(), n.clone());
-    let p_ty = Type::Tuple(vec![r_elem, Type::array(col_elem.clone(), n.clone())]);
+    let cols = Type::array(col_elem.clone(), n.clone());
+    let (p_ty, cols_at) = match col_first {
+        false => (Type::Tuple(vec![r_elem, cols]), 1),
+        true => (Type::Tuple(vec![cols, r_elem]), 0),
+    };
     let q_ty = Type::Tuple(vec![acc, col_elem]);
-    // Under acc, p, q: `h(q.0, (p.0, q.1))`, h moved from under col to under three binders.
-    let step = Build::Expr(step(&binders::shift(&cx.repr(h), 2, 0)?, &p_ty, &q_ty));
+    // Under acc, p, q: `h(q.0, (p.0, q.1))` (`h(q.0, (q.1, p.1))`), h moved from under col to
+    // under three binders.
+    let step = Build::Expr(step(&binders::shift(&cx.repr(h), 2, 0)?, &p_ty, &q_ty, col_first));
     let acc_p = Build::call(
         Prim::Zip(2),
-        vec![Build::var(1, Some(accs)), Build::call(Prim::Get(1), vec![Build::var(0, Some(p_ty))])],
+        vec![Build::var(1, Some(accs)), Build::call(Prim::Get(cols_at), vec![Build::var(0, Some(p_ty))])],
     );
     let f = Build::lam(Build::lam(map("_a", Build::lam(step), acc_p)));
-    let pairs =
-        Build::call(Prim::Zip(2), vec![cx.shifted(r, -1)?, Build::call(Prim::Transpose, vec![Build::Class(xs)])]);
+    let (r, t) = (cx.shifted(r, -1)?, Build::call(Prim::Transpose, vec![Build::Class(xs)]));
+    let pairs = Build::call(Prim::Zip(2), if col_first { vec![t, r] } else { vec![r, t] });
     Some(Build::call(Prim::Reduce { seq: false }, vec![f, init, pairs]))
 }
 
-/// `h(q.0, (p.0, q.1))` under `acc, p, q` (`h` already moved there), β-reduced when `h` is a
-/// two-parameter lambda, with the pair's components read directly.
-fn step(h: &RecExpr<Lift>, p_ty: &Type, q_ty: &Type) -> RecExpr<Lift> {
+/// `h(q.0, (p.0, q.1))` (`h(q.0, (q.1, p.1))` when `col_first`) under `acc, p, q` (`h` already
+/// moved there), β-reduced when `h` is a two-parameter lambda, with the pair's components read
+/// directly.
+fn step(h: &RecExpr<Lift>, p_ty: &Type, q_ty: &Type, col_first: bool) -> RecExpr<Lift> {
     let mut a = RecExpr::default();
     get(&mut a, 0, 0, q_ty);
     let mut b = RecExpr::default();
-    let p0 = get(&mut b, 0, 1, p_ty);
-    let q1 = get(&mut b, 1, 0, q_ty);
+    let (first, second) = match col_first {
+        false => (get(&mut b, 0, 1, p_ty), get(&mut b, 1, 0, q_ty)),
+        true => (get(&mut b, 1, 0, q_ty), get(&mut b, 1, 1, p_ty)),
+    };
     let tuple = b.add(Lift::Prim(Prim::Tuple(2)));
-    let t = b.add(Lift::app(tuple, p0));
-    b.add(Lift::app(t, q1));
+    let t = b.add(Lift::app(tuple, first));
+    b.add(Lift::app(t, second));
     project(&binders::reduce_lambdas(&project(&binders::apply2(h, &a, &b))))
 }
 

@@ -22,6 +22,7 @@ pub mod stages;
 pub mod stencil2d;
 pub mod tiling;
 pub mod vectorize;
+pub mod vectorize_across;
 
 use crate::analysis::{Data, LiftGraph};
 use crate::binders;
@@ -384,8 +385,9 @@ pub trait Rule {
 
 /// The rules that are steps of the macros only ([`sequence`]): not in the main phase, where
 /// each would rewrite every map it matches (every map η-expanded, every nest interchanged,
-/// every reduction under a map turned into one over rows of accumulators); selectable by name.
-pub const STEPS_ONLY: [&str; 3] = ["eta-expand", "map-map-interchange", "map-reduce-interchange"];
+/// every reduction under a map turned into one over rows of accumulators, every map over columns
+/// vectorized); selectable by name.
+pub const STEPS_ONLY: [&str; 4] = ["eta-expand", "map-map-interchange", "map-reduce-interchange", "vectorize-across"];
 
 /// Every rule, in a fixed order.
 pub fn all() -> Vec<Box<dyn Rule>> {
@@ -413,5 +415,6 @@ pub fn all() -> Vec<Box<dyn Rule>> {
         Box::new(vectorize::VectorizeMap),
         Box::new(vectorize::AsScalarAsVector),
         Box::new(vectorize::AsVectorAsScalar),
+        Box::new(vectorize_across::VectorizeAcross),
     ]
 }

@@ -17,7 +17,7 @@
 //! Each step is the primitive rule's own rewrite function applied to the class the step before
 //! made, its term merged with that class.
 
-use super::interchange::{column_reduction_forms, column_reductions, map_reduce_interchange};
+use super::interchange::{column_reduction_forms, column_reductions, map_reduce_interchange, ColumnFold};
 use super::sequence::{Sequence, Start, Steps};
 use super::{Build, Ctx, Rule};
 use egg::Id;
@@ -66,8 +66,8 @@ impl Sequence for RegisterBlock {
         for (label, g, ys) in cx.maps(c) {
             let (Some(len), Some(col)) = (cx.length(ys), cx.elem(ys)) else { continue };
             // The accumulator's and the pair's types are known (as the interchange needs them).
-            let typed = |((_, z, r), _): &((Id, Id, Id), _)| {
-                cx.data(*z).ty.known().is_some() && cx.elem(*r).is_some() && col.as_array().is_some()
+            let typed = |(fold, _): &(ColumnFold, _)| {
+                cx.data(fold.z).ty.known().is_some() && cx.elem(fold.r).is_some() && col.as_array().is_some()
             };
             let Some((_, forms)) = column_reduction_forms(cx, g).into_iter().find(typed) else { continue };
             for n in cx.map_factors(&label, len) {

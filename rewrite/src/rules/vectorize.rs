@@ -69,7 +69,7 @@ fn numeric_array(cx: &Ctx, c: Id) -> bool {
 }
 
 /// The kind of a numeric scalar type.
-fn numeric(t: &Type) -> Option<ScalarKind> {
+pub fn numeric(t: &Type) -> Option<ScalarKind> {
     match t {
         Type::Scalar(k) if *k != ScalarKind::Bool => Some(*k),
         _ => None,
@@ -79,9 +79,7 @@ fn numeric(t: &Type) -> Option<ScalarKind> {
 /// `asVector(w, xs)` for an array of scalars, `zip(asVector(w, a1), ..)` for a zip of arrays of
 /// scalars, and the new element type.
 fn vector_input(cx: &Ctx, xs: Id, elem: &Type, w: u32) -> Option<(Build, Type)> {
-    // The new tunable width where there is one and its value at the sizes is `w`, else `w`.
-    let var = cx.params.vector_width.clone().filter(|v| cx.params.sizes.get(v) == Some(i64::from(w)));
-    let width = Width { lanes: w, var };
+    let width = width(cx, w);
     let vec = |a: Id| Build::call(Prim::AsVector(width.clone()), vec![Build::Class(a)]);
     if let Some(k) = numeric(elem) {
         return (!padded(cx, xs)).then(|| (vec(xs), Type::Vector(k, w)));
@@ -94,6 +92,13 @@ fn vector_input(cx: &Ctx, xs: Id, elem: &Type, w: u32) -> Option<(Build, Type)> 
     }
     let ty = Type::Tuple(kinds.iter().map(|k| Type::Vector(*k, w)).collect());
     Some((Build::call(Prim::Zip(args.len() as u32), args.into_iter().map(vec).collect()), ty))
+}
+
+/// The width of `w` lanes a rule writes: the new tunable width where there is one and its value
+/// at the sizes is `w`, else the literal `w`.
+pub fn width(cx: &Ctx, w: u32) -> Width {
+    let var = cx.params.vector_width.clone().filter(|v| cx.params.sizes.get(v) == Some(i64::from(w)));
+    Width { lanes: w, var }
 }
 
 /// True when class `c` is a `pad` or `padClamp` of an array. The rule leaves maps over a pad
@@ -141,12 +146,12 @@ fn retype(ann: Option<&Type>, from: &Type, to: &Type) -> Option<Option<Type>> {
 }
 
 /// Binary operators the IR applies lane-wise to two vectors of one type, with a vector result.
-fn lane_bin(op: BinOp) -> bool {
+pub fn lane_bin(op: BinOp) -> bool {
     !op.is_comparison() && !op.is_logical()
 }
 
 /// Unary functions the IR applies lane-wise to numeric vectors.
-fn lane_un(op: UnOp) -> bool {
+pub fn lane_un(op: UnOp) -> bool {
     op != UnOp::Not
 }
 
