@@ -25,7 +25,7 @@ use crate::lang::Lift;
 use crate::staging;
 use egg::{CostFunction, Extractor, Id, Language, RecExpr};
 use mapsat_ir::ast::{AddressSpace, Node, Prim};
-use mapsat_ir::{Program, Sizes};
+use mapsat_ir::{Program, Sizes, Type};
 use std::collections::{BTreeMap, BTreeSet, HashSet};
 
 /// One extracted variant.
@@ -224,11 +224,13 @@ fn signature_kinds(signature: &str) -> BTreeSet<String> {
 /// [`crate::rules::register`], with its accumulators staged in private memory: unstaged, the
 /// accumulator array is shared by the threads a mapping of its maps gives), `T2K` (tiled in
 /// 2-D with a reduction split by a tunable size, as `examples/matmul_tiled.lift` splits its dot
-/// products by `tK`), and `T2L` and `T2KL` (`T2` and `T2K` with the panels of each block, the
+/// products by `tK`), `BV` (register-blocked with vectors: the outer product of
+/// [`crate::rules::outer`], vectors of columns times blocks of rows), and `T2L` and `T2KL` (`T2` and `T2K` with the panels of each block, the
 /// tile's rows of `a` and columns of `b`, copied to local memory:
 /// [`crate::staging::stage_panels`], as `examples/matmul_lowlevel.lift`).
 fn macro_kinds(p: &Program) -> BTreeSet<&'static str> {
     let mut out = BTreeSet::new();
+    let info = mapsat_ir::check::check(p).ok();
     if p.nodes.iter().any(|n| split_reduce(p, n)) {
         out.insert("K");
     }
@@ -246,6 +248,9 @@ fn macro_kinds(p: &Program) -> BTreeSet<&'static str> {
             }
             (Node::Prim(Prim::To(AddressSpace::Private)), []) if array_reduce(p, *x) => {
                 out.insert("B");
+                if info.as_ref().is_some_and(|info| outer_product(p, info, *x)) {
+                    out.insert("BV");
+                }
             }
             _ => {}
         }
@@ -275,6 +280,18 @@ fn split_reduce(p: &Program, node: &Node) -> bool {
         && args.len() == 2
         && matches!(p.node(map), Node::Prim(Prim::Map { .. }))
         && matches!(p.node(split), Node::Prim(Prim::Split(n)) if n.as_const().is_none())
+}
+
+/// True when `id`, a reduction over an array accumulator ([`array_reduce`]), has accumulators
+/// that are vectors and steps over pairs of an array of scalars (one for each accumulator,
+/// broadcast) and another value: the outer product of [`crate::rules::outer`] (a register
+/// block of vectors of columns over a row, whose pairs hold an array of vectors, is not one).
+fn outer_product(p: &Program, info: &mapsat_ir::check::TypeInfo, id: mapsat_ir::NodeId) -> bool {
+    let args = p.spine(id).1;
+    let vectors = matches!(info.of(args[1]), Some(Type::Array(e, _)) if matches!(**e, Type::Vector(..)));
+    let scalars = |t: &Type| matches!(t, Type::Array(e, _) if matches!(**e, Type::Scalar(_)));
+    let pairs = matches!(info.of(args[2]), Some(Type::Array(e, _)) if matches!(&**e, Type::Tuple(ts) if ts.iter().any(scalars)));
+    vectors && pairs
 }
 
 /// True when `id` is `reduce(f, map(..), xs)`: a reduction over an array accumulator made by a map.

@@ -3,7 +3,8 @@
 //! rows of tile slides, from `slide2d-tiling`), 2-D tiled map nests (`map(join)` putting blocks
 //! back, from `tile-map-map`), the same with its reductions split by a tunable size (from
 //! `partial-reduce`: matmul's dot products split by `tK`) and register-blocked (a reduction
-//! over an array accumulator, from `register-block`). The 2-D tiled map nests with their panels
+//! over an array accumulator, from `register-block`; over an array of vectors, from
+//! `outer-product`). The 2-D tiled map nests with their panels
 //! staged in local memory (kinds `T2L` and `T2KL` of [`crate::extract`]) need no seed: they are
 //! made from the extracted `T2` and `T2K` variants by [`crate::staging::stage_panels`].
 //!
@@ -35,13 +36,14 @@ pub fn seeds(eg: &LiftGraph, root: Id) -> Vec<BTreeMap<Id, Lift>> {
     classes.sort();
     let mut out = Vec::new();
     let smallest = Extractor::new(eg, AstSize);
-    let kinds: [(Kind, Below); 6] = [
+    let kinds: [(Kind, Below); 7] = [
         (head(vectorized), Below::Best),
         (head(tile_slide), Below::Best),
         (Box::new(|eg, c, node| tile_slide_2d(eg, node).then(|| BTreeMap::from([(c, node.clone())]))), Below::Best),
         (Box::new(blocks_joined), Below::Smallest),
         (Box::new(blocks_joined), Below::SmallestSplit),
         (head(array_reduce), Below::Smallest),
+        (head(vector_array_reduce), Below::Smallest),
     ];
     for (is_kind, below_it) in kinds {
         let mut n = 0;
@@ -273,6 +275,18 @@ fn find(
 /// True when class `f` holds `reduce(h, init)` with an array `init` (a register block's
 /// accumulators).
 fn array_reduce(eg: &LiftGraph, f: Id) -> bool {
+    reduce_from(eg, f, |t| t.array().is_some())
+}
+
+/// True when class `f` holds `reduce(h, init)` with an array of vectors `init` (the
+/// accumulators of an outer product, [`crate::rules::outer`]): a kind of its own, as the
+/// register blocks of other forms would fill [`PER_KIND`] first.
+fn vector_array_reduce(eg: &LiftGraph, f: Id) -> bool {
+    reduce_from(eg, f, |t| t.array().is_some_and(|(e, _)| matches!(e, mapsat_ir::Type::Vector(..))))
+}
+
+/// True when class `f` holds `reduce(h, init)` with an `init` whose type `want` accepts.
+fn reduce_from(eg: &LiftGraph, f: Id, want: impl Fn(&crate::infer::Ty) -> bool) -> bool {
     let is_reduce = |c: Id| {
         eg[c].nodes.iter().any(|n| match n {
             Lift::App([r, _]) => eg[*r].nodes.iter().any(|m| matches!(m, Lift::Prim(Prim::Reduce { .. }))),
@@ -280,7 +294,7 @@ fn array_reduce(eg: &LiftGraph, f: Id) -> bool {
         })
     };
     eg[f].nodes.iter().any(|n| match n {
-        Lift::App([rh, init]) => is_reduce(*rh) && eg[*init].data.ty.array().is_some(),
+        Lift::App([rh, init]) => is_reduce(*rh) && want(&eg[*init].data.ty),
         _ => false,
     })
 }

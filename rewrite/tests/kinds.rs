@@ -180,3 +180,27 @@ fn has_matmul_tiled(p: &mapsat_ir::Program, variants: &[Variant], want: &str) {
     let tiles = Sizes::new().with("tA", 4).with("tB", 2).with("tK", 8);
     common::same_function(p, &same[0].program, &tiles).unwrap();
 }
+
+/// Matmul's default variants (as `mapsat rewrite` gives them) include the outer product of
+/// `examples/matmul_outer.lift` (`outer-product`): vectors of `vw` columns of `b` times blocks
+/// of `tA` rows of `a`, one vector accumulator per row in private memory; the same function as
+/// the input at several block sizes and widths.
+#[test]
+fn matmul_has_an_outer_product_variant_among_the_default_ones() {
+    let (p, variants) = default_variants_of("matmul.lift");
+    let text = |v: &Variant| mapsat_ir::print(&v.program).split_whitespace().collect::<String>();
+    let outer = |v: &Variant| {
+        let t = text(v);
+        t.contains("transpose(map@B_r(fun(x=>asVector(vw,x)),b))")
+            && t.contains("split(tA,a)")
+            && t.contains("toPrivate(reduce(")
+    };
+    let found: Vec<&Variant> = variants.iter().filter(|v| outer(v)).collect();
+    assert!(!found.is_empty(), "{:?}", variants.iter().map(|v| &v.signature).collect::<Vec<_>>());
+    for v in found {
+        for (t, w) in [(1, 2), (2, 4), (8, 8), (4, 8)] {
+            let sizes = Sizes::new().with("tA", t).with("vw", w);
+            common::same_function(&p, &v.program, &sizes).unwrap();
+        }
+    }
+}

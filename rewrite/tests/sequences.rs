@@ -228,4 +228,9 @@ fn the_report_counts_each_step_under_its_primitive_rule() {
     for step in ["register-block", "split-join", "eta-expand", "map-reduce-interchange"] {
         assert_eq!(blocked.get(step), Some(&1), "{step}: {blocked:?}");
     }
+    let outer = applied(&["reduce-map-fusion", "outer-product"], 3);
+    for step in mapsat_rewrite::rules::outer::OuterProduct.sequence().unwrap().steps() {
+        assert_eq!(outer.get(*step), Some(&1), "{step}: {outer:?}");
+    }
+    assert_eq!(outer.get("outer-product"), Some(&1), "{outer:?}");
 }

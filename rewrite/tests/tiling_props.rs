@@ -1,4 +1,4 @@
-//! Property tests of the tiling macros (`tile-map-map`, `register-block`) and of each primitive
+//! Property tests of the tiling macros (`tile-map-map`, `register-block`, `outer-product`) and of each primitive
 //! rule they are sequences of (`split-join`, `eta-expand`, `map-fission`,
 //! `map-map-interchange`, `map-reduce-interchange`): the variants they give, rewritten at the
 //! default sizes with symbolic tile sizes, compute what the input computes at random valid sizes
@@ -59,6 +59,18 @@ fn tiled_rows() -> &'static (Program, Vec<Variant>) {
 fn blocked_matmul() -> &'static (Program, Vec<Variant>) {
     static V: OnceLock<(Program, Vec<Variant>)> = OnceLock::new();
     V.get_or_init(|| variants(MATMUL, &["register-block", "reduce-map-fusion"], 2, blocked))
+}
+
+/// True for an outer product: vectors of columns (`asVector`) times blocks of rows of `a`
+/// (`split(tA, a)`), one vector accumulator per row of the block, in private memory.
+fn outer(text: &str) -> bool {
+    let t = flat(text);
+    t.contains("asVector(vw,") && t.contains("split(tA,a)") && t.contains("_i_z(fun(") && t.contains("toPrivate(")
+}
+
+fn outer_matmul() -> &'static (Program, Vec<Variant>) {
+    static V: OnceLock<(Program, Vec<Variant>)> = OnceLock::new();
+    V.get_or_init(|| variants(MATMUL, &["outer-product", "reduce-map-fusion"], 2, outer))
 }
 
 fn blocked_rows() -> &'static (Program, Vec<Variant>) {
@@ -140,6 +152,12 @@ proptest! {
         for pv in steps() {
             check(pv, &sizes)?;
         }
+    }
+
+    #[test]
+    fn the_outer_product_keeps_the_function(tm in 1i64..5, rows in 1i64..4, w in prop::sample::select(vec![2i64, 4, 8]), cols in 1i64..4, k in 1i64..6) {
+        let sizes = Sizes::new().with("M", tm * rows).with("N", w * cols).with("K", k).with("tA", tm).with("vw", w);
+        check(outer_matmul(), &sizes)?;
     }
 
     #[test]

@@ -104,6 +104,10 @@ fn is_var0(cx: &Ctx, g: Id) -> bool {
 ///
 /// Sound in a pure language; computed on representatives ([`crate::binders::beta`]): `arg` is
 /// shifted under the binders of `body` it crosses, and `body`'s other free variables are lowered.
+/// Not applied to a constant function (`body` does not use `x`) of an `arg` with free
+/// variables: the application's class would join the closed class of the result, and the
+/// may-free analysis cannot tell extraction where the application's variables are bound
+/// (`fun(c => 0.0)(x)` made a literal's class hold a term with `x` free).
 pub struct Beta;
 
 impl Rule for Beta {
@@ -116,6 +120,12 @@ impl Rule for Beta {
         for n in &cx.eg[c].nodes {
             let Lift::App([f, a]) = n else { continue };
             for body in cx.lambdas(*f) {
+                // A constant function applied to a term with free variables: the result is
+                // closed where the application is not, and merging them would let extraction
+                // pick the application in a place its variables are not bound.
+                if !cx.data(body).free.contains(&0) && !cx.data(*a).closed() {
+                    continue;
+                }
                 if let Some(b) = cx.beta(body, *a) {
                     out.push(b);
                 }

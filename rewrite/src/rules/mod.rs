@@ -13,6 +13,7 @@
 
 pub mod fusion;
 pub mod interchange;
+pub mod outer;
 pub mod reduce;
 pub mod register;
 pub mod sequence;
@@ -401,6 +402,7 @@ pub fn all() -> Vec<Box<dyn Rule>> {
         Box::new(reduce::PartialReduce),
         Box::new(tiling::TileMapMap),
         Box::new(register::RegisterBlock),
+        Box::new(outer::OuterProduct),
         Box::new(interchange::MapInterchange),
         Box::new(interchange::TransposeTranspose),
         Box::new(interchange::Eta),

@@ -20,7 +20,10 @@
 use super::interchange::{column_reduction_forms, column_reductions, map_reduce_interchange, ColumnFold};
 use super::sequence::{Sequence, Start, Steps};
 use super::{Build, Ctx, Rule};
+use crate::lang::Lift;
 use egg::Id;
+use mapsat_ir::Size;
+use std::collections::BTreeMap;
 
 /// `register-block`:
 ///
@@ -80,16 +83,27 @@ impl Sequence for RegisterBlock {
 
     fn run(&self, s: &mut Steps, c: Id, start: &Start) -> Option<()> {
         let ([g, ys], [label], [n]) = (&start.ids[..], &start.labels[..], &start.sizes[..]) else { return None };
-        // split-join on the map, and eta-expand: the block as a variable.
-        let block = s.split_and_expand(c, (label, *g, *ys), n, &start.forms)?;
-        // map-reduce-interchange on the map over the block's columns.
-        let cx = s.cx();
-        let inner = format!("{label}_i");
-        let (l, g1, blk) = cx.maps(block).into_iter().find(|(l, ..)| *l == inner)?;
-        let swapped =
-            column_reductions(&cx, g1).into_iter().find_map(|parts| map_reduce_interchange(&cx, &l, parts, blk))?;
-        drop(cx);
-        s.step("map-reduce-interchange", block, &swapped);
-        Some(())
+        register_block(s, c, (label, *g, *ys), n, &start.forms)
     }
+}
+
+/// The steps of [`RegisterBlock`] at class `c`, the map `map@label(g, ys)` blocked by `n`, `g`
+/// moved under the block in its matched `forms`.
+pub fn register_block(
+    s: &mut Steps,
+    c: Id,
+    (label, g, ys): (&str, Id, Id),
+    n: &Size,
+    forms: &BTreeMap<Id, Lift>,
+) -> Option<()> {
+    // split-join on the map, and eta-expand: the block as a variable.
+    let block = s.split_and_expand(c, (label, g, ys), n, forms)?;
+    // map-reduce-interchange on the map over the block's columns.
+    let cx = s.cx();
+    let inner = format!("{label}_i");
+    let (l, g1, blk) = cx.maps(block).into_iter().find(|(l, ..)| *l == inner)?;
+    let swapped = column_reductions(&cx, g1).into_iter().find_map(|fold| map_reduce_interchange(&cx, &l, fold, blk))?;
+    drop(cx);
+    s.step("map-reduce-interchange", block, &swapped);
+    Some(())
 }

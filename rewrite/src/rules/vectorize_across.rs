@@ -86,6 +86,8 @@ pub fn vectorize_across(cx: &Ctx, label: &str, g: Id, ys: Id, forms: &BTreeMap<I
 /// numeric vector (a scalar result that does not depend on the column is broadcast); `None`
 /// when the body does not lift ([`VectorizeAcross`]).
 pub fn lift_function(g: &RecExpr<Lift>, vcol_ty: &Type, w: &Width, params: &[Type]) -> Option<RecExpr<Lift>> {
+    // A fused map's function applied in the body (`reduce-map-fusion`) is a redex: reduced first.
+    let g = &binders::reduce_lambdas(g);
     let root = Id::from(g.as_ref().len().checked_sub(1)?);
     let Lift::Lam(ann, [body]) = &g[root] else { return None };
     let mut l = Lifter { src: g, out: RecExpr::default(), w, params };
