@@ -268,8 +268,9 @@ fn variants_check_at_their_own_defaults() {
 
 /// Issue #10, tiling macros end to end: among matmul's 16 variants, a 2-D tiled one (blocks of
 /// tA x tB outputs put back by `map(join, transpose(..))`), the same with its dot products split
-/// by a tunable `tK` (`examples/matmul_tiled.lift`'s form) and a register-blocked one (each
-/// block's tB sums accumulated over k in a private array); each declares its tile sizes, and
+/// by a tunable `tK` (`examples/matmul_tiled.lift`'s form), a register-blocked one (each
+/// block's tB sums accumulated over k in a private array) and the outer product
+/// (`examples/matmul_outer.lift`'s form, at widths 16 and 3); each declares its tile sizes, and
 /// every sampled mapping of it runs on pocl and matches the interpreter, at the default sizes
 /// and at other sizes and tile sizes.
 #[test]
@@ -295,10 +296,19 @@ fn tiled_and_register_blocked_matmul_variants_run_on_pocl() {
         tiled_2d(t) && t.contains("map@RtK(fun(") && t.contains("split(tK,zip(")
     });
     let blocked = find("register-blocked", &|t| t.contains("toPrivate(reduce(") && t.contains("map@B_i_z("));
+    // The outer product (`outer-product`, `examples/matmul_outer.lift`'s form): vectors of vw
+    // columns times blocks of tA rows, a vector accumulator per row.
+    let outer = find("outer-product", &|t| {
+        t.contains("transpose(map@B_r(fun(x=>asVector(vw,x)),b))")
+            && t.contains("split(tA,a)")
+            && t.contains("toPrivate(")
+    });
     for (f, tile, sizes) in [
         (&tiled, "tB", "M=24,K=8,N=32,tA=8,tB=4"),
         (&split_k, "tK", "M=24,K=32,N=16,tA=8,tB=4,tK=4"),
         (&blocked, "tB", "M=8,K=24,N=32,tB=8"),
+        (&outer, "tA", "M=24,K=5,N=32,tA=8,vw=16"),
+        (&outer, "tA", "M=6,K=8,N=9,tA=3,vw=3"),
     ] {
         let f = f.to_str().unwrap();
         assert!(std::fs::read_to_string(f).unwrap().contains(&format!("size {tile} in 1..")), "{f}");
