@@ -55,7 +55,13 @@ struct Printer<'k> {
     /// The 64-bit integer type, for the loop variables and index parts that need it
     /// ([`crate::width`]); the others are `int`.
     long: &'static str,
+    /// True when the kernel takes the absolute value of an `i32` in CUDA ([`CUDA_IABS`]).
+    iabs: bool,
 }
+
+/// CUDA's `abs` of an `i32` that wraps at `INT_MIN` (the interpreter's): C's `abs(INT_MIN)` is
+/// undefined.
+const CUDA_IABS: &str = "__device__ inline int mapsat_iabs(int x) { return x < 0 ? (int)(0u - (unsigned)x) : x; }\n";
 
 const AXES: [&str; 3] = ["x", "y", "z"];
 
@@ -72,7 +78,15 @@ pub fn print(k: &Kernel, d: Dialect) -> R<String> {
         Dialect::OpenCl => "long",
         Dialect::Cuda => "long long",
     };
-    let mut p = Printer { k, d, out: String::new(), vectors: Default::default(), lanewise: Default::default(), long };
+    let mut p = Printer {
+        k,
+        d,
+        out: String::new(),
+        vectors: Default::default(),
+        lanewise: Default::default(),
+        long,
+        iabs: false,
+    };
     let body = p.kernel()?;
     let mut s = String::new();
     let sizes: Vec<String> = k.sizes.iter().map(|(n, v)| format!("{n}={v}")).collect();
@@ -86,6 +100,10 @@ pub fn print(k: &Kernel, d: Dialect) -> R<String> {
         "// Launch: global ({}, {}, {}), local ({}, {}, {}).",
         l.global[0], l.global[1], l.global[2], l.local[0], l.local[1], l.local[2]
     );
+    if d == Dialect::Cuda && p.iabs {
+        s.push('\n');
+        s.push_str(CUDA_IABS);
+    }
     if d == Dialect::Cuda && !p.vectors.is_empty() {
         s.push('\n');
         for &(k, w) in &p.vectors {
@@ -171,7 +189,7 @@ fn cuda_vector_helpers(k: ScalarKind, w: u32) -> String {
 /// The CUDA name of math function `f` (`expf`, `fminf`, `abs`...) applied lane-wise to vectors
 /// of type (`k`, `w`): `mapsat_expf_float4`.
 fn cuda_lanewise_name(f: &str, k: ScalarKind, w: u32) -> String {
-    format!("mapsat_{f}_{}{w}", scalar_name(k))
+    format!("mapsat_{}_{}{w}", f.trim_start_matches("mapsat_"), scalar_name(k))
 }
 
 /// The definition of [`cuda_lanewise_name`]: `f` on each lane of its `arity` operands.
@@ -452,6 +470,25 @@ impl Printer<'_> {
         })
     }
 
+    /// The absolute value of an `i32` (of width `w`) that wraps at `INT_MIN` as the
+    /// interpreter's does: `x < 0 ? -x : x` with the negation computed unsigned. Not the C
+    /// library's `abs`: CUDA's is undefined at `INT_MIN`, and OpenCL C's (which returns the
+    /// unsigned type) was folded by pocl's compiler to a wrong value for a constant `INT_MIN`.
+    fn int_abs(&mut self, x: (String, u8), w: u32) -> R<(String, u8)> {
+        match self.d {
+            Dialect::OpenCl => {
+                let x = Self::paren(x, 4);
+                let neg = self.wrapping("-", &x, None, w)?.0;
+                Ok((format!("({x} < 0 ? {neg} : {x})"), 7))
+            }
+            Dialect::Cuda => {
+                self.iabs = true;
+                let f = if w > 1 { self.function("mapsat_iabs", ScalarKind::I32, w, 1) } else { "mapsat_iabs".into() };
+                Ok((format!("{f}({})", x.0), 7))
+            }
+        }
+    }
+
     /// Lane `l` of a vector of width `w`.
     fn lane(&self, l: u32, w: u32) -> String {
         match self.d {
@@ -648,6 +685,7 @@ impl Printer<'_> {
                     UnOp::Neg if k == ScalarKind::I32 => self.wrapping("-", &sa.0, None, w)?,
                     UnOp::Neg => (format!("-{}", Self::paren(sa, 6)), 6),
                     UnOp::Not => (format!("!{}", Self::paren(sa, 6)), 6),
+                    UnOp::Abs if k == ScalarKind::I32 => self.int_abs(sa, w)?,
                     _ => {
                         let f = match (op, k == ScalarKind::F32, self.d) {
                             (UnOp::Abs, false, _) => "abs",
@@ -656,16 +694,7 @@ impl Printer<'_> {
                             (op, true, Dialect::Cuda) => cuda_float_name(*op),
                             (op, _, _) => op.name(),
                         };
-                        let call = format!("{}({})", self.function(f, k, w, 1), sa.0);
-                        // OpenCL C's integer `abs` returns the unsigned type (`uint`, `uint8`):
-                        // read back as signed (i32's abs, which wraps at INT_MIN), or a
-                        // comparison with it or `max(abs(i), j)` would be unsigned.
-                        if op == &UnOp::Abs && k == ScalarKind::I32 && self.d == Dialect::OpenCl {
-                            let t = self.ty(k, w)?;
-                            (format!("as_{t}({call})"), 7)
-                        } else {
-                            (call, 7)
-                        }
+                        (format!("{}({})", self.function(f, k, w, 1), sa.0), 7)
                     }
                 }
             }

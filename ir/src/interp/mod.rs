@@ -241,14 +241,20 @@ impl Tensor {
     }
 
     /// Compares with an expected tensor (`want`) element by element, as `numpy.isclose` does:
-    /// `|a - b| <= atol + rtol * |b|`, bools counting as 0 and 1. Two NaNs, or two equal
-    /// infinities, are equal; a NaN against a number differs by infinity. Tensors of different
-    /// shapes or element types differ everywhere.
+    /// `|a - b| <= atol + rtol * |b|`, bools counting as 0 and 1. The tolerances apply to `f32`
+    /// only: `i32` and `bool` results must be equal (a kernel off by 7 in an `i32` is wrong,
+    /// whatever the tolerance of floating-point sums). Two NaNs, or two equal infinities, are
+    /// equal; a NaN against a number differs by infinity. Tensors of different shapes or element
+    /// types differ everywhere.
     pub fn compare(&self, want: &Tensor, rtol: f64, atol: f64) -> Comparison {
         if self.shape != want.shape || self.kind() != want.kind() || self.data.len() != want.data.len() {
             let n = self.data.len().max(want.data.len());
             return Comparison { ok: false, max_abs_diff: f64::INFINITY, mismatches: n, first_mismatch: None };
         }
+        let (rtol, atol) = match want.kind() {
+            ScalarKind::F32 => (rtol, atol),
+            ScalarKind::I32 | ScalarKind::Bool => (0.0, 0.0),
+        };
         let mut c = Comparison { ok: true, max_abs_diff: 0.0, mismatches: 0, first_mismatch: None };
         for i in 0..self.data.len() {
             let (Some(a), Some(b)) = (self.data.get(i), want.data.get(i)) else { continue };

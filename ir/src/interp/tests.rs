@@ -823,3 +823,18 @@ fn matmul_matches_nested_loops() {
         assert_eq!(t, expected, "{body}");
     }
 }
+
+#[test]
+fn integers_and_bools_compare_exactly_whatever_the_tolerance() {
+    let want = Tensor::i32(vec![3], vec![-2147483648, 7, 0]);
+    let off = Tensor::i32(vec![3], vec![-2147483641, 7, 0]);
+    let c = off.compare(&want, 1e-3, 1e-4);
+    assert!(!c.ok, "{c:?}");
+    assert_eq!((c.mismatches, c.max_abs_diff), (1, 7.0));
+    assert!(want.compare(&want, 1e-3, 1e-4).ok);
+    let (t, f) = (Tensor::bool(vec![2], vec![true, false]), Tensor::bool(vec![2], vec![true, true]));
+    assert!(!f.compare(&t, 1.0, 1.0).ok);
+    // Floats keep their tolerance.
+    let a = Tensor::f32(vec![1], vec![1000.0]);
+    assert!(Tensor::f32(vec![1], vec![1000.5]).compare(&a, 1e-3, 1e-4).ok);
+}

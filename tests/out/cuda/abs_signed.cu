@@ -2,11 +2,13 @@
 // Specialized for N=64.
 // Launch: global (64, 1, 1), local (64, 1, 1).
 
+__device__ inline int mapsat_iabs(int x) { return x < 0 ? (int)(0u - (unsigned)x) : x; }
+
 extern "C" __global__ void __launch_bounds__(64)
 absSigned(const int* __restrict__ x, const int* __restrict__ y, int* __restrict__ out) {
   // mapGlb(0)@A: one index per thread
   int i_p = blockIdx.x * blockDim.x + threadIdx.x;
-  out[i_p] = (int)((unsigned)(abs(x[i_p]) < (int)((unsigned)(y[i_p]) - (unsigned)(5)) ? 1 : 0) + (unsigned)(max(abs(x[i_p]), (int)((unsigned)(y[i_p]) - (unsigned)(20)))));
+  out[i_p] = (int)((unsigned)(mapsat_iabs(x[i_p]) < (int)((unsigned)(y[i_p]) - (unsigned)(5)) ? 1 : 0) + (unsigned)(max(mapsat_iabs(x[i_p]), (int)((unsigned)(y[i_p]) - (unsigned)(20)))));
 }
 
 // manifest:

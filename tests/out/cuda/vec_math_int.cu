@@ -2,6 +2,8 @@
 // Specialized for N=32.
 // Launch: global (4, 1, 1), local (4, 1, 1).
 
+__device__ inline int mapsat_iabs(int x) { return x < 0 ? (int)(0u - (unsigned)x) : x; }
+
 struct mapsat_int8 { int s[8]; };
 __device__ inline mapsat_int8 mapsat_make_int8(int a0, int a1, int a2, int a3, int a4, int a5, int a6, int a7) { mapsat_int8 r = {{a0, a1, a2, a3, a4, a5, a6, a7}}; return r; }
 __device__ inline mapsat_int8 operator+(mapsat_int8 a, mapsat_int8 b) { return mapsat_make_int8((int)((unsigned)a.s[0] + (unsigned)b.s[0]), (int)((unsigned)a.s[1] + (unsigned)b.s[1]), (int)((unsigned)a.s[2] + (unsigned)b.s[2]), (int)((unsigned)a.s[3] + (unsigned)b.s[3]), (int)((unsigned)a.s[4] + (unsigned)b.s[4]), (int)((unsigned)a.s[5] + (unsigned)b.s[5]), (int)((unsigned)a.s[6] + (unsigned)b.s[6]), (int)((unsigned)a.s[7] + (unsigned)b.s[7])); }
@@ -13,7 +15,7 @@ __device__ inline mapsat_int8 operator-(mapsat_int8 a) { return mapsat_make_int8
 __device__ inline mapsat_int8 mapsat_splat_int8(int x) { return mapsat_make_int8(x, x, x, x, x, x, x, x); }
 __device__ inline mapsat_int8 mapsat_vload8(const int* p) { return mapsat_make_int8(p[0], p[1], p[2], p[3], p[4], p[5], p[6], p[7]); }
 __device__ inline void mapsat_vstore8(mapsat_int8 v, int* p) { p[0] = v.s[0]; p[1] = v.s[1]; p[2] = v.s[2]; p[3] = v.s[3]; p[4] = v.s[4]; p[5] = v.s[5]; p[6] = v.s[6]; p[7] = v.s[7]; }
-__device__ inline mapsat_int8 mapsat_abs_int8(mapsat_int8 a) { return mapsat_make_int8(abs(a.s[0]), abs(a.s[1]), abs(a.s[2]), abs(a.s[3]), abs(a.s[4]), abs(a.s[5]), abs(a.s[6]), abs(a.s[7])); }
+__device__ inline mapsat_int8 mapsat_iabs_int8(mapsat_int8 a) { return mapsat_make_int8(mapsat_iabs(a.s[0]), mapsat_iabs(a.s[1]), mapsat_iabs(a.s[2]), mapsat_iabs(a.s[3]), mapsat_iabs(a.s[4]), mapsat_iabs(a.s[5]), mapsat_iabs(a.s[6]), mapsat_iabs(a.s[7])); }
 __device__ inline mapsat_int8 mapsat_max_int8(mapsat_int8 a, mapsat_int8 b) { return mapsat_make_int8(max(a.s[0], b.s[0]), max(a.s[1], b.s[1]), max(a.s[2], b.s[2]), max(a.s[3], b.s[3]), max(a.s[4], b.s[4]), max(a.s[5], b.s[5]), max(a.s[6], b.s[6]), max(a.s[7], b.s[7])); }
 __device__ inline mapsat_int8 mapsat_min_int8(mapsat_int8 a, mapsat_int8 b) { return mapsat_make_int8(min(a.s[0], b.s[0]), min(a.s[1], b.s[1]), min(a.s[2], b.s[2]), min(a.s[3], b.s[3]), min(a.s[4], b.s[4]), min(a.s[5], b.s[5]), min(a.s[6], b.s[6]), min(a.s[7], b.s[7])); }
 
@@ -21,7 +23,7 @@ extern "C" __global__ void __launch_bounds__(4)
 vmathi(const int* __restrict__ i, const int* __restrict__ j, int* __restrict__ out) {
   // mapGlb(0)@B: one index per thread
   int i_q = blockIdx.x * blockDim.x + threadIdx.x;
-  mapsat_vstore8(mapsat_max_int8(mapsat_abs_int8(mapsat_vload8(i + i_q * 8)), mapsat_min_int8(mapsat_vload8(j + i_q * 8), mapsat_vload8(i + i_q * 8))), out + i_q * 8);
+  mapsat_vstore8(mapsat_max_int8(mapsat_iabs_int8(mapsat_vload8(i + i_q * 8)), mapsat_min_int8(mapsat_vload8(j + i_q * 8), mapsat_vload8(i + i_q * 8))), out + i_q * 8);
 }
 
 // manifest:

@@ -6,7 +6,7 @@ __kernel __attribute__((reqd_work_group_size(64, 1, 1)))
 void absSigned(__global const int* restrict x, __global const int* restrict y, __global int* restrict out) {
   // mapGlb(0)@A: one index per thread
   int i_p = get_global_id(0);
-  out[i_p] = as_int((uint)(as_int(abs(x[i_p])) < as_int((uint)(y[i_p]) - (uint)(5)) ? 1 : 0) + (uint)(max(as_int(abs(x[i_p])), as_int((uint)(y[i_p]) - (uint)(20)))));
+  out[i_p] = as_int((uint)((x[i_p] < 0 ? as_int((uint)(0) - (uint)(x[i_p])) : x[i_p]) < as_int((uint)(y[i_p]) - (uint)(5)) ? 1 : 0) + (uint)(max((x[i_p] < 0 ? as_int((uint)(0) - (uint)(x[i_p])) : x[i_p]), as_int((uint)(y[i_p]) - (uint)(20)))));
 }
 
 // manifest:

@@ -6,7 +6,7 @@ __kernel __attribute__((reqd_work_group_size(4, 1, 1)))
 void vmathi(__global const int* restrict i, __global const int* restrict j, __global int* restrict out) {
   // mapGlb(0)@B: one index per thread
   int i_q = get_global_id(0);
-  vstore8(max(as_int8(abs(vload8(i_q, i))), min(vload8(i_q, j), vload8(i_q, i))), i_q, out);
+  vstore8(max((vload8(i_q, i) < 0 ? as_int8((uint8)(0u) - as_uint8(vload8(i_q, i))) : vload8(i_q, i)), min(vload8(i_q, j), vload8(i_q, i))), i_q, out);
 }
 
 // manifest:
