@@ -185,6 +185,21 @@ fn a_hanging_or_crashing_measurement_is_recorded_and_the_tune_goes_on() {
 }
 
 #[test]
+fn a_tune_in_which_no_candidate_ran_correctly_fails() {
+    if !opencl() {
+        return;
+    }
+    let dir = scratch("tune", "none-ran");
+    let args = ["tune", "examples/matmul_tiled.lift", "--trials", "1", "--batch", "1", "--random-trials", "0"];
+    let out = mapsat(&[&args[..], &["--runs", "1", "--inject-fault", "crash@1", "-o", dir.to_str().unwrap()]].concat());
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out));
+    assert!(text(&out).contains("error: no candidate ran correctly"), "{}", text(&out));
+    // The log and the report are written all the same.
+    assert_eq!(trials(&dir.join("tune.jsonl"))[0]["status"], "crash");
+    assert!(dir.join("report.md").exists());
+}
+
+#[test]
 fn bad_input_is_refused_with_a_clear_message() {
     let dir = scratch("tune", "bad");
     let out_dir = dir.to_str().unwrap();

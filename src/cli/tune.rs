@@ -236,7 +236,16 @@ pub fn tune(a: &TuneArgs) -> CliResult<()> {
     }
     let profile = profile_for(a.target.as_deref(), device)?;
     match a.variants {
-        None => tune_program(a, &src, p, &given, device, profile, &a.output, a.log.clone()).map(|_| ()),
+        None => {
+            let tuned = tune_program(a, &src, p, &given, device, profile, &a.output, a.log.clone())?;
+            match tuned.best_ms {
+                Some(_) => Ok(()),
+                None => Err(Failure::Rejected(format!(
+                    "error: no candidate ran correctly: each was refused by code generation, failed or gave a wrong result (see the report in {})",
+                    a.output.display()
+                ))),
+            }
+        }
         Some(k) => variants::tune_variants(a, &src, p, &given, device, profile, k),
     }
 }
