@@ -130,6 +130,24 @@ fn emit_checks_the_profiles_work_group_limits() {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
+/// `run` with a work group beyond what the device runs the kernel with is refused with the
+/// limit, not with the runtime's `CL_INVALID_WORK_GROUP_SIZE`.
+#[test]
+fn run_refuses_a_work_group_beyond_the_devices_limit() {
+    if !common::opencl() {
+        return;
+    }
+    let file = temp_program("wide-group", "size N = 8192\ndef f(x: [f32]N) : [f32]N = map@A(fun(v => v + 1.0), x)\n");
+    let out = mapsat(&["run", file.to_str().unwrap(), "--mapping", "A=G0", "--local", "8192", "--runs", "1"]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert!(
+        stderr.contains("the work group [8192] has 8192 work items; the device runs this kernel with at most"),
+        "{stderr}"
+    );
+    assert!(!stderr.contains("CL_INVALID"), "{stderr}");
+}
+
 /// A work group whose private memory would overflow pocl's worker stack (it crashed the process
 /// with SIGSEGV) is refused with the figures: `emit --profile pocl-cpu`, and `run` on a CPU
 /// device without a profile. The same kernel with a smaller work group runs.

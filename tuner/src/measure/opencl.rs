@@ -158,6 +158,7 @@ enum DevBuf {
 /// and source).
 pub(super) struct Session {
     pub(super) name: String,
+    device: Device,
     context: Context,
     queue: CommandQueue,
     programs: HashMap<(String, String), ClProgram>,
@@ -171,7 +172,7 @@ impl Session {
         let context = Context::from_device(&device).map_err(e)?;
         #[allow(deprecated)]
         let queue = CommandQueue::create_default(&context, CL_QUEUE_PROFILING_ENABLE).map_err(e)?;
-        Ok(Session { name, context, queue, programs: HashMap::new() })
+        Ok(Session { name, device, context, queue, programs: HashMap::new() })
     }
 
     /// Builds `src` with `options` once (later calls reuse the program); the time spent
@@ -226,6 +227,26 @@ impl Session {
         Ok(h)
     }
 
+    /// Refuses a work group larger than the device runs this kernel with (in work items, or along
+    /// one dimension), with the limits, where the launch would fail with
+    /// `CL_INVALID_WORK_GROUP_SIZE`.
+    fn check_work_group(&self, kernel: &Kernel, local: &[usize]) -> R<()> {
+        let items: usize = local.iter().product();
+        let most = kernel.get_work_group_size(self.device.id()).map_err(e)?;
+        if items > most {
+            return Err(MeasureError::Device(format!(
+                "the work group {local:?} has {items} work items; the device runs this kernel with at most {most} (CL_KERNEL_WORK_GROUP_SIZE)"
+            )));
+        }
+        let dims = self.device.max_work_item_sizes().map_err(e)?;
+        if let Some((d, (l, m))) = local.iter().zip(&dims).enumerate().find(|(_, (l, m))| l > m) {
+            return Err(MeasureError::Device(format!(
+                "the work group {local:?} has {l} work items along dimension {d}; the device's limit is {m} (CL_DEVICE_MAX_WORK_ITEM_SIZES)"
+            )));
+        }
+        Ok(())
+    }
+
     /// Builds (once), uploads, launches: the first launch's output, the timed launches' times in
     /// ms, and the build time in ms.
     pub(super) fn run(&mut self, src: &str, m: &Manifest, bound: &Bound, cfg: &RunConfig) -> R<(Host, Vec<f64>, f64)> {
@@ -237,6 +258,7 @@ impl Session {
         let dims = m.launch.dims as usize;
         let global: Vec<usize> = m.launch.global[..dims].iter().map(|x| *x as usize).collect();
         let local: Vec<usize> = m.launch.local[..dims].iter().map(|x| *x as usize).collect();
+        self.check_work_group(&kernel, &local)?;
         let launch = || -> R<f64> {
             let mut ek = ExecuteKernel::new(&kernel);
             for (a, b) in bound.args.iter().zip(&bufs) {
