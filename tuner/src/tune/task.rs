@@ -211,9 +211,16 @@ impl Task {
                 return Ok(p);
             }
         }
-        // Say why the program's own sizes fail.
+        // Say why the program's own sizes fail: a result the interpreter cannot compute is no
+        // candidate either (every candidate is checked against it), whatever the mappings.
         let at = params::default_point(&self.tunables).unwrap_or_default();
-        Err(TuneError::NoValidMapping(self.why_not(&at)))
+        match self.shape_or_error(&at) {
+            Err(e) => Err(TuneError::Program(format!(
+                "cannot tune at {}: {e} (every candidate is checked against the interpreter's result)",
+                self.problem.or(&at)
+            ))),
+            Ok(_) => Err(TuneError::NoValidMapping(self.why_not(&at))),
+        }
     }
 
     /// The point at which the interpreter computes the expected result of every candidate.
@@ -253,8 +260,6 @@ impl Task {
     /// Why a point has no valid mapping.
     fn why_not(&self, at: &Sizes) -> String {
         let sizes = self.problem.or(at);
-        // Every candidate is checked against the interpreter: a result it cannot hold is no
-        // candidate either.
         let shape = match self.shape_or_error(at) {
             Ok(s) => s,
             Err(e) => return format!("at {sizes}: {e}"),
