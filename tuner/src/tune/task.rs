@@ -214,12 +214,13 @@ impl Task {
         // Say why the program's own sizes fail: a result the interpreter cannot compute is no
         // candidate either (every candidate is checked against it), whatever the mappings.
         let at = params::default_point(&self.tunables).unwrap_or_default();
-        match self.shape_or_error(&at) {
-            Err(e) => Err(TuneError::Program(format!(
-                "cannot tune at {}: {e} (every candidate is checked against the interpreter's result)",
-                self.problem.or(&at)
+        let sizes = self.sizes_at(&at);
+        let info = mapsat_ir::check::check_with_sizes(&self.program, &sizes).ok();
+        match info.and_then(|i| mapsat_ir::interp::concrete_shape(&i.result, &sizes).err()) {
+            Some(e) => Err(TuneError::Program(format!(
+                "cannot tune at {sizes}: {e} (every candidate is checked against the interpreter's result)"
             ))),
-            Ok(_) => Err(TuneError::NoValidMapping(self.why_not(&at))),
+            None => Err(TuneError::NoValidMapping(self.why_not(&at))),
         }
     }
 
