@@ -188,6 +188,12 @@ impl Lower<'_> {
                 Out::view(View::Value(Expr::Un(*op, Box::new(a))))
             }
             Prim::Select => {
+                if !matches!(res, Type::Scalar(_) | Type::Vector(..)) {
+                    return Err(K::Unsupported(format!(
+                        "`select` of values of type {res}: kernels select scalars and vectors only (select each element instead: a map over a zip of the arrays)"
+                    ))
+                    .into());
+                }
                 let mut es = Vec::new();
                 for a in args {
                     let v = self.data(a)?;

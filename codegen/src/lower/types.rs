@@ -10,7 +10,10 @@ pub(super) fn elem_of(t: &Type) -> R<(ScalarKind, u32)> {
     match t {
         Type::Scalar(k) => Ok((*k, 1)),
         Type::Vector(k, w) => Ok((*k, *w)),
-        Type::Tuple(_) => Err(K::Unsupported(format!("values of tuple type {t} in memory")).into()),
+        Type::Tuple(_) => Err(K::Unsupported(format!(
+            "a value of tuple type {t} kept in a variable or buffer (a reduction's accumulator, a stored result): kernels keep scalars and vectors only"
+        ))
+        .into()),
         _ => Err(K::Internal(format!("not an element type: {t}")).into()),
     }
 }
