@@ -416,8 +416,8 @@ fn tune_one(
 /// kernels' times.
 fn summarize_stages(p: &mapsat::ir::Program, kernels: &[tune::report::Summary]) {
     let best_ms: f64 = kernels.iter().map(|s| s.best_ms).sum();
-    // The median valid candidate's time, from the best's and the speed-up over it.
-    let median_ms: f64 = kernels.iter().map(|s| s.best_ms * s.speedup_over_median).sum();
+    // The median valid candidate's time, from a kernel's flops (its best's GFLOP/s and time).
+    let median_ms: f64 = kernels.iter().map(|s| s.best_gflops * s.best_ms / s.median_valid_gflops).sum();
     let mappings: Vec<String> = kernels.iter().filter_map(|s| s.best.as_ref().map(|b| b.mapping.clone())).collect();
     outln!("program {}: {} kernels, launched in order (each tuned kernel in DIR/KERNEL/)", p.name, kernels.len());
     match kernels.iter().all(|s| s.median_valid_gflops > 0.0) {
@@ -451,8 +451,8 @@ fn summarize(task: &Task, r: &tune::TuneResult, written: &[PathBuf], model: Opti
             // Without random valid trials there is no median to compare with.
             let median = match s.median_valid_gflops > 0.0 {
                 true => format!(
-                    "the median valid candidate: {:.2} GFLOP/s ({:.1}x)",
-                    s.median_valid_gflops, s.speedup_over_median
+                    "the median valid candidate: {:.2} GFLOP/s ({:.1}x, the best at {:.2} GFLOP/s in the same search)",
+                    s.median_valid_gflops, s.speedup_over_median, b.gflops
                 ),
                 false => "no random valid trial to compare with".to_string(),
             };

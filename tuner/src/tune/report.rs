@@ -42,7 +42,8 @@ pub struct Summary {
     pub confirmed: Vec<Confirmed>,
     /// The median correct candidate of random valid sampling, in GFLOP/s.
     pub median_valid_gflops: f64,
-    /// The best kernel's speed over the median valid candidate's.
+    /// The best kernel's speed over the median valid candidate's, both as measured during the
+    /// search (the best's confirmed time is from another round, possibly under another load).
     pub speedup_over_median: f64,
     /// The fastest trials of both phases.
     pub top: Vec<Trial>,
@@ -95,7 +96,10 @@ impl Summary {
             task: r.task_hash.clone(),
             device: r.device_name.clone(),
             sizes: task.problem.clone(),
-            speedup_over_median: if median_valid > 0.0 { best_gflops / median_valid } else { 0.0 },
+            speedup_over_median: match (&best, median_valid > 0.0) {
+                (Some(b), true) => b.gflops / median_valid,
+                _ => 0.0,
+            },
             best,
             best_ms,
             best_gflops,
@@ -135,8 +139,8 @@ impl Summary {
         let random = self.counts.iter().filter(|(k, _)| k.starts_with("random")).map(|(_, v)| v).sum::<usize>();
         let median = match self.median_valid_gflops > 0.0 {
             true => format!(
-                "{:.1}x the median valid candidate ({:.2} GFLOP/s over {random} random valid trials)",
-                self.speedup_over_median, self.median_valid_gflops,
+                "{:.1}x the median valid candidate during the search ({:.2} GFLOP/s there, {:.2} GFLOP/s over {random} random valid trials)",
+                self.speedup_over_median, b.gflops, self.median_valid_gflops,
             ),
             false => "no random valid trial to compare with".to_string(),
         };
