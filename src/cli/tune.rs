@@ -496,13 +496,50 @@ pub fn predict(a: &PredictArgs) -> CliResult<()> {
             fixed.insert(v.name.clone(), d);
         }
     }
+    if stages::count(&p) == 1 {
+        return predict_kernel(a, p, &fixed, profile, model.as_ref(), &a.mapping, local).map(|_| ());
+    }
+    // A program of several kernels: each kernel with its maps' part of the mapping, as `tune`
+    // tunes them one at a time; the analytical times add up.
+    if local.is_some() {
+        return Err(Failure::Usage(
+            "--local: a program of several kernels takes each kernel's work group from the solver in `predict`".into(),
+        ));
+    }
+    let split = stages::split(&p).map_err(|e| src.reject(&e))?;
+    let n = split.len();
+    let mut total = 0.0;
+    for (k, s) in split.into_iter().enumerate() {
+        outln!("kernel {} of {n}: {}", k + 1, s.program.name);
+        let labels = s.program.map_labels();
+        let part: Vec<&str> = a
+            .mapping
+            .split(',')
+            .filter(|m| m.split_once('=').is_some_and(|(l, _)| labels.iter().any(|x| x == l.trim())))
+            .collect();
+        total += predict_kernel(a, s.program, &fixed, profile.clone(), model.as_ref(), &part.join(","), None)?;
+    }
+    outln!("analytical, all {n} kernels in sequence: {}", tune::report::fmt_ms(total));
+    Ok(())
+}
+
+/// Prints both models' predictions for one kernel's candidate; returns the analytical time in ms.
+fn predict_kernel(
+    a: &PredictArgs,
+    p: mapsat::ir::Program,
+    fixed: &mapsat::ir::Sizes,
+    profile: Profile,
+    model: Option<&Learned>,
+    mapping: &str,
+    local: Option<Vec<i64>>,
+) -> CliResult<f64> {
     let dialect = mapsat_codegen::Dialect::OpenCl;
-    let task = Task::new(p, &fixed, profile, dialect, !a.no_fusion, 0).map_err(tune_error)?;
+    let task = Task::new(p, fixed, profile, dialect, !a.no_fusion, 0).map_err(tune_error)?;
     let task = if a.strict_math { task } else { task.reassociating() };
-    let codes = task.parse_mapping(&task.first_point, &a.mapping).map_err(|e| Failure::Usage(e.to_string()))?;
+    let codes = task.parse_mapping(&task.first_point, mapping).map_err(|e| Failure::Usage(e.to_string()))?;
     let c = Candidate { tuning: task.first_point.clone(), codes, local: local.unwrap_or_default() };
     let c = task.complete_local(c);
-    let (b, score) = tune::predict(&task, &c, model.as_ref()).map_err(tune_error)?;
+    let (b, score) = tune::predict(&task, &c, model).map_err(tune_error)?;
     let r = &b.prediction;
     let fmt = tune::report::fmt_ms;
     outln!("kernel {} (launch global {:?}, local {:?})", b.hash, b.manifest.launch.global, b.manifest.launch.local);
@@ -525,7 +562,7 @@ pub fn predict(a: &PredictArgs) -> CliResult<()> {
         }
         None => outln!("learned: no model (give --model FILE, written beside a tuning log as LOG.model.json)"),
     }
-    Ok(())
+    Ok(r.total_ms)
 }
 
 /// `mapsat worker`: the measurement worker (see `mapsat_tuner::tune::worker`).

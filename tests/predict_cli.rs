@@ -1,0 +1,37 @@
+//! `mapsat predict`: both models' predictions for one candidate, per kernel for a program of
+//! several kernels, and a clear refusal of an invalid mapping. No device is needed.
+
+mod common;
+
+use common::{mapsat, text};
+
+#[test]
+fn a_candidate_gets_the_analytical_terms_and_no_learned_score_without_a_model() {
+    let out = mapsat(&["predict", "examples/matmul_tiled.lift", "--mapping", "A=G1,B=G0,C=S,D=S,E=S,F=S"]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    let t = text(&out);
+    assert!(t.contains("analytical: ") && t.contains("compute ") && t.contains("occupancy "), "{t}");
+    assert!(t.contains("learned: no model"), "{t}");
+}
+
+/// `examples/sepblur.lift` is two kernels (its `toGlobal` stage): each kernel is predicted with
+/// its maps' part of the mapping, and the times add up (it was refused as one invalid kernel).
+#[test]
+fn a_program_of_several_kernels_is_predicted_kernel_by_kernel() {
+    let mapping = ["predict", "examples/sepblur.lift", "--mapping", "A=G1,B=G0,C=G1,D=G0"];
+    let out = mapsat(&mapping);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    let t = text(&out);
+    assert!(t.contains("kernel 1 of 2: sepblur_0_h") && t.contains("kernel 2 of 2: sepblur"), "{t}");
+    assert_eq!(t.matches("analytical: ").count(), 2, "{t}");
+    assert!(t.contains("analytical, all 2 kernels in sequence: "), "{t}");
+    let out = mapsat(&[&mapping[..], &["--local", "4,4"]].concat());
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out));
+}
+
+#[test]
+fn an_invalid_mapping_is_refused_with_its_reason() {
+    let out = mapsat(&["predict", "examples/matmul_tiled.lift", "--mapping", "A=G0,B=G0,C=S,D=S,E=S,F=S"]);
+    assert_ne!(out.status.code(), Some(0), "{}", text(&out));
+    assert!(text(&out).contains("the candidate is not valid: maps A and B are nested"), "{}", text(&out));
+}
