@@ -32,6 +32,24 @@ fn usage_errors_exit_2() {
 }
 
 #[test]
+fn a_size_given_twice_or_too_large_is_refused_saying_so() {
+    let out = mapsat(&["eval", "examples/dot.lift", "--random", "1", "--size", "N=4,N=5"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("--size N is given twice (4 and 5)"));
+    let out = mapsat(&["eval", "examples/dot.lift", "--random", "1", "--size", "N=99999999999999999999"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("is too large"));
+}
+
+#[test]
+fn a_byte_order_mark_before_the_program_is_ignored() {
+    let text = std::fs::read_to_string("examples/dot.lift").unwrap();
+    let file = temp_program("bom", &format!("\u{feff}{text}"));
+    let out = mapsat(&["check", file.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+}
+
+#[test]
 fn missing_file_is_rejected() {
     let out = mapsat(&["check", "no/such/file.lift"]);
     assert_eq!(out.status.code(), Some(1));

@@ -304,6 +304,11 @@ impl Source {
     fn read(path: &Path) -> CliResult<Source> {
         let text = std::fs::read_to_string(path)
             .map_err(|e| Failure::Rejected(format!("error: cannot read {}: {e}", path.display())))?;
+        // A byte order mark (editors on Windows write one) is not part of the program.
+        let text = match text.strip_prefix('\u{feff}') {
+            Some(rest) => rest.to_string(),
+            None => text,
+        };
         Ok(Source { name: path.display().to_string(), text })
     }
 
@@ -341,8 +346,18 @@ fn given_sizes(p: &Program, args: &SizeArgs) -> CliResult<Sizes> {
                 known.join(", ")
             )));
         }
-        let v: i64 =
-            value.trim().parse().map_err(|_| Failure::Usage(format!("--size {name}: `{value}` is not an integer")))?;
+        let v: i64 = value.trim().parse().map_err(|e: std::num::ParseIntError| {
+            let why = match e.kind() {
+                std::num::IntErrorKind::PosOverflow | std::num::IntErrorKind::NegOverflow => {
+                    "is too large (sizes are at most 2^63 - 1)"
+                }
+                _ => "is not an integer",
+            };
+            Failure::Usage(format!("--size {name}: `{value}` {why}"))
+        })?;
+        if let Some(before) = out.get(name) {
+            return Err(Failure::Usage(format!("--size {name} is given twice ({before} and {v})")));
+        }
         out.insert(name, v);
     }
     Ok(out)

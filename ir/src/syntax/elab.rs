@@ -23,7 +23,11 @@ pub(super) fn elaborate(file: &SFile) -> EResult<Program> {
         }
         if let Some(v) = d.default {
             if v < d.min || d.max.is_some_and(|m| v > m) {
-                return Err(ParseError::new(d.span, format!("default {v} of `{}` is outside its range", d.name)));
+                let why = match d.max {
+                    Some(m) => format!("is outside its range ({}..{m})", d.min),
+                    None => format!("is below {}: sizes are positive", d.min),
+                };
+                return Err(ParseError::new(d.span, format!("default {v} of `{}` {why}", d.name)));
             }
         }
         sizes.push(SizeVar { name: d.name.clone(), min: d.min, max: d.max, default: d.default });
