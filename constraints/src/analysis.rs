@@ -39,7 +39,8 @@ pub struct MapInfo {
     /// The enclosing map that writes memory, if any.
     pub parent: Option<MapIdx>,
     /// True when the map is perfectly nested in its parent: the parent's function is this map
-    /// (partially applied, or applied to the parent's element and nothing else).
+    /// (partially applied, or applied to the parent's element and nothing else, its function
+    /// not using that element).
     pub perfectly_nested: bool,
     /// Number of iterations at the analysed sizes, when known.
     pub extent: Option<i64>,
@@ -709,7 +710,12 @@ fn is_perfect(p: &Program, f: NodeId, inner: NodeId) -> bool {
         Node::App(h, _) => *h == inner,
         Node::Lam(body, _) => {
             let (head, args) = p.spine(*body);
-            head == inner && args.len() == 2 && matches!(p.node(args[1]), Node::Var(0))
+            // The inner map's function must not use the outer element: fused, the inner map
+            // runs over the joined array, where no outer element is bound.
+            head == inner
+                && args.len() == 2
+                && matches!(p.node(args[1]), Node::Var(0))
+                && !crate::apply::uses_var(p, args[0], 0, &mut HashMap::new())
         }
         _ => false,
     }

@@ -299,7 +299,7 @@ impl Builder<'_> {
 }
 
 /// Does `id` use the variable bound `depth` binders above it?
-fn uses_var(p: &Program, id: NodeId, depth: u32, memo: &mut HashMap<(NodeId, u32), bool>) -> bool {
+pub(crate) fn uses_var(p: &Program, id: NodeId, depth: u32, memo: &mut HashMap<(NodeId, u32), bool>) -> bool {
     if let Some(&r) = memo.get(&(id, depth)) {
         return r;
     }

@@ -18,8 +18,11 @@ pub(super) fn domains(g: &Gen, out: &mut Out) -> Vec<Vec<i64>> {
         let parent = g.parents[i];
         if !(g.info(i).perfectly_nested && parent.is_some()) {
             dom.retain(|&c| c != Code::Fused.to_int());
-            let why =
-                if parent.is_none() { "it has no outer map" } else { "it is not perfectly nested in its outer map" };
+            let why = if parent.is_none() {
+                "it has no outer map"
+            } else {
+                "it is not perfectly nested in its outer map (the outer map's function is this map over the outer element, and this map's function does not use that element)"
+            };
             out.push(
                 Family::Domain,
                 &[i],
