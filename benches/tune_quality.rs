@@ -27,7 +27,8 @@
 //! 4. **Rewrite variants against the untransformed program** (issue #10). `mapsat tune
 //!    --variants K` (K = 7: conv's variant with its tiles in local memory is the sixth) of the
 //!    untiled matmul (`examples/matmul.lift`, 256^3) and conv (`examples/conv.lift`, 28x28,
-//!    32 -> 32), 32 guided trials per variant: variant 0 is the
+//!    32 -> 32; and `examples/conv_windows.lift`, the same conv as windows times the columns
+//!    of HWIO weights), 32 guided trials per variant: variant 0 is the
 //!    untransformed program tuned with the same trials (the variants' best kernels are ranked
 //!    after being measured again together). The two best kernels (the input's and the best
 //!    variant's) are then run again back to back (`mapsat run --check --reassociate
@@ -299,6 +300,7 @@ fn variants_against_input(k: &str) {
     let programs = [
         ("matmul 256^3", "examples/matmul.lift", "M=256,K=256,N=256"),
         ("conv 28x28 32->32", "examples/conv.lift", "inH=28,inW=28,inChs=32,outChs=32"),
+        ("conv_windows 28x28 32->32", "examples/conv_windows.lift", "inH=28,inW=28,inChs=32,outChs=32"),
     ];
     for (name, file, sizes) in programs {
         let tag = format!("variants-{}", name.split(' ').next().unwrap());

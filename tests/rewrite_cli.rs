@@ -317,6 +317,24 @@ fn tiled_and_register_blocked_matmul_variants_run_on_pocl() {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
+/// The outer product the rewrite stage finds for `examples/conv_windows.lift` (a convolution
+/// as windows times weight columns) runs on pocl with every sampled mapping, at the default
+/// sizes and at odd ones (a 5 x 7 image, 3 input channels).
+#[test]
+fn the_windowed_convs_outer_product_runs_on_pocl() {
+    let dir = temp("conv-windows");
+    let d = dir.to_str().unwrap();
+    let out = mapsat(&["rewrite", "examples/conv_windows.lift", "--time-limit", "300", "-o", d]);
+    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+    let outer = (0..8).map(|k| dir.join(format!("variant_{k:02}.lift"))).find(|f| {
+        let t = std::fs::read_to_string(f).unwrap_or_default().split_whitespace().collect::<String>();
+        t.contains("asVector(vw,x)),join(join(ks)))") && t.contains("toPrivate(")
+    });
+    let outer = outer.unwrap_or_else(|| panic!("no outer-product variant:\n{}", common::text(&out)));
+    sampled_mappings_run(outer.to_str().unwrap(), "inH=5,inW=7,inChs=3,outChs=8,tA=7,vw=4");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
 /// Six sampled mappings of the program in `f` are valid, and each runs on the OpenCL device
 /// equal to the interpreter at the default sizes and at `sizes`.
 fn sampled_mappings_run(f: &str, sizes: &str) {

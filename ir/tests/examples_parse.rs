@@ -54,6 +54,7 @@ const EXPECTED_LABELS: &[(&str, &[&str])] = &[
     ("stencil1d", &["A"]),
     ("conv_blocked", &["TY", "TX", "Y", "X", "O", "A", "Z"]),
     ("conv_hwio", &["TY", "TX", "O", "A", "Z"]),
+    ("conv_windows", &["A", "B", "C"]),
     ("conv_outer", &["R", "Q", "TY", "TX", "O", "A", "Z"]),
     ("matmul_outer", &["A", "B", "C", "Z"]),
     ("sepblur", &["A", "B", "C", "D"]),

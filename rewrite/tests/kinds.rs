@@ -204,3 +204,29 @@ fn matmul_has_an_outer_product_variant_among_the_default_ones() {
         }
     }
 }
+
+/// `examples/conv_windows.lift` (a convolution as windows times the columns of its HWIO
+/// weights) computes what `examples/conv_hwio.lift` computes, and its default variants include
+/// the outer product (`outer-product` on the windows and the weight columns), the same function
+/// at several block sizes and widths.
+#[test]
+fn the_windowed_conv_has_an_outer_product_variant_among_the_default_ones() {
+    let examples = common::examples();
+    let get = |f: &str| examples.iter().find(|(n, _)| n == f).unwrap().1.clone();
+    let (p, hwio) = (get("conv_windows.lift"), get("conv_hwio.lift"));
+    let sizes = Sizes::new().with("inH", 4).with("inW", 4).with("inChs", 3).with("outChs", 16);
+    common::same_function(&hwio, &p, &sizes).unwrap();
+    let (_, variants) = default_variants_of("conv_windows.lift");
+    let text = |v: &Variant| mapsat_ir::print(&v.program).split_whitespace().collect::<String>();
+    let outer = |v: &Variant| {
+        let t = text(v);
+        t.contains("asVector(vw,x)),join(join(ks)))") && t.contains("split(tA,") && t.contains("toPrivate(reduce(")
+    };
+    let found: Vec<&Variant> = variants.iter().filter(|v| outer(v)).collect();
+    assert!(!found.is_empty(), "{:?}", variants.iter().map(|v| &v.signature).collect::<Vec<_>>());
+    for v in found {
+        for (t, w) in [(1, 2), (4, 4), (16, 8), (64, 8)] {
+            common::same_function(&p, &v.program, &Sizes::new().with("tA", t).with("vw", w)).unwrap();
+        }
+    }
+}

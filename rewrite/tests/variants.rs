@@ -45,6 +45,7 @@ examples! {
     conv: "conv.lift",
     conv_blocked: "conv_blocked.lift",
     conv_hwio: "conv_hwio.lift",
+    conv_windows: "conv_windows.lift",
     conv_outer: "conv_outer.lift",
     dot: "dot.lift",
     listing1: "listing1.lift",

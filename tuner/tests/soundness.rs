@@ -32,6 +32,7 @@ fn second_sizes(name: &str) -> Option<&'static [(&'static str, i64)]> {
         "conv_blocked" => &[("inH", 6), ("inW", 9), ("inChs", 3), ("outChs", 6), ("tH", 3), ("tW", 3), ("oB", 3)],
         "conv_hwio" => &[("inH", 6), ("inW", 9), ("inChs", 3), ("outChs", 32), ("tH", 3), ("tW", 3)],
         "conv_outer" => &[("inH", 6), ("inW", 9), ("inChs", 3), ("outChs", 32), ("tH", 3), ("tW", 3)],
+        "conv_windows" => &[("inH", 5), ("inW", 7), ("inChs", 3), ("outChs", 5)],
         "dot" => &[("N", 128)],
         "listing1" => &[("I", 2), ("J", 4), ("K", 8)],
         "listing3" => &[("n", 128)],

@@ -50,6 +50,13 @@
 //!   is kept in local memory: `twostage` with `A=L0,B=L1`), which pocl runs correctly here.
 //!   The space, which rejects these, is right; code generation is the one to tighten.
 //!
+//! - Family 1 (private memory scoping), with the above, when each map it names runs within one
+//!   work group (`mapLcl`): code generation keeps what such a map writes for the others in
+//!   local memory behind a barrier, and copies it into the private variables after it
+//!   (`matmul_outer`'s accumulators started by `Z=L2`: `sh_Z`, then `acc_0 = vload16(.., sh_Z)`),
+//!   which is correct; the space's rule (private memory written by one thread) is the simpler
+//!   contract.
+//!
 //! Every other hard family is a correctness rule: where code generation lowers a mapping it
 //! rejects, the kernel must be wrong (or the family too strict: a disagreement to fix).
 //!
@@ -90,8 +97,12 @@ fn documented(space: &Space, m: &Mapping, families: &[Family]) -> bool {
     if hard == [Vectorization] {
         return true;
     }
-    let repeated = hard.iter().all(|f| matches!(f, LocalScope | Sync | Vectorization));
-    repeated && space.barriers().iter().all(|b| within_group(space, m, b.writer))
+    let repeated = hard.iter().all(|f| matches!(f, PrivateScope | LocalScope | Sync | Vectorization));
+    let writers_within = space.barriers().iter().all(|b| within_group(space, m, b.writer));
+    // Family 1's maps within one work group too (their writes kept in local memory).
+    let violated = space.explain(m).map(|e| e.violated).unwrap_or_default();
+    let private = violated.iter().filter(|c| c.family == PrivateScope);
+    repeated && writers_within && private.flat_map(|c| &c.maps).all(|&id| within_group(space, m, id))
 }
 
 /// Does map `id` run within one work group (S, V, mapLcl, or fused into such a map)?
