@@ -71,6 +71,9 @@ pub(crate) struct Lower<'a> {
     temp_writes: BTreeMap<BufId, Vec<barrier::TempWrite>>,
     /// Shared buffers written inside the current outermost parallel loop.
     written: BTreeSet<BufId>,
+    /// True while an access is resolved only to see where it lands (`lanes_consecutive`): the
+    /// barrier analysis does not count it, the access made after it does.
+    probing: bool,
     /// Every size variable's value.
     sizes: Sizes,
     /// The same values as sizes, for substitution into the program's size expressions.
@@ -132,6 +135,7 @@ impl<'a> Lower<'a> {
             dirty: BTreeMap::new(),
             temp_writes: BTreeMap::new(),
             written: BTreeSet::new(),
+            probing: false,
             sizes,
             subst,
         })

@@ -263,7 +263,16 @@ impl Lower<'_> {
                     return Err(K::Unsupported("nested asVector".into()).into());
                 }
                 let first = i.scale(*w as i64);
-                if !write && st.idx.is_empty() && st.tup.is_empty() && !self.lanes_consecutive(inner, &first)? {
+                if st.idx.is_empty() && st.tup.is_empty() && !self.lanes_consecutive(inner, &first)? {
+                    if write {
+                        // A vector store writes consecutive scalars: a destination whose lanes
+                        // are apart (a transposed output) would get them in the wrong places.
+                        return Err(K::Unsupported(
+                            "a vector written where its lanes are not consecutive in memory (through a `transpose` of the destination): transpose the vectors' input instead"
+                                .into(),
+                        )
+                        .into());
+                    }
                     return self.gather(inner, &first, *w);
                 }
                 st.idx.push(first);
@@ -303,9 +312,10 @@ impl Lower<'_> {
             let i = self.pop(st)?;
             flat = flat.add(&i.scale(s));
         }
-        match write {
-            false => self.on_read(b, (&flat, st.vec))?,
-            true => self.on_write(b, (&flat, st.vec))?,
+        match (write, self.probing) {
+            (_, true) => {}
+            (false, false) => self.on_read(b, (&flat, st.vec))?,
+            (true, false) => self.on_write(b, (&flat, st.vec))?,
         }
         let w = buf.width;
         let place = |index: Index, width: u32, lane: Option<u32>| Place { buf: b, index, width, lane };
@@ -428,11 +438,14 @@ impl Lower<'_> {
     /// vector read with `vloadN` at one address needs its lanes consecutive; a column (a row of a
     /// `transpose`) has them a row apart.
     fn lanes_consecutive(&mut self, inner: &View, first: &Index) -> R<bool> {
+        let probing = std::mem::replace(&mut self.probing, true);
         let mut at = |k: Index| -> R<Resolved> {
             let mut one = St { idx: vec![k], ..St::new() };
             self.resolve(inner, &mut one, false)
         };
-        Ok(match (at(first.clone())?, at(first.plus(1))?) {
+        let ends = (at(first.clone()), at(first.plus(1)));
+        self.probing = probing;
+        Ok(match (ends.0?, ends.1?) {
             (Resolved::Place(a), Resolved::Place(b)) => a.buf == b.buf && b.index.sub(&a.index).as_const() == Some(1),
             _ => true,
         })
