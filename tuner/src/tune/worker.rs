@@ -113,12 +113,19 @@ pub struct Outcome {
     pub times_ms: Vec<f64>,
     /// Time spent building the kernel in ms.
     pub build_ms: f64,
-    /// Largest difference from the expected result.
+    /// Largest difference from the expected result (infinite where a NaN meets a number: JSON
+    /// has no infinity and writes `null`, read back as infinity).
+    #[serde(deserialize_with = "infinite_if_null")]
     pub max_abs_diff: f64,
     /// Elements out of tolerance.
     pub mismatches: usize,
     /// Why it failed, in one line or a few.
     pub message: String,
+}
+
+/// A number written by `serde_json`, which writes an infinity (or NaN) as `null`: infinity.
+fn infinite_if_null<'de, D: serde::Deserializer<'de>>(d: D) -> Result<f64, D::Error> {
+    Ok(Option::<f64>::deserialize(d)?.unwrap_or(f64::INFINITY))
 }
 
 impl Outcome {
@@ -422,5 +429,22 @@ impl Drop for Measurer {
         if let Some(r) = self.running.take() {
             r.stop();
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A wrong result with a NaN against a number differs by infinity, which JSON writes as
+    /// `null`: the answer still reads back (it was dropped, and the job counted as a timeout).
+    #[test]
+    fn an_infinite_difference_goes_through_the_json_protocol() {
+        let mut o = Outcome::failed(7, Status::Wrong, "differs".into());
+        o.max_abs_diff = f64::INFINITY;
+        let text = serde_json::to_string(&o).unwrap();
+        assert!(text.contains("\"max_abs_diff\":null"), "{text}");
+        let back: Outcome = serde_json::from_str(&text).unwrap();
+        assert_eq!(back, o);
     }
 }
