@@ -29,7 +29,8 @@ pub const WIDTH: u32 = 4;
 ///   =>  asScalar(map@B_v(fun(vcol => body_v), transpose(map@B_r(fun(r => asVector(w, r)), b))))
 /// ```
 ///
-/// Conditions: `b: [[S]N]K` with `S` numeric and `w` dividing `N` (at the given sizes); the
+/// Conditions: `b: [[S]N]K` with `S` numeric and `w` dividing `N` (at the given sizes), and `b`
+/// not only a transpose (its rows would be strided); the
 /// map's results are numeric scalars; and `body` lifts to `body_v`, where `vcol: [Sxw]K` holds
 /// the columns `j*w .. j*w+w-1` of `b`, one in each lane. Lifting retypes every value that
 /// depends on `vcol` from scalars to vectors (through `zip`, tuples, `map`, `reduce`, `split`,
@@ -66,6 +67,12 @@ impl Rule for VectorizeAcross {
 /// `forms` ([`Ctx::repr_with`]); `None` when a condition fails.
 pub fn vectorize_across(cx: &Ctx, label: &str, g: Id, ys: Id, forms: &BTreeMap<Id, Lift>) -> Option<Build> {
     let b = cx.calls(ys).into_iter().find_map(|(p, a)| (p == Prim::Transpose).then_some(a[0]))?;
+    // Its rows are read as vectors: not where every form of `b` is a transpose (rows a column
+    // apart in memory, which code generation does not read as vectors).
+    let is_transpose = |c: Id| cx.eg[c].nodes.iter().any(|n| matches!(n, Lift::Prim(Prim::Transpose)));
+    if cx.eg[b].nodes.iter().all(|n| matches!(n, Lift::App([f, _]) if is_transpose(*f))) {
+        return None;
+    }
     let (row, k) = cx.data(b).ty.array().map(|(e, n)| (e.clone(), n.clone()))?;
     let (s, n) = row.as_array()?;
     let kind = numeric(s)?;
