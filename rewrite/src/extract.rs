@@ -150,14 +150,20 @@ pub fn variants(eg: &LiftGraph, src: &Source, k: usize) -> (Vec<Variant>, usize)
 /// memory, or inlined into their consumers) first, then of each kind ([`kinds_of`]: tiled,
 /// locally staged) not yet offered, then of each distinct tiling and staging (sequence of
 /// split factors and `toX`), then of each distinct signature, then the cheapest others; the
-/// best by cost always first. A variant with a transpose of a transpose is left out.
+/// best by cost always first. A variant with a transpose of a transpose is left out, and one
+/// without a map where others have one.
 fn choose(found: BTreeMap<String, Variant>, k: usize) -> Vec<Variant> {
     let mut all: Vec<(String, Variant)> = found.into_iter().collect();
     all.sort_by(|a, b| (a.1.cost, &a.0).cmp(&(b.1.cost, &b.0)));
     let (mut stages, mut kinds) = (BTreeSet::new(), BTreeSet::new());
     let (mut tilings, mut sigs) = (BTreeSet::new(), BTreeSet::new());
     let mut tiers: [Vec<Variant>; 5] = Default::default();
-    for (_, v) in all.into_iter().filter(|(_, v)| !transposes_a_transpose(&v.program)) {
+    // Variants without a map only where no variant has one (the program as written, at no
+    // iteration).
+    let mappable = all.iter().any(|(_, v)| has_map(&v.program));
+    let kept =
+        all.into_iter().filter(|(_, v)| !transposes_a_transpose(&v.program) && (has_map(&v.program) || !mappable));
+    for (_, v) in kept {
         let new_kind = kinds_of(&v).into_iter().filter(|k| kinds.insert(k.clone())).count() > 0;
         let tier = if stages.insert(mapsat_ir::stages::count(&v.program)) {
             0
@@ -175,6 +181,12 @@ fn choose(found: BTreeMap<String, Variant>, k: usize) -> Vec<Variant> {
         tiers[tier].push(v);
     }
     tiers.into_iter().flatten().take(k).collect()
+}
+
+/// True when `p` has a map: a variant without one (every map fused into a reduction) has
+/// nothing to run in parallel, and no mapping (`mapsat tune` refuses it).
+fn has_map(p: &Program) -> bool {
+    p.nodes.iter().any(|n| matches!(n, Node::Prim(Prim::Map { .. })))
 }
 
 /// True when `p` has `transpose(transpose(e))`: the same variant as with `e` (which the e-graph

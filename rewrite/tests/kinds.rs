@@ -230,3 +230,20 @@ fn the_windowed_conv_has_an_outer_product_variant_among_the_default_ones() {
         }
     }
 }
+
+/// `examples/sum.lift` is a plain reduction: no map, nothing to map. Its variants are partial
+/// sums with a map over the chunks (`sum_partial.lift`'s form), which `mapsat tune --variants`
+/// can map; the fused forms without a map (`reduce` of `reduce`s) are left out.
+#[test]
+fn a_plain_reductions_variants_have_a_map() {
+    let (p, variants) = default_variants_of("sum.lift");
+    assert!(!variants.is_empty());
+    for v in &variants {
+        assert!(
+            v.program.nodes.iter().any(|n| matches!(n, mapsat_ir::Node::Prim(mapsat_ir::Prim::Map { .. }))),
+            "{}",
+            v.signature
+        );
+        common::same_function(&p, &v.program, &Sizes::new()).unwrap();
+    }
+}
