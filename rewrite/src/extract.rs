@@ -242,7 +242,8 @@ fn signature_kinds(signature: &str) -> BTreeSet<String> {
 /// [`crate::staging::stage_panels`], as `examples/matmul_lowlevel.lift`).
 fn macro_kinds(p: &Program) -> BTreeSet<&'static str> {
     let mut out = BTreeSet::new();
-    let info = mapsat_ir::check::check(p).ok();
+    // Types, for the outer product only (checked once, at its first register block).
+    let mut info = None;
     if p.nodes.iter().any(|n| split_reduce(p, n)) {
         out.insert("K");
     }
@@ -260,6 +261,7 @@ fn macro_kinds(p: &Program) -> BTreeSet<&'static str> {
             }
             (Node::Prim(Prim::To(AddressSpace::Private)), []) if array_reduce(p, *x) => {
                 out.insert("B");
+                let info = info.get_or_insert_with(|| mapsat_ir::check::check(p).ok());
                 if info.as_ref().is_some_and(|info| outer_product(p, info, *x)) {
                     out.insert("BV");
                 }

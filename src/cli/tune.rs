@@ -507,17 +507,13 @@ pub fn predict(a: &PredictArgs) -> CliResult<()> {
         ));
     }
     let split = stages::split(&p).map_err(|e| src.reject(&e))?;
+    let labels: Vec<Vec<String>> = split.iter().map(|s| s.program.map_labels()).collect();
+    let parts = super::stages::split_mapping(&a.mapping, &labels)?;
     let n = split.len();
     let mut total = 0.0;
-    for (k, s) in split.into_iter().enumerate() {
+    for (k, (s, part)) in split.into_iter().zip(parts).enumerate() {
         outln!("kernel {} of {n}: {}", k + 1, s.program.name);
-        let labels = s.program.map_labels();
-        let part: Vec<&str> = a
-            .mapping
-            .split(',')
-            .filter(|m| m.split_once('=').is_some_and(|(l, _)| labels.iter().any(|x| x == l.trim())))
-            .collect();
-        total += predict_kernel(a, s.program, &fixed, profile.clone(), model.as_ref(), &part.join(","), None)?;
+        total += predict_kernel(a, s.program, &fixed, profile.clone(), model.as_ref(), &part, None)?;
     }
     outln!("analytical, all {n} kernels in sequence: {}", tune::report::fmt_ms(total));
     Ok(())

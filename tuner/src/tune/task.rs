@@ -25,6 +25,22 @@ use std::cell::RefCell;
 use std::collections::HashMap;
 use std::rc::Rc;
 
+/// Why a point has no concrete result shape: the program does not type-check at its sizes, or
+/// the result is too large for the interpreter that checks every candidate.
+#[derive(Debug)]
+enum NoShape {
+    Type(String),
+    TooLarge(String),
+}
+
+impl std::fmt::Display for NoShape {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            NoShape::Type(e) | NoShape::TooLarge(e) => f.write_str(e),
+        }
+    }
+}
+
 /// Mappings sampled at the first point: the pool candidates draw from at every point (a
 /// mapping of the pool is used at a point only where that point's space accepts it).
 const POOL_MAPPINGS: usize = 512;
@@ -214,13 +230,12 @@ impl Task {
         // Say why the program's own sizes fail: a result the interpreter cannot compute is no
         // candidate either (every candidate is checked against it), whatever the mappings.
         let at = params::default_point(&self.tunables).unwrap_or_default();
-        let sizes = self.sizes_at(&at);
-        let info = mapsat_ir::check::check_with_sizes(&self.program, &sizes).ok();
-        match info.and_then(|i| mapsat_ir::interp::concrete_shape(&i.result, &sizes).err()) {
-            Some(e) => Err(TuneError::Program(format!(
-                "cannot tune at {sizes}: {e} (every candidate is checked against the interpreter's result)"
+        match self.shape_or_error(&at) {
+            Err(NoShape::TooLarge(e)) => Err(TuneError::Program(format!(
+                "cannot tune at {}: {e} (every candidate is checked against the interpreter's result)",
+                self.sizes_at(&at)
             ))),
-            None => Err(TuneError::NoValidMapping(self.why_not(&at))),
+            _ => Err(TuneError::NoValidMapping(self.why_not(&at))),
         }
     }
 
@@ -252,10 +267,11 @@ impl Task {
     }
 
     /// The concrete shape of the result at a point, or why it has none.
-    fn shape_or_error(&self, tuning: &Sizes) -> Result<Vec<usize>, String> {
+    fn shape_or_error(&self, tuning: &Sizes) -> Result<Vec<usize>, NoShape> {
         let sizes = self.sizes_at(tuning);
-        let info = mapsat_ir::check::check_with_sizes(&self.program, &sizes).map_err(|e| e.message)?;
-        mapsat_ir::interp::concrete_shape(&info.result, &sizes).map(|(_, s)| s).map_err(|e| e.to_string())
+        let info = mapsat_ir::check::check_with_sizes(&self.program, &sizes).map_err(|e| NoShape::Type(e.message))?;
+        let shape = mapsat_ir::interp::concrete_shape(&info.result, &sizes);
+        shape.map(|(_, s)| s).map_err(|e| NoShape::TooLarge(e.to_string()))
     }
 
     /// Why a point has no valid mapping.
