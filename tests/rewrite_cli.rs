@@ -335,6 +335,35 @@ fn the_windowed_convs_outer_product_runs_on_pocl() {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
+/// A matmul whose result is transposed: its outer product writes vectors of `vw` columns into
+/// rows of the output, so each vector's lanes land a row apart (stored lane by lane). Code
+/// generation refused every mapping of this variant before, which the space had accepted.
+#[test]
+fn a_transposed_matmuls_outer_product_runs_on_pocl() {
+    let dir = temp("matmul-transposed");
+    std::fs::create_dir_all(&dir).unwrap();
+    let src = dir.join("mmT.lift");
+    std::fs::write(
+        &src,
+        "size M = 8, K = 16, N = 8
+def mmT(a: [[f32]K]M, b: [[f32]N]K) : [[f32]M]N =
+  transpose(map@A(fun(row =>
+    map@B(fun(col => reduce(add, 0.0, map@C(fun(p => p.0 * p.1), zip(row, col)))), transpose(b))),
+    a))",
+    )
+    .unwrap();
+    let out_dir = dir.join("variants");
+    let out = mapsat(&["rewrite", src.to_str().unwrap(), "--time-limit", "300", "-o", out_dir.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+    let outer = (0..8).map(|k| out_dir.join(format!("variant_{k:02}.lift"))).find(|f| {
+        let t = std::fs::read_to_string(f).unwrap_or_default().split_whitespace().collect::<String>();
+        t.contains("transpose(map@B_r(fun(x=>asVector(vw,x)),b))") && t.contains("toPrivate(")
+    });
+    let outer = outer.unwrap_or_else(|| panic!("no outer-product variant:\n{}", common::text(&out)));
+    sampled_mappings_run(outer.to_str().unwrap(), "M=6,K=5,N=12,tA=3,vw=4");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
 /// Six sampled mappings of the program in `f` are valid, and each runs on the OpenCL device
 /// equal to the interpreter at the default sizes and at `sizes`.
 fn sampled_mappings_run(f: &str, sizes: &str) {

@@ -3,7 +3,7 @@
 //! and the layout primitives around them); scalar primitives build kernel-IR expressions.
 
 use super::types::signature;
-use super::view::{Resolved, St, View};
+use super::view::{St, View};
 use super::{Lower, R};
 use crate::error::{CodegenError, CodegenErrorKind as K};
 use crate::kir::*;
@@ -125,10 +125,7 @@ impl Lower<'_> {
     /// The value of a view as an expression (a load, or the computed value).
     pub(super) fn read(&mut self, v: &View) -> R<Expr> {
         let mut st = St::new();
-        match self.resolve(v, &mut st, false)? {
-            Resolved::Place(p) => Ok(Expr::Load(p)),
-            Resolved::Value(e) => Ok(e),
-        }
+        self.resolve(v, &mut st, false)?.into_expr()
     }
 
     /// Counts the floating-point operations of one scalar operation of result type `t`, times

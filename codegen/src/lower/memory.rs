@@ -219,6 +219,21 @@ impl Lower<'_> {
         }
     }
 
+    /// Stores the vector `value` of type `t` lane by lane at `places` (computed once, into a
+    /// private variable).
+    fn store_lanes(&mut self, places: Vec<Place>, value: Expr, t: &Type) -> R<()> {
+        let whole = match self.materialize(View::Value(value), t, "lanes")? {
+            View::Mem(b) => b,
+            _ => return Err(K::Internal("a scattered vector kept no variable".into()).into()),
+        };
+        for (j, p) in places.into_iter().enumerate() {
+            self.note_write(p.buf);
+            let lane = Place { buf: whole, index: Index::constant(0), width: 1, lane: Some(j as u32) };
+            self.emit(Stmt::Store(p, Expr::Load(lane)));
+        }
+        Ok(())
+    }
+
     /// Writes the value `src` of type `t` to `dst`, element by element.
     pub(super) fn copy(&mut self, src: &View, dst: &View, t: &Type) -> R<()> {
         match t {
@@ -231,6 +246,7 @@ impl Lower<'_> {
                         self.emit(Stmt::Store(p, value));
                         Ok(())
                     }
+                    Resolved::Lanes(places) => self.store_lanes(places, value, t),
                     Resolved::Value(_) => Err(K::Internal("write to a computed value".into()).into()),
                 }
             }

@@ -121,10 +121,24 @@ impl St {
 }
 
 /// Where an access ends: a memory location, or a value computed without one (a padding
-/// constant, a lane select, a vector put together from private scalars).
+/// constant, a lane select, a vector put together from private scalars), or, for a vector
+/// written where its lanes are apart, one location per lane.
 pub(super) enum Resolved {
     Place(Place),
     Value(Expr),
+    /// A vector written lane by lane: the place of each lane.
+    Lanes(Vec<Place>),
+}
+
+impl Resolved {
+    /// The value read.
+    pub(super) fn into_expr(self) -> R<Expr> {
+        match self {
+            Resolved::Place(p) => Ok(Expr::Load(p)),
+            Resolved::Value(e) => Ok(e),
+            Resolved::Lanes(_) => Err(K::Internal("a scattered write read as a value".into()).into()),
+        }
+    }
 }
 
 impl Lower<'_> {
@@ -264,16 +278,9 @@ impl Lower<'_> {
                 }
                 let first = i.scale(*w as i64);
                 if st.idx.is_empty() && st.tup.is_empty() && !self.lanes_consecutive(inner, &first)? {
-                    if write {
-                        // A vector store writes consecutive scalars: a destination whose lanes
-                        // are apart (a transposed output) would get them in the wrong places.
-                        return Err(K::Unsupported(
-                            "a vector written where its lanes are not consecutive in memory (through a `transpose` of the destination): transpose the vectors' input instead"
-                                .into(),
-                        )
-                        .into());
-                    }
-                    return self.gather(inner, &first, *w);
+                    // A vector store writes consecutive scalars: a destination whose lanes are
+                    // apart (a transposed output) gets each lane on its own (a scatter).
+                    return if write { self.scatter(inner, &first, *w) } else { self.gather(inner, &first, *w) };
                 }
                 st.idx.push(first);
                 st.vec = *w;
@@ -407,10 +414,7 @@ impl Lower<'_> {
                     return Ok(Resolved::Value(fill));
                 }
                 st.idx.push(k.clone());
-                let e = match self.resolve(inner, st, write)? {
-                    Resolved::Place(p) => Expr::Load(p),
-                    Resolved::Value(e) => e,
-                };
+                let e = self.resolve(inner, st, write)?.into_expr()?;
                 Ok(Resolved::Value(Expr::Select(Box::new(Expr::InRange(k, 0, len)), Box::new(e), Box::new(fill))))
             }
         }
@@ -461,12 +465,23 @@ impl Lower<'_> {
         let mut lanes = Vec::with_capacity(w as usize);
         for j in 0..i64::from(w) {
             let mut one = St { idx: vec![first.plus(j)], ..St::new() };
-            lanes.push(match self.resolve(inner, &mut one, false)? {
-                Resolved::Place(p) => Expr::Load(p),
-                Resolved::Value(e) => e,
-            });
+            lanes.push(self.resolve(inner, &mut one, false)?.into_expr()?);
         }
         Ok(Resolved::Value(Expr::Vector(kind, lanes)))
+    }
+
+    /// The `w` places of a vector written to `inner` at `first ..`, each lane stored on its own
+    /// (a scatter), for lanes that are not consecutive in memory.
+    fn scatter(&mut self, inner: &View, first: &Index, w: u32) -> R<Resolved> {
+        let mut places = Vec::with_capacity(w as usize);
+        for j in 0..i64::from(w) {
+            let mut one = St { idx: vec![first.plus(j)], ..St::new() };
+            match self.resolve(inner, &mut one, true)? {
+                Resolved::Place(p) if p.width == 1 => places.push(p),
+                _ => return Err(K::Internal("a scattered lane is not a scalar in memory".into()).into()),
+            }
+        }
+        Ok(Resolved::Lanes(places))
     }
 
     /// `asScalar(inner)` of vectors of width `w`: a lane of an element, or, read as vectors of
