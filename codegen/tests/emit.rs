@@ -283,3 +283,26 @@ def f(xs: [[f32]W]H) =
   mapWrg@C(0, fun(rows => mapLcl@D(0, fun(x => x * 2.0), at(1, rows))), slide(2, 1, padClamp(0, 1, y)))";
     assert!(error(other_rows, None).contains("grid-wide synchronization"));
 }
+
+/// Each thread of a 2-D grid writes a whole block (a sequential map over a row of blocks) and
+/// reads back only its own block, through a `join` (as the rewrite stage's outer product with
+/// its epilogue split off): lowered (`tests/filetests/kernels/own_blocks_2d.lift` runs one).
+/// Reading a neighbour's block, or a block the threads wrote split over a parallel map, is
+/// still refused.
+#[test]
+fn reading_back_ones_own_block_in_a_2d_grid_is_lowered() {
+    let own = "size H = 6, W = 4, C = 3
+def f(xs: [[[f32]C]W]H) =
+  let y = mapGlb@A(1, mapGlb@B(0, mapSeq@S(fun(x => x * 2.0))), xs) in
+  mapGlb@D(1, fun(r => join(mapGlb@E(0, mapSeq@T(fun(v => v + 1.0)), r))), y)";
+    assert!(error_or_ok(own, None).is_ok(), "{:?}", error_or_ok(own, None));
+    // The grid's dimensions swapped between the nests: thread (i, j) reads block (j, i).
+    let swapped = own.replace("mapGlb@D(1", "mapGlb@D(0").replace("mapGlb@E(0", "mapGlb@E(1");
+    assert!(error_or_ok(&swapped, None).is_err_and(|e| e.contains("grid-wide synchronization")), "{swapped}");
+    // The next block along W (clamped): another thread's.
+    let next = "size H = 6, W = 4, C = 3
+def f(xs: [[[f32]C]W]H) =
+  let y = mapGlb@A(1, mapGlb@B(0, mapSeq@S(fun(x => x * 2.0))), xs) in
+  mapGlb@D(1, fun(r => join(mapGlb@E(0, fun(w => mapSeq@T(fun(v => v + 1.0), at(1, w))), slide(2, 1, padClamp(0, 1, r))))), y)";
+    assert!(error_or_ok(next, None).is_err_and(|e| e.contains("grid-wide synchronization")), "{next}");
+}

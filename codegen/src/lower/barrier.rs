@@ -162,7 +162,75 @@ impl Lower<'_> {
         !g.writes.is_empty()
             && (g.writes.iter().all(own)
                 || g.writes.iter().all(|w| self.reads_same_element(w, flat, vec))
-                || self.reads_own_block(g, reader.var, flat, vec))
+                || self.reads_own_block(g, reader.var, flat, vec)
+                || self.reads_own_nested_block(g, flat, vec))
+    }
+
+    /// [`Lower::reads_own_block`] for a nest of parallel loops: every parallel loop around the
+    /// writes has a reading loop that hands out its indices alike, and in the reading loops'
+    /// variables each thread wrote the whole block `p .. p + c` (every write is `p + u`, `u` in
+    /// `0..c`, one write's `u` running over all of `0..c` in the thread's own sequential loops),
+    /// where `p`, the part of the index in the parallel variables, gives each thread a block of
+    /// its own (the block and the parallel variables' strides are a mixed-radix number); the read
+    /// is `p + v` with `v .. v + vec` in `0..c`. The blocks of register accumulators one thread
+    /// of a 2-D grid wrote (an outer product's) and then reads back to apply an epilogue.
+    fn reads_own_nested_block(&self, g: &GridWrite, flat: &Index, vec: u32) -> bool {
+        let Some(first) = g.writes.first() else { return false };
+        let shape = |w: &TempWrite| w.par.iter().map(|p| (p.0, p.1, p.2)).collect::<Vec<_>>();
+        let mut subst = BTreeMap::new();
+        for &(kind, extent, stride, var) in &first.par {
+            let same = |l: &&super::LoopCtx| l.kind == kind && l.extent == extent && l.stride == stride;
+            let Some(reader) = self.loops.iter().find(same) else { return false };
+            subst.insert(var, reader.var);
+        }
+        let readers: BTreeSet<VarId> = subst.values().copied().collect();
+        // An index as its part in the reading loops' variables and the rest.
+        let parallel = |e: &Index| -> (Index, Index) {
+            let (p, u) = e.terms.iter().cloned().partition(|(a, _)| matches!(a, Atom::Var(v) if readers.contains(v)));
+            (Index { terms: p, constant: 0 }, Index { terms: u, constant: e.constant })
+        };
+        let (p, v) = parallel(flat);
+        let mut blocks = Vec::new();
+        for w in &g.writes {
+            let at = w.at.rebuild(&|x| subst.get(&x).map(|r| Index::var(*r)), &self.ranges);
+            let (pw, u) = parallel(&at);
+            let own = u.terms.iter().all(|(a, _)| matches!(a, Atom::Var(x) if w.own.contains(x)));
+            if shape(w) != shape(first) || pw != p || !own {
+                return false;
+            }
+            blocks.push((u, w));
+        }
+        let Some(c) = blocks.iter().find_map(|(u, w)| self.block_extent(u, w)) else { return false };
+        let within = |u: &Index, width: u32| {
+            let (lo, hi) = self.ranges.of(u);
+            lo >= 0 && hi + i64::from(width) <= c
+        };
+        within(&v, vec) && blocks.iter().all(|(u, w)| within(u, w.vec)) && self.disjoint_blocks(&p, c)
+    }
+
+    /// The extent `c` of the block `u` (with the write's vector lanes) covers, when it takes
+    /// every value of `0..c` exactly once over the write's own sequential loops ([`Lower::covers`]).
+    fn block_extent(&self, u: &Index, w: &TempWrite) -> Option<i64> {
+        let c = u.terms.iter().try_fold(i64::from(w.vec), |acc, (a, _)| {
+            let (lo, hi) = self.ranges.atom(a);
+            (lo == 0).then(|| acc.saturating_mul(hi + 1))
+        })?;
+        self.covers(u, w, c).then_some(c)
+    }
+
+    /// The parallel part `p` of an index gives each thread its own block of `c`: with the block
+    /// as the lowest digit, `p`'s variables are the next digits of a mixed-radix number.
+    fn disjoint_blocks(&self, p: &Index, c: i64) -> bool {
+        let mut digits: Vec<(i64, i64)> = p.terms.iter().map(|(a, k)| (*k, self.ranges.atom(a).1 + 1)).collect();
+        digits.sort_unstable();
+        let mut next = c;
+        for (coef, extent) in digits {
+            if coef != next {
+                return false;
+            }
+            next = coef.saturating_mul(extent);
+        }
+        p.constant == 0
     }
 
     /// The read is of the element `w` wrote, by the same thread: every parallel loop around
