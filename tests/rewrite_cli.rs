@@ -364,6 +364,40 @@ def mmT(a: [[f32]K]M, b: [[f32]N]K) : [[f32]M]N =
     let _ = std::fs::remove_dir_all(&dir);
 }
 
+/// A matmul with a `relu` after each dot product, and the windowed conv with one: the outer
+/// product applies the relu to each block's accumulators (split off the reduction by map
+/// fission) and runs on pocl with every sampled mapping, at odd sizes too.
+#[test]
+fn outer_products_with_a_relu_run_on_pocl() {
+    let dir = temp("epilogue");
+    std::fs::create_dir_all(&dir).unwrap();
+    let relu = |src: &str| {
+        let dot = "reduce(add, 0.0, map@C(fun(p => p.0 * p.1), zip(";
+        let at = src.find(dot).unwrap();
+        let close = at + src[at..].find("))))").unwrap() + 4;
+        format!("{}max(0.0, {}){}", &src[..at], &src[at..close], &src[close..])
+    };
+    let matmul = relu(&std::fs::read_to_string("examples/matmul.lift").unwrap());
+    let conv = relu(&std::fs::read_to_string("examples/conv_windows.lift").unwrap());
+    for (name, src, sizes) in
+        [("matmul", matmul, "M=6,K=5,N=12,tA=3,vw=4"), ("conv", conv, "inH=5,inW=7,inChs=3,outChs=8,tA=7,vw=4")]
+    {
+        assert!(src.contains("max(0.0, reduce("), "{src}");
+        let file = dir.join(format!("{name}_relu.lift"));
+        std::fs::write(&file, &src).unwrap();
+        let out_dir = dir.join(name);
+        let out = mapsat(&["rewrite", file.to_str().unwrap(), "--time-limit", "300", "-o", out_dir.to_str().unwrap()]);
+        assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+        let outer = (0..8).map(|k| out_dir.join(format!("variant_{k:02}.lift"))).find(|f| {
+            let t = std::fs::read_to_string(f).unwrap_or_default().split_whitespace().collect::<String>();
+            t.contains("asVector(vw,x))") && t.contains("_e(fun(") && t.contains("max(vectorFromScalar(vw,0.0),")
+        });
+        let outer = outer.unwrap_or_else(|| panic!("{name}: no outer product with the relu:\n{}", common::text(&out)));
+        sampled_mappings_run(outer.to_str().unwrap(), sizes);
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
 /// Six sampled mappings of the program in `f` are valid, and each runs on the OpenCL device
 /// equal to the interpreter at the default sizes and at `sizes`.
 fn sampled_mappings_run(f: &str, sizes: &str) {

@@ -297,12 +297,16 @@ fn split_reduce(p: &Program, node: &Node) -> bool {
 }
 
 /// True when `id`, a reduction over an array accumulator ([`array_reduce`]), has accumulators
-/// that are vectors and steps over pairs of an array of scalars (one for each accumulator,
-/// broadcast) and another value: the outer product of [`crate::rules::outer`] (a register
-/// block of vectors of columns over a row, whose pairs hold an array of vectors, is not one).
+/// that are vectors, as many as a tunable size (the block of rows), and steps over pairs of an
+/// array of scalars (one for each accumulator, broadcast) and another value: the outer product
+/// of [`crate::rules::outer`] (a register block of vectors of columns over a row, whose pairs
+/// hold an array of vectors, is not one). A block of a constant size (a split by a constant
+/// factor of the main phase, inside or beside the tunable one) is not the kind's: with an
+/// epilogue (a `relu` after the product) the static cost prefers it, applied outside the
+/// blocks, to the macro's form, the epilogue applied in each block.
 fn outer_product(p: &Program, info: &mapsat_ir::check::TypeInfo, id: mapsat_ir::NodeId) -> bool {
     let args = p.spine(id).1;
-    let vectors = matches!(info.of(args[1]), Some(Type::Array(e, _)) if matches!(**e, Type::Vector(..)));
+    let vectors = matches!(info.of(args[1]), Some(Type::Array(e, n)) if matches!(**e, Type::Vector(..)) && n.as_const().is_none());
     let scalars = |t: &Type| matches!(t, Type::Array(e, _) if matches!(**e, Type::Scalar(_)));
     let pairs = matches!(info.of(args[2]), Some(Type::Array(e, _)) if matches!(&**e, Type::Tuple(ts) if ts.iter().any(scalars)));
     vectors && pairs

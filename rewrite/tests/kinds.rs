@@ -247,3 +247,44 @@ fn a_plain_reductions_variants_have_a_map() {
         common::same_function(&p, &v.program, &Sizes::new()).unwrap();
     }
 }
+
+/// A matmul followed by an epilogue on each result (a `relu`, a scale and shift, both, and a
+/// scale by a parameter): the default variants include the outer product with the epilogue
+/// split off each block's reduction and applied to its accumulators (`map@.._e`), the same
+/// function as the input at several block sizes and widths.
+#[test]
+fn matmul_with_an_epilogue_has_an_outer_product_variant() {
+    let dot = "reduce(add, 0.0, map@C(fun(p => p.0 * p.1), zip(row, col)))";
+    let matmul = |params: &str, epilogue: &str| {
+        let body = epilogue.replace("DOT", dot);
+        let src = format!(
+            "size M = 8, K = 16, N = 16
+def mm(a: [[f32]K]M, b: [[f32]N]K{params}) : [[f32]N]M =
+  map@A(fun(row => map@B(fun(col => {body}), transpose(b))), a)"
+        );
+        let p = mapsat_ir::parse(&src).unwrap_or_else(|e| panic!("{src}: {e:?}"));
+        mapsat_ir::check::check(&p).unwrap_or_else(|e| panic!("{src}: {e:?}"));
+        p
+    };
+    for (params, epilogue) in [
+        ("", "max(0.0, DOT)"),
+        ("", "DOT * 0.5 + 1.0"),
+        ("", "max(0.0, 2.0 * DOT - 1.0)"),
+        (", alpha: f32", "alpha * exp(DOT)"),
+    ] {
+        let p = matmul(params, epilogue);
+        let variants = rewrite(&p, &Options::default()).unwrap().variants;
+        let text = |v: &Variant| mapsat_ir::print(&v.program).split_whitespace().collect::<String>();
+        let outer = |v: &Variant| {
+            let t = text(v);
+            t.contains("asVector(vw,x)),b))") && t.contains("_e(fun(") && t.contains("toPrivate(reduce(")
+        };
+        let found: Vec<&Variant> = variants.iter().filter(|v| outer(v)).collect();
+        assert!(!found.is_empty(), "{epilogue}: {:?}", variants.iter().map(|v| &v.signature).collect::<Vec<_>>());
+        for v in found {
+            for (t, w) in [(1, 2), (2, 4), (8, 16)] {
+                common::same_function(&p, &v.program, &Sizes::new().with("tA", t).with("vw", w)).unwrap();
+            }
+        }
+    }
+}

@@ -274,25 +274,30 @@ pub type ColumnReduction = (ColumnFold, BTreeMap<Id, Lift>);
 
 /// [`column_reductions`], each with the nodes of its form: the lambda, the reduction and the zip.
 pub fn column_reduction_forms(cx: &Ctx, g: Id) -> Vec<ColumnReduction> {
+    cx.lambdas(g).into_iter().flat_map(|body| column_reductions_at(cx, g, body, body)).collect()
+}
+
+/// The column reductions at class `red` in the body `body` of map function `g` (the body
+/// itself, or the reduction under an epilogue, [`super::epilogue`]), each with the nodes of its
+/// form.
+pub fn column_reductions_at(cx: &Ctx, g: Id, body: Id, red: Id) -> Vec<ColumnReduction> {
     let mut out = Vec::new();
     let uses_col = |c: Id| cx.data(c).free.contains(&0);
-    for body in cx.lambdas(g) {
-        for (h, z, xs) in cx.reduces(body) {
-            if uses_col(h) || uses_col(z) {
+    for (h, z, xs) in cx.reduces(red) {
+        if uses_col(h) || uses_col(z) {
+            continue;
+        }
+        for (p, args) in cx.calls(xs) {
+            if p != Prim::Zip(2) {
                 continue;
             }
-            for (p, args) in cx.calls(xs) {
-                if p != Prim::Zip(2) {
-                    continue;
-                }
-                for col_first in [false, true] {
-                    let (col, r) = if col_first { (args[0], args[1]) } else { (args[1], args[0]) };
-                    if cx.is_var0(col) && !uses_col(r) {
-                        let nodes =
-                            [(g, cx.lam_node(g, body)), (body, cx.app_node(body, xs)), (xs, cx.app_node(xs, args[1]))];
-                        let forms = nodes.into_iter().filter_map(|(c, n)| Some((c, n?))).collect();
-                        out.push((ColumnFold { h, z, r, col_first }, forms));
-                    }
+            for col_first in [false, true] {
+                let (col, r) = if col_first { (args[0], args[1]) } else { (args[1], args[0]) };
+                if cx.is_var0(col) && !uses_col(r) {
+                    let nodes =
+                        [(g, cx.lam_node(g, body)), (red, cx.app_node(red, xs)), (xs, cx.app_node(xs, args[1]))];
+                    let forms = nodes.into_iter().filter_map(|(c, n)| Some((c, n?))).collect();
+                    out.push((ColumnFold { h, z, r, col_first }, forms));
                 }
             }
         }

@@ -11,6 +11,7 @@
 //! each step calls the primitive rule's own rewrite function on the class the step before made,
 //! adds the term and merges it with that class.
 
+pub mod epilogue;
 pub mod fusion;
 pub mod interchange;
 pub mod outer;

@@ -1,0 +1,79 @@
+//! Epilogues: a function applied to a reduction's result inside a map's function, such as the
+//! `relu` or the scaling after a dot product (`max(0.0, reduce(add, 0.0, ..))`). The blocking
+//! macros (`outer-product`) reduce a block of outputs together; an epilogue is split off the
+//! reduction first (map fission), so that the block's accumulators are reduced as without it and
+//! the epilogue is then applied to each of them.
+//!
+//! ```text
+//! map@A(fun(x => E[reduce(h, z, xs)]), ys)
+//!   =>  map@A_e(fun(r => E[r]), map@A(fun(x => reduce(h, z, xs)), ys))
+//! ```
+//!
+//! Sound when `x` is not free in `E` (map fission, [`super::fusion::MapFission`], with the
+//! reduction's result abstracted): both sides apply `E` to each element's reduction. Only
+//! epilogues whose other operands are closed are peeled (literals, parameters, sizes), so that
+//! `E[r]` is the same term under any binders the macro moves it through.
+
+use super::{Build, Ctx};
+use crate::lang::Lift;
+use egg::Id;
+use std::collections::BTreeMap;
+
+/// How many applications deep an epilogue may reach (`max(0.0, r * a + b)` is 6).
+const DEPTH: usize = 8;
+
+/// A map function's body read as an epilogue applied to a reduction.
+#[derive(Clone, Debug)]
+pub struct Epilogue {
+    /// `E[r]`: the body with the reduction replaced by variable 0 (`None` when the body is the
+    /// reduction itself).
+    pub apply: Option<Build>,
+    /// The reduction's class.
+    pub reduction: Id,
+    /// The nodes of the path from the body to the reduction (for [`Ctx::repr_with`]).
+    pub forms: BTreeMap<Id, Lift>,
+}
+
+/// The ways to read class `body` as an epilogue applied to a reduction (the body itself first
+/// when it is a reduction): at most one path per reduction, through applications whose other
+/// operands are closed.
+pub fn epilogues(cx: &Ctx, body: Id) -> Vec<Epilogue> {
+    let mut out = Vec::new();
+    if !cx.reduces(body).is_empty() {
+        out.push(Epilogue { apply: None, reduction: body, forms: BTreeMap::new() });
+    }
+    if let Some(e) = peel(cx, body, DEPTH) {
+        out.push(e);
+    }
+    out
+}
+
+/// The first path from class `c` down to a reduction through applications whose other
+/// operand is closed (not `c` itself).
+fn peel(cx: &Ctx, c: Id, depth: usize) -> Option<Epilogue> {
+    if depth == 0 {
+        return None;
+    }
+    for n in &cx.eg[c].nodes {
+        let Lift::App([f, a]) = n else { continue };
+        for (inner, other, arg_side) in [(*a, *f, true), (*f, *a, false)] {
+            if !cx.data(other).closed() || cx.eg.find(inner) == cx.eg.find(c) {
+                continue;
+            }
+            let found = match cx.reduces(inner).is_empty() {
+                false => Some(Epilogue { apply: None, reduction: inner, forms: BTreeMap::new() }),
+                true => peel(cx, inner, depth - 1),
+            };
+            let Some(mut e) = found else { continue };
+            let ty = cx.data(e.reduction).ty.known().cloned();
+            let hole = e.apply.take().unwrap_or_else(|| Build::var(0, ty));
+            e.apply = Some(match arg_side {
+                true => Build::app(Build::Class(other), hole),
+                false => Build::app(hole, Build::Class(other)),
+            });
+            e.forms.insert(c, n.clone());
+            return Some(e);
+        }
+    }
+    None
+}
