@@ -244,7 +244,8 @@ impl Tensor {
     /// `|a - b| <= atol + rtol * |b|`, bools counting as 0 and 1. The tolerances apply to `f32`
     /// only: `i32` and `bool` results must be equal (a kernel off by 7 in an `i32` is wrong,
     /// whatever the tolerance of floating-point sums). Two NaNs, or two equal infinities, are
-    /// equal; a NaN against a number differs by infinity. Tensors of different shapes or element
+    /// equal; a NaN against a number, or an infinity against anything else, differs by infinity,
+    /// a mismatch whatever the tolerance. Tensors of different shapes or element
     /// types differ everywhere.
     pub fn compare(&self, want: &Tensor, rtol: f64, atol: f64) -> Comparison {
         if self.shape != want.shape || self.kind() != want.kind() || self.data.len() != want.data.len() {
@@ -260,13 +261,15 @@ impl Tensor {
             let (Some(a), Some(b)) = (self.data.get(i), want.data.get(i)) else { continue };
             let d = if a == b || (a.is_nan() && b.is_nan()) {
                 0.0
-            } else if a.is_nan() || b.is_nan() {
+            } else if a.is_nan() || b.is_nan() || a.is_infinite() || b.is_infinite() {
                 f64::INFINITY
             } else {
                 (a - b).abs()
             };
             c.max_abs_diff = c.max_abs_diff.max(d);
-            if d > atol + rtol * b.abs() {
+            // An infinite difference is a mismatch whatever the tolerance: relative to an
+            // expected infinity, `rtol * |b|` would accept any value.
+            if d.is_infinite() || d > atol + rtol * b.abs() {
                 c.mismatches += 1;
                 c.first_mismatch.get_or_insert((i, a, b));
             }

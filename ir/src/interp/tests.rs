@@ -838,3 +838,21 @@ fn integers_and_bools_compare_exactly_whatever_the_tolerance() {
     let a = Tensor::f32(vec![1], vec![1000.0]);
     assert!(Tensor::f32(vec![1], vec![1000.5]).compare(&a, 1e-3, 1e-4).ok);
 }
+
+/// An expected infinity is matched only by the same infinity: `atol + rtol * |inf|` is an
+/// infinite tolerance, under which a NaN, a number or the other infinity passed the check (a
+/// reassociated sum's kernel against the interpreter's overflowed one).
+#[test]
+fn an_expected_infinity_is_matched_only_by_itself() {
+    let want = Tensor::f32(vec![4], vec![f32::INFINITY, f32::NEG_INFINITY, f32::INFINITY, 1.0]);
+    assert!(want.compare(&want, 1e-3, 1e-4).ok);
+    for got in [
+        vec![f32::NAN, f32::NEG_INFINITY, f32::INFINITY, 1.0],
+        vec![3.0e38, f32::NEG_INFINITY, f32::INFINITY, 1.0],
+        vec![f32::INFINITY, f32::INFINITY, f32::INFINITY, 1.0],
+        vec![f32::INFINITY, f32::NEG_INFINITY, f32::INFINITY, f32::INFINITY],
+    ] {
+        let c = Tensor::f32(vec![4], got.clone()).compare(&want, 1e-3, 1e-4);
+        assert!(!c.ok && c.mismatches == 1 && c.max_abs_diff.is_infinite(), "{got:?}: {c:?}");
+    }
+}
