@@ -13,8 +13,9 @@ pub(super) const RESERVED: &[&str] = &[
     "enum", "extern", "register", "typedef", "volatile", "min", "max", "clamp", "exp", "log",
 ];
 
-/// A C identifier for `s`: other characters become `_`, a leading digit gets a `v`, and the
-/// name of a built-in function a `_kernel` suffix.
+/// A C identifier for `s`: other characters become `_`, a leading digit gets a `v`, the name
+/// of a built-in function a `_kernel` suffix, and a name of the built-ins' and macros'
+/// ([`builtin`]) a `v_` prefix.
 pub(super) fn sanitize(s: &str) -> String {
     let mut out: String = s.chars().map(|c| if c.is_ascii_alphanumeric() || c == '_' { c } else { '_' }).collect();
     if out.is_empty() || out.starts_with(|c: char| c.is_ascii_digit()) {
@@ -41,8 +42,116 @@ pub(super) fn sanitize(s: &str) -> String {
     ];
     if BUILTINS.contains(&out.as_str()) {
         out.push_str("_kernel");
+    } else if builtin(&out) {
+        out.insert_str(0, "v_");
     }
     out
+}
+
+/// Names of OpenCL C's and CUDA's built-ins and macros that a program's names (parameters,
+/// stages, labels) must not take in a kernel: a parameter `get_global_id` or `INFINITY`, or
+/// `threadIdx` in CUDA, shadows or breaks what the kernel calls (it no longer builds). Besides
+/// [`RESERVED`] (kept out of the name set from the start): names with the built-ins' and
+/// macros' prefixes, the vector types, and the implementation's `__` names; such a name gets a
+/// `v_` prefix.
+fn builtin(s: &str) -> bool {
+    const EXACT: &[&str] = &[
+        "INFINITY",
+        "NAN",
+        "HUGE_VAL",
+        "HUGE_VALF",
+        "MAXFLOAT",
+        "NULL",
+        "true",
+        "false",
+        "threadIdx",
+        "blockIdx",
+        "blockDim",
+        "gridDim",
+        "warpSize",
+        "barrier",
+        "select",
+        "fmax",
+        "fmin",
+        "fabs",
+        "fma",
+        "mad",
+        "rsqrt",
+        "floor",
+        "ceil",
+        "round",
+        "trunc",
+        "sin",
+        "cos",
+        "tan",
+        "tanh",
+        "exp2",
+        "log2",
+        "isnan",
+        "isinf",
+        "printf",
+        "size_t",
+        "ptrdiff_t",
+        "uint",
+        "uchar",
+        "ushort",
+        "ulong",
+        "sampler_t",
+        "event_t",
+        "image2d_t",
+        "fmaxf",
+        "fminf",
+        "fabsf",
+        "expf",
+        "logf",
+        "sqrtf",
+        "powf",
+        "tanhf",
+        "abs",
+        "dim3",
+        "uint3",
+    ];
+    const PREFIXES: &[&str] = &[
+        "__",
+        "get_",
+        "mapsat_",
+        "convert_",
+        "vload",
+        "vstore",
+        "as_",
+        "make_",
+        "atomic",
+        "native_",
+        "half_",
+        "async_",
+        "read_",
+        "write_",
+        "mem_fence",
+        "sub_group",
+        "work_group",
+        "M_",
+        "FLT_",
+        "DBL_",
+        "INT_",
+        "UINT_",
+        "LONG_",
+        "ULONG_",
+        "SHRT_",
+        "USHRT_",
+        "CHAR_",
+        "SCHAR_",
+        "UCHAR_",
+        "CLK_",
+        "CL_",
+        "FP_",
+        "HALF_",
+        "CUDA",
+    ];
+    const SCALARS: &[&str] =
+        &["char", "uchar", "short", "ushort", "int", "uint", "long", "ulong", "float", "double", "half"];
+    let vector_type =
+        SCALARS.iter().any(|t| s.strip_prefix(t).is_some_and(|n| ["1", "2", "3", "4", "8", "16"].contains(&n)));
+    EXACT.contains(&s) || PREFIXES.iter().any(|p| s.starts_with(p)) || vector_type
 }
 
 /// The display name of a map: `mapGlb(0)@A`, `mapSeq@B`.
