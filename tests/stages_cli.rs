@@ -241,3 +241,39 @@ fn the_rewrite_stage_offers_the_blur_inlined_in_one_kernel() {
     assert!(parallel > 0, "no one-kernel variant has a parallel mapping");
     std::fs::remove_dir_all(dir).ok();
 }
+
+/// A pipeline whose first kernel has no correct candidate (its stage selects between arrays,
+/// which code generation refuses): the tune fails (exit 1) and says which kernel has no best;
+/// the pipeline file gives that kernel no program or work group, and the other kernel its own
+/// (they were shifted by one kernel).
+#[test]
+fn a_kernel_without_a_best_keeps_its_place_in_the_pipeline_file() {
+    if !opencl() {
+        return;
+    }
+    let dir = temp("no-best");
+    std::fs::create_dir_all(&dir).unwrap();
+    let src = dir.join("selpipe.lift");
+    std::fs::write(
+        &src,
+        "size N = 8, M = 4
+def f(x: [[f32]M]N, c: [f32]N) : [[f32]M]N =
+  let y = toGlobal(map@A(fun(p => select(p.1 > 0.0, p.0, map@B(fun(v => 0.0 - v), p.0))), zip(x, c))) in
+  map@C(fun(r => map@D(fun(v => v * 2.0), r)), y)",
+    )
+    .unwrap();
+    let out =
+        mapsat(&["tune", src.to_str().unwrap(), "--trials", "3", "--random-trials", "1", "-o", dir.to_str().unwrap()]);
+    let stdout = text(&out.stdout);
+    assert_eq!(out.status.code(), Some(1), "{stdout}{}", text(&out.stderr));
+    assert!(stdout.contains("no correct kernel for f_0_y"), "{stdout}");
+    let pipeline: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.join("f.pipeline.json")).unwrap()).unwrap();
+    let kernels = pipeline["kernels"].as_array().unwrap();
+    assert_eq!(kernels[0]["kernel"], "f_0_y");
+    assert!(kernels[0]["lift"].is_null() && kernels[0]["local"].is_null() && kernels[0]["best_ms"].is_null());
+    assert_eq!(kernels[1]["kernel"], "f");
+    assert!(kernels[1]["lift"].as_str().unwrap().ends_with("f.lift"), "{pipeline}");
+    assert!(pipeline["best_ms"].is_null());
+    std::fs::remove_dir_all(dir).ok();
+}

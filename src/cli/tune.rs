@@ -309,7 +309,7 @@ pub(super) fn tune_program(
     }
     summarize_stages(&p, &summaries);
     let best = tuned(&device_name, &summaries, &files);
-    write_pipeline(&p, out, &summaries, &best)?;
+    write_pipeline(&p, out, &summaries, &files, &best)?;
     Ok(best)
 }
 
@@ -319,18 +319,21 @@ fn write_pipeline(
     p: &mapsat::ir::Program,
     out: &Path,
     kernels: &[tune::report::Summary],
+    files: &[Vec<PathBuf>],
     best: &Tuned,
 ) -> CliResult<()> {
+    // Each kernel's own files and best: a kernel without one has none (not the next kernel's).
     let entries: Vec<serde_json::Value> = kernels
         .iter()
-        .enumerate()
-        .map(|(k, s)| {
+        .zip(files)
+        .map(|(s, written)| {
+            let lift = s.best.as_ref().and_then(|_| mapped_lift(written));
             serde_json::json!({
                 "kernel": s.program,
-                "best_ms": s.best_ms,
+                "best_ms": s.best.as_ref().map(|_| s.best_ms),
                 "mapping": s.best.as_ref().map(|b| b.mapping.clone()),
-                "local": best.locals.get(k),
-                "lift": best.lifts.get(k).map(|l| l.display().to_string()),
+                "local": s.best.as_ref().map(|b| b.local.clone()),
+                "lift": lift.map(|l| l.display().to_string()),
             })
         })
         .collect();
@@ -343,8 +346,7 @@ fn write_pipeline(
 
 /// The best of a program from its kernels' summaries and files written.
 fn tuned(device: &str, kernels: &[tune::report::Summary], written: &[Vec<PathBuf>]) -> Tuned {
-    let lifts: Vec<PathBuf> =
-        written.iter().filter_map(|w| w.iter().find(|p| p.extension().is_some_and(|e| e == "lift")).cloned()).collect();
+    let lifts: Vec<PathBuf> = written.iter().filter_map(|w| mapped_lift(w)).collect();
     let all = kernels.iter().all(|s| s.best.is_some()) && lifts.len() == kernels.len();
     let best_ms: f64 = kernels.iter().map(|s| s.best_ms).sum();
     // Each kernel's flops are its GFLOP/s times its time.
@@ -358,6 +360,11 @@ fn tuned(device: &str, kernels: &[tune::report::Summary], written: &[Vec<PathBuf
         lifts,
         locals: kernels.iter().filter_map(|s| s.best.as_ref().map(|b| b.local.clone())).collect(),
     }
+}
+
+/// The mapped program among a tune's files written.
+fn mapped_lift(written: &[PathBuf]) -> Option<PathBuf> {
+    written.iter().find(|p| p.extension().is_some_and(|e| e == "lift")).cloned()
 }
 
 /// Tunes one kernel's program into `out`, logging to `log`: the task, the result, the files
@@ -420,6 +427,11 @@ fn summarize_stages(p: &mapsat::ir::Program, kernels: &[tune::report::Summary]) 
     let median_ms: f64 = kernels.iter().map(|s| s.best_gflops * s.best_ms / s.median_valid_gflops).sum();
     let mappings: Vec<String> = kernels.iter().filter_map(|s| s.best.as_ref().map(|b| b.mapping.clone())).collect();
     outln!("program {}: {} kernels, launched in order (each tuned kernel in DIR/KERNEL/)", p.name, kernels.len());
+    let failed: Vec<&str> = kernels.iter().filter(|s| s.best.is_none()).map(|s| s.program.as_str()).collect();
+    if !failed.is_empty() {
+        outln!("  no correct kernel for {}: the sequence has no best", failed.join(", "));
+        return;
+    }
     match kernels.iter().all(|s| s.median_valid_gflops > 0.0) {
         true => outln!(
             "  best sequence: {}; the median valid candidates of the kernels, in sequence: {}",
