@@ -316,3 +316,17 @@ fn a_tuned_vector_width_is_the_one_of_the_best_kernel_and_its_program() {
     let run = mapsat(&["run", lift.to_str().unwrap(), "--check", "--runs", "1"]);
     assert!(run.status.success() && text(&run).contains("check: ok"), "{}", text(&run));
 }
+
+/// `--resume` of a tune killed before it wrote its log (a pipeline's later kernel that had not
+/// started) starts the tune instead of failing on the missing log.
+#[test]
+fn resuming_a_tune_that_never_started_starts_it() {
+    if !opencl() {
+        return;
+    }
+    let dir = scratch("tune", "resume-unstarted");
+    let d = dir.to_str().unwrap();
+    let out = mapsat(&["tune", "examples/dot.lift", "--trials", "2", "--random-trials", "1", "--resume", "-o", d]);
+    assert!(out.status.success(), "{}", text(&out));
+    assert_eq!(trials(&dir.join("tune.jsonl")).len(), 3, "{}", text(&out));
+}

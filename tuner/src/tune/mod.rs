@@ -253,8 +253,13 @@ pub fn tune(
         device: device.to_string(),
         profile: task.profile.name.clone(),
     };
-    let (mut log, old) =
-        if files.resume { Log::resume(&files.log, &header)? } else { (Log::create(&files.log, &header)?, Vec::new()) };
+    // Resuming a tune killed before it wrote its log (a later kernel of a pipeline that had
+    // not started) starts it.
+    let started = files.log.metadata().is_ok_and(|m| m.len() > 0);
+    let (mut log, old) = match files.resume && started {
+        true => Log::resume(&files.log, &header)?,
+        false => (Log::create(&files.log, &header)?, Vec::new()),
+    };
     let mut run = Run {
         search: Search::new(task, opts),
         log: &mut log,
