@@ -1,4 +1,5 @@
-//! The targets' limits on a launch shape: CUDA's fixed grid and block limits, and a device
+//! The targets' limits on a launch shape: CUDA's fixed grid, block and static shared memory
+//! limits, and a device
 //! profile's work-group limits (OpenCL's `CL_DEVICE_MAX_WORK_ITEM_SIZES` and
 //! `CL_DEVICE_MAX_WORK_GROUP_SIZE`) and global-size limit (the range of the device's `size_t`,
 //! `CL_DEVICE_ADDRESS_BITS` wide: `clEnqueueNDRangeKernel` refuses a global size beyond it). A
@@ -14,6 +15,19 @@ pub const CUDA_MAX_GRID: [i64; 3] = [(1 << 31) - 1, 65_535, 65_535];
 pub const CUDA_MAX_BLOCK: [i64; 3] = [1024, 1024, 64];
 /// CUDA's limit on the threads of a block.
 pub const CUDA_MAX_BLOCK_THREADS: i64 = 1024;
+/// CUDA's limit on a block's statically allocated shared memory (`__shared__` arrays, which is
+/// how kernels hold local memory), on every compute capability: 48 KiB.
+pub const CUDA_MAX_STATIC_SHARED: u64 = 48 * 1024;
+
+/// Refuses a kernel whose static shared memory (`__shared__` arrays) CUDA cannot allocate.
+pub fn check_cuda_shared(bytes: u64) -> Result<(), CodegenError> {
+    match bytes <= CUDA_MAX_STATIC_SHARED {
+        true => Ok(()),
+        false => Err(limit(format!(
+            "{bytes} bytes of shared memory per block, CUDA allows at most {CUDA_MAX_STATIC_SHARED} statically allocated"
+        ))),
+    }
+}
 
 const AXES: [&str; 3] = ["x", "y", "z"];
 

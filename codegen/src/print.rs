@@ -71,6 +71,7 @@ const AXES: [&str; 3] = ["x", "y", "z"];
 pub fn print(k: &Kernel, d: Dialect) -> R<String> {
     if d == Dialect::Cuda {
         crate::limits::check_cuda(&k.launch)?;
+        crate::limits::check_cuda_shared(k.memory().local_bytes)?;
     }
     crate::verify::verify_widths(k)
         .map_err(|e| K::Internal(format!("the index widths of `{}` are not decided: {e}", k.name)))?;
