@@ -17,12 +17,28 @@ impl Space {
     /// answer, `[]`: the local size is code generation's choice. At most [`MAX_LOCAL_SIZES`]
     /// vectors are returned.
     pub fn local_sizes(&self, m: &Mapping) -> Result<Vec<Vec<i64>>, Error> {
+        self.local_sizes_where(m, |_| true)
+    }
+
+    /// [`Space::local_sizes`] of a mapping written by hand, which may break the space's
+    /// preferences ([`crate::Family::is_preference`]): the local sizes valid under its other
+    /// constraints (none at all, where it breaks a preference, otherwise).
+    pub fn local_sizes_written(&self, m: &Mapping) -> Result<Vec<Vec<i64>>, Error> {
+        self.local_sizes_where(m, |c| !c.family.is_preference())
+    }
+
+    fn local_sizes_where(
+        &self,
+        m: &Mapping,
+        keep: impl Fn(&crate::Constraint) -> bool,
+    ) -> Result<Vec<Vec<i64>>, Error> {
         self.check_len(m.codes.len())?;
         let codes: Vec<Option<i64>> = m.codes.iter().map(|c| Some(c.to_int())).collect();
         let unset: Vec<Option<i64>> = vec![None; self.local_size_count()];
         let env = Env::new(&codes, &self.parents, &unset);
         // Constraints on the codes alone first: they rule out every local size at once.
-        let (with_ls, without): (Vec<_>, Vec<_>) = self.constraints.iter().partition(|c| c.expr.has_ls());
+        let (with_ls, without): (Vec<_>, Vec<_>) =
+            self.constraints.iter().filter(|c| keep(c)).partition(|c| c.expr.has_ls());
         if without.iter().any(|c| env.eval(&c.expr) == Some(false)) {
             return Ok(Vec::new());
         }

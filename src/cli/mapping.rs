@@ -88,11 +88,15 @@ fn check(
     if let (Some(l), true) = (local, has_lcl && space.local_size_count() > 0) {
         let mut padded = l.to_vec();
         padded.resize(space.local_size_count(), 1);
-        let valid = space.local_sizes(m).map_err(rejected)?;
+        let valid = match written {
+            true => space.local_sizes_written(m),
+            false => space.local_sizes(m),
+        }
+        .map_err(rejected)?;
         if !valid.contains(&padded) {
             let some: Vec<String> = valid.iter().take(8).map(|v| format!("{v:?}")).collect();
             return Err(Failure::Rejected(format!(
-                "error: --local {l:?} is not valid with this mapping (its mapLcl loops must be divisible by it); valid ones include {}",
+                "error: --local {l:?} is not valid with this mapping (its mapLcl loops must be divisible by it); valid ones include {}\n",
                 some.join(", ")
             )));
         }
