@@ -87,3 +87,26 @@ fn a_mapping_against_the_spaces_preferences_is_emitted_with_a_warning() {
     assert!(dir.join("listing1.cl").exists());
     std::fs::remove_dir_all(dir).ok();
 }
+
+/// Such a mapping takes a `--local` of its own, its default launch included, checked against
+/// the local sizes valid under the space's other constraints (every one was refused, the list
+/// of valid ones empty); one that does not divide its `mapLcl` loops is still refused.
+#[test]
+fn a_mapping_against_the_spaces_preferences_takes_a_local_size() {
+    let dir = std::env::temp_dir().join(format!("mapsat-hand-pref-local-{}", std::process::id()));
+    let (f, d) = ("tests/filetests/kernels/lcl2d.lift", dir.to_str().unwrap());
+    for local in ["16,4", "8,2"] {
+        let out = mapsat(&["emit", f, "--local", local, "--target", "opencl", "-o", d]);
+        assert_eq!(out.status.code(), Some(0), "{local}: {}", String::from_utf8_lossy(&out.stderr));
+        if opencl() {
+            let out = mapsat(&["run", f, "--local", local, "--check"]);
+            let stdout = String::from_utf8_lossy(&out.stdout);
+            assert!(out.status.success() && stdout.contains("check: ok"), "{local}: {stdout}");
+        }
+    }
+    let out = mapsat(&["emit", f, "--local", "3,4", "--target", "opencl", "-o", d]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert!(stderr.contains("--local [3, 4] is not valid") && stderr.contains("[4, 2, 1]"), "{stderr}");
+    std::fs::remove_dir_all(dir).ok();
+}
