@@ -83,6 +83,32 @@ impl Options {
 /// which variables and index parts are 64-bit ([`width`](mod@width)). In debug builds the
 /// kernel is verified ([`verify`](mod@verify)) after each of the three steps.
 pub fn lower(p: &mapsat_ir::Program, opts: &Options) -> Result<Kernel, CodegenError> {
+    let k = lower_at(p, opts)?;
+    let Some(max) = opts.max_private_group_bytes else { return Ok(k) };
+    match limits::check_private_group(k.memory().private_bytes, &k.launch.local, max) {
+        Ok(()) => Ok(k),
+        // The default work group holds too much private memory: a smaller one, if one fits.
+        Err(e) if opts.local.is_none() => smaller_group(p, opts, &k, max).ok_or(e),
+        Err(e) => Err(e),
+    }
+}
+
+/// The kernel lowered again with its default work group halved (the largest dimension first)
+/// until its private memory fits `max` bytes; `None` when none does or that launch is refused.
+fn smaller_group(p: &mapsat_ir::Program, opts: &Options, k: &Kernel, max: u64) -> Option<Kernel> {
+    let mut local = k.launch.local;
+    let items = |l: &[i64; 3]| l.iter().map(|x| (*x).max(1) as u64).product::<u64>();
+    while k.memory().private_bytes.checked_mul(items(&local)).is_none_or(|t| t > max) {
+        let d = (0..3).filter(|&d| local[d] > 1).max_by_key(|&d| local[d])?;
+        local[d] /= 2;
+    }
+    let smaller = lower_at(p, &Options { local: Some(local.to_vec()), ..opts.clone() }).ok()?;
+    limits::check_private_group(smaller.memory().private_bytes, &smaller.launch.local, max).ok()?;
+    Some(smaller)
+}
+
+/// [`lower`] without the check of the work group's private memory.
+fn lower_at(p: &mapsat_ir::Program, opts: &Options) -> Result<Kernel, CodegenError> {
     let p = &*mapsat_ir::widths::specialize(p, &opts.sizes).map_err(CodegenErrorKind::Width)?;
     let k = lower::Lower::run(p, opts)?;
     verified(&k, "after lowering")?;
@@ -90,9 +116,6 @@ pub fn lower(p: &mapsat_ir::Program, opts: &Options) -> Result<Kernel, CodegenEr
     verified(&k, "after the clean-up passes")?;
     width::assign(&mut k);
     verified(&k, "after the choice of index widths")?;
-    if let Some(max) = opts.max_private_group_bytes {
-        limits::check_private_group(k.memory().private_bytes, &k.launch.local, max)?;
-    }
     if cfg!(debug_assertions) {
         verify::verify_widths(&k).map_err(|e| {
             CodegenErrorKind::Internal(format!("the index widths of `{}` fail verification: {e}", k.name))

@@ -306,3 +306,29 @@ def f(xs: [[[f32]C]W]H) =
   mapGlb@D(1, fun(r => join(mapGlb@E(0, fun(w => mapSeq@T(fun(v => v + 1.0), at(1, w))), slide(2, 1, padClamp(0, 1, r))))), y)";
     assert!(error_or_ok(next, None).is_err_and(|e| e.contains("grid-wide synchronization")), "{next}");
 }
+
+/// A kernel whose default work group holds more private memory than the target allows (64
+/// work items of 96 KB each, against 4 MiB) gets a smaller default work group that fits; a
+/// work group given (`local`) is still refused. `run` chose the default and then refused its
+/// own launch.
+#[test]
+fn the_default_work_group_fits_the_private_memory_limit() {
+    let p = mapsat_ir::parse(
+        "size R = 64, N = 12000
+def f(X: [[f32]N]R) =
+  mapGlb@A(0, fun(row => let t = toPrivate(mapSeq@P(fun(v => v * 2.0), row)) in
+    reduceSeq(add, 0.0, mapSeq@Q(fun(w => reduceSeq(add, 0.0, w)), slide(2, 1, t)))), X)",
+    )
+    .unwrap();
+    let max = 4 << 20;
+    let default = mapsat_codegen::lower(&p, &Options::default()).unwrap();
+    assert_eq!(default.launch.local, [64, 1, 1]);
+    let opts = Options { max_private_group_bytes: Some(max), ..Options::default() };
+    let k = mapsat_codegen::lower(&p, &opts).expect("a smaller work group");
+    let items: u64 = k.launch.local.iter().map(|x| *x as u64).product();
+    let private = k.memory().private_bytes;
+    assert!(private >= 48_000 && private * items <= max && items >= 32, "{:?} x {private}", k.launch.local);
+    let given = Options { local: Some(vec![64]), ..opts };
+    let e = mapsat_codegen::lower(&p, &given).unwrap_err().to_string();
+    assert!(e.contains("private_group_bytes"), "{e}");
+}
