@@ -277,3 +277,38 @@ def f(x: [[f32]M]N, c: [f32]N) : [[f32]M]N =
     assert!(pipeline["best_ms"].is_null());
     std::fs::remove_dir_all(dir).ok();
 }
+
+/// A kernel boundary whose value is an array of vectors of a tunable width: the consumer's
+/// parameter has the width given (`--size vw=8`), not the default's, in `run` and in `tune`
+/// (where the width is fixed, not tuned, as both kernels must agree on it).
+#[test]
+fn a_boundary_of_vectors_has_the_width_given() {
+    let dir = temp("vector-boundary");
+    std::fs::create_dir_all(&dir).unwrap();
+    let src = dir.join("vs.lift");
+    std::fs::write(
+        &src,
+        "size N = 16, vw in 2..16 = 4
+def f(x: [f32]N) =
+  let a = toGlobal(map@A(fun(v => v * v), asVector(vw, x))) in
+  map@C(fun(p => p + 1.0), asScalar(a))",
+    )
+    .unwrap();
+    let f = src.to_str().unwrap();
+    let out = mapsat(&["space", f, "--size", "vw=8"]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    if !opencl() {
+        return;
+    }
+    for vw in ["4", "8"] {
+        let out = mapsat(&["run", f, "--size", &format!("vw={vw}"), "--mapping", "A=G0,C=G0", "--check"]);
+        assert_eq!(out.status.code(), Some(0), "vw={vw}: {}{}", text(&out.stdout), text(&out.stderr));
+    }
+    let d = dir.join("t");
+    let out =
+        mapsat(&["tune", f, "--size", "vw=8", "--trials", "3", "--random-trials", "1", "-o", d.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(0), "{}{}", text(&out.stdout), text(&out.stderr));
+    let consumer = std::fs::read_to_string(d.join("f").join("f.lift")).unwrap();
+    assert!(consumer.contains("[f32x8]"), "{consumer}");
+    std::fs::remove_dir_all(dir).ok();
+}

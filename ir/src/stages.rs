@@ -81,6 +81,16 @@ pub fn count(p: &Program) -> usize {
     boundaries(p).0.len() + 1
 }
 
+/// [`split`] of `p` with its vector widths written as size variables (`asVector(vw, ..)`) set
+/// to their values in `sizes` ([`crate::widths::specialize`]), so that a boundary's type has
+/// the width the kernels are built with (an array of 8-lane vectors at `vw = 8`, not of the
+/// default's 4).
+pub fn split_at(p: &Program, sizes: &crate::Sizes) -> Result<Vec<Stage>, TypeError> {
+    let span = p.meta.get(p.root.0 as usize).map(|m| m.span).unwrap_or_default();
+    let q = crate::widths::specialize(p, sizes).map_err(|message| TypeError { span, message, notes: Vec::new() })?;
+    split(&q)
+}
+
 /// The stages of `p`, which must type-check (the results of the boundaries become parameters,
 /// with their types). A program without boundaries is one stage: itself, with its parameters.
 pub fn split(p: &Program) -> Result<Vec<Stage>, TypeError> {

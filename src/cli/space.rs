@@ -46,7 +46,7 @@ fn load(file: &Path, how: &How) -> CliResult<Vec<Kernel>> {
     };
     let staged = ir::stages::count(&p) > 1;
     let mut out = Vec::new();
-    for stage in ir::stages::split(&p).map_err(|e| src.reject(&e))? {
+    for stage in ir::stages::split_at(&p, &sizes).map_err(|e| src.reject(&e))? {
         let options =
             Options { fusion: !how.no_fusion, profile: profile.clone(), sizes: sizes.clone(), ..Options::default() };
         let name = staged.then(|| stage.program.name.clone());

@@ -106,7 +106,7 @@ pub(super) fn emit(
     local: &Locals,
     out: &Path,
 ) -> CliResult<()> {
-    let split = stages::split(p).map_err(|e| src.reject(&e))?;
+    let split = stages::split_at(p, sizes).map_err(|e| src.reject(&e))?;
     let stages = mapped(src, split, sizes, how, local, || None)?;
     let mut emitted = Vec::new();
     for s in &stages {
@@ -156,7 +156,7 @@ pub(super) fn run(
     inputs: &[ir::interp::Tensor],
     cfg: &RunConfig,
 ) -> CliResult<()> {
-    let split = stages::split(p).map_err(|e| src.reject(&e))?;
+    let split = stages::split_at(p, sizes).map_err(|e| src.reject(&e))?;
     let stages = mapped(src, split, sizes, how, local, || measure::opencl_profile(device).ok())?;
     let reports = measure::run_stages(&stages, sizes, inputs, device, cfg).map_err(|e| match e {
         measure::MeasureError::Codegen(c) => src.reject(&c),

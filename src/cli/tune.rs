@@ -291,7 +291,17 @@ pub(super) fn tune_program(
             "--log: a program of several kernels keeps one log per kernel, DIR/KERNEL/tune.jsonl".into(),
         ));
     }
-    let split = stages::split(&p).map_err(|e| src.reject(&e))?;
+    // The vector widths fixed at the given sizes (their defaults where not given), not tuned:
+    // a boundary's type has them, and each kernel tuned on its own would choose its own.
+    let widths = mapsat::ir::widths::vars(&p);
+    let mut given = given.clone();
+    for v in p.sizes.iter().filter(|v| widths.contains(&v.name)) {
+        if let (false, Some(d)) = (given.contains(&v.name), v.default) {
+            given.insert(v.name.clone(), d);
+        }
+    }
+    let given = &given;
+    let split = stages::split_at(&p, given).map_err(|e| src.reject(&e))?;
     let n = split.len();
     let mut summaries = Vec::with_capacity(n);
     let mut files = Vec::with_capacity(n);
@@ -518,7 +528,7 @@ pub fn predict(a: &PredictArgs) -> CliResult<()> {
             "--local: a program of several kernels takes each kernel's work group from the solver in `predict`".into(),
         ));
     }
-    let split = stages::split(&p).map_err(|e| src.reject(&e))?;
+    let split = stages::split_at(&p, &fixed).map_err(|e| src.reject(&e))?;
     let labels: Vec<Vec<String>> = split.iter().map(|s| s.program.map_labels()).collect();
     let parts = super::stages::split_mapping(&a.mapping, &labels)?;
     let n = split.len();

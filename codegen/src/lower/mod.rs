@@ -149,6 +149,8 @@ impl<'a> Lower<'a> {
             let (dims, elem) = dims_of(&t)?;
             let (kind, width) = match elem {
                 Type::Scalar(k) => (k, 1),
+                // An array of vectors: its scalars in order, as the output of one is stored.
+                Type::Vector(k, w) if !dims.is_empty() => (k, w),
                 _ => return Err(K::Unsupported(format!("parameter `{}` of type {t}", q.name)).into()),
             };
             let name = self.fresh(&q.name);
