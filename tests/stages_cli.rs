@@ -312,3 +312,37 @@ def f(x: [f32]N) =
     assert!(consumer.contains("[f32x8]"), "{consumer}");
     std::fs::remove_dir_all(dir).ok();
 }
+
+/// A kernel with no map, only a reduction (a norm's sum of squares as a stage of its own, as
+/// the rewrite stage fuses it): its reductions run in one work item, with the empty mapping,
+/// so the pipeline runs with a mapping of its other kernel's maps (it was refused: "nothing to
+/// map"). So does a plain reduction given without a mapping.
+#[test]
+fn a_kernel_without_a_map_runs_in_one_work_item() {
+    let dir = temp("no-map");
+    std::fs::create_dir_all(&dir).unwrap();
+    let src = dir.join("norm.lift");
+    std::fs::write(
+        &src,
+        "size N = 13
+def norm(x: [f32]N) : [f32]N =
+  let s = toGlobal(reduce(fun(a, v => a + v * v), 0.0, x)) in map@B(fun(v => v / sqrt(s)), x)",
+    )
+    .unwrap();
+    let f = src.to_str().unwrap();
+    let out = mapsat(&["emit", f, "--mapping", "B=G0", "-o", dir.join("e").to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    if opencl() {
+        for (file, mapping) in [(f, Some("B=G0")), ("examples/sum.lift", Some("")), ("examples/sum.lift", None)] {
+            let mut args = vec!["run", file, "--check"];
+            args.extend(mapping.iter().flat_map(|m| ["--mapping", m]));
+            let out = mapsat(&args);
+            assert_eq!(out.status.code(), Some(0), "{args:?}: {}{}", text(&out.stdout), text(&out.stderr));
+            assert!(text(&out.stdout).contains("check: ok"), "{}", text(&out.stdout));
+        }
+    }
+    // A mapping naming a map it does not have is still refused.
+    let out = mapsat(&["run", "examples/sum.lift", "--mapping", "A=G0"]);
+    assert_ne!(out.status.code(), Some(0));
+    std::fs::remove_dir_all(dir).ok();
+}

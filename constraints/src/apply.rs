@@ -29,6 +29,18 @@ impl Space {
     }
 }
 
+/// A program without a map that computes (whose space is [`Error::NoMaps`]) as one work item
+/// runs it: every `reduce` a `reduceSeq`. Its only mapping, the empty one.
+pub fn sequential(p: &Program) -> Program {
+    let mut out = p.clone();
+    for node in out.nodes.iter_mut() {
+        if let Node::Prim(Prim::Reduce { seq }) = node {
+            *seq = true;
+        }
+    }
+    out
+}
+
 /// For each variable whose domain has `F`, the length of the arrays its map iterates over
 /// (from the types of `p`; `None` where the program does not type-check or the map is not
 /// applied). Computed once per space: fusing needs it, and type-checking per mapping is slow.

@@ -49,6 +49,7 @@ mod solve;
 mod space;
 mod symmetry;
 
+pub use apply::sequential;
 pub use choices::{total, Alternative, ChoiceExplanation, ChoiceSpace, Point};
 pub use code::Code;
 pub use local::{DEFAULT_GROUP_BUDGET, MAX_LOCAL_SIZES};

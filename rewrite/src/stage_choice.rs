@@ -20,15 +20,32 @@ pub use mapsat_ir::choice::{describe, Choice, StageChoice};
 
 /// The choice `variant` makes for each producer of `input`, in the input's order (empty for
 /// an input without `let x = toM(..)`).
+///
+/// A producer whose maps all fused away (a `let s = toGlobal(reduce(..))` whose map was fused
+/// into the reduction) has no label left: it is found by its binder, kept as a `let` of the
+/// same name.
 pub fn of(input: &Program, variant: &Program) -> Vec<StageChoice> {
     let staged = staged(variant);
+    let lets: Vec<(String, Vec<String>)> = producers(variant);
+    let kept = |binder: &str| {
+        preorder(variant, variant.root).into_iter().find_map(|id| match variant.node(id) {
+            Node::Let(value, _) if variant.meta[id.index()].binder.as_deref() == Some(binder) => {
+                to_space(variant, *value).map(|(space, _)| Choice::of(space))
+            }
+            _ => None,
+        })
+    };
     producers(input)
         .into_iter()
         .map(|(binder, labels)| {
-            let choice = staged
-                .iter()
-                .find(|(_, outer)| labels.iter().any(|l| derives(outer, l)))
-                .map_or(Choice::Inline, |(space, _)| Choice::of(*space));
+            let by_label = staged.iter().find(|(_, outer)| labels.iter().any(|l| derives(outer, l)));
+            let choice = match by_label {
+                Some((space, _)) => Choice::of(*space),
+                None if lets.iter().any(|(b, ls)| *b == binder && ls.is_empty()) => {
+                    kept(&binder).unwrap_or(Choice::Inline)
+                }
+                None => Choice::Inline,
+            };
             StageChoice { binder, choice }
         })
         .collect()
@@ -148,6 +165,26 @@ def sharpen(img: [[f32]W]H, amount: f32) : [[f32]W]H =
     transpose(map@A_f(fun(x => slide(3, 1, padClamp(1, 1, x))), img)))) in
   map@E(map@F(fun(p => p.0 + amount * (p.0 - p.1))), map@E_f(fun(x => zip(x.0, x.1)), zip(img, transpose(h))))";
         assert_eq!(choices(v), "h local, v global");
+    }
+
+    /// A norm whose producer's map was fused into its reduction: no label of it is left, but
+    /// the `let s = toGlobal(..)` is kept: global, not inline.
+    #[test]
+    fn a_producer_without_a_map_left_is_found_by_its_binder() {
+        let input = mapsat_ir::parse(
+            "size N = 13
+def norm(x: [f32]N) : [f32]N =
+  let s = toGlobal(reduce(add, 0.0, map@A(fun(v => v * v), x))) in map@B(fun(v => v / sqrt(s)), x)",
+        )
+        .unwrap();
+        let fused = "size N = 13
+def norm(x: [f32]N) : [f32]N =
+  let s = toGlobal(reduce(fun(a, v => a + v * v), 0.0, x)) in map@B(fun(v => v / sqrt(s)), x)";
+        assert_eq!(describe(&of(&input, &mapsat_ir::parse(fused).unwrap())), "s global");
+        let inlined = "size N = 13
+def norm(x: [f32]N) : [f32]N =
+  map@B(fun(v => v / sqrt(reduce(fun(a, v => a + v * v), 0.0, x))), x)";
+        assert_eq!(describe(&of(&input, &mapsat_ir::parse(inlined).unwrap())), "s inline");
     }
 
     #[test]

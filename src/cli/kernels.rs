@@ -54,7 +54,7 @@ impl Mapped<'_> {
                 super::mapping::check_written(&p, sizes, profile, local.as_deref())?;
                 Ok((p, local))
             }
-            None => Ok((p, local)),
+            None => Ok((super::mapping::unmapped(p, sizes), local)),
         }
     }
 }

@@ -16,7 +16,8 @@ pub(super) fn violations(space: &Space, e: &Explanation) -> String {
 
 /// `p` with `mapping` applied at `sizes`, and the work-group size to use: `local`, else the
 /// space's choice when the mapping has `mapLcl` maps (their loops must be divisible by it),
-/// else code generation's default.
+/// else code generation's default. A program without a map takes the empty mapping: its
+/// reductions run in one work item.
 pub(super) fn apply(
     p: &Program,
     sizes: &Sizes,
@@ -24,11 +25,35 @@ pub(super) fn apply(
     profile: Option<Profile>,
     local: Option<Vec<i64>>,
 ) -> CliResult<(Program, Option<Vec<i64>>)> {
-    let space = space_of(p, sizes, profile)?;
+    let options = Options { profile, sizes: sizes.clone(), ..Options::default() };
+    let space = match Space::generate(p, options) {
+        // Nothing to map (a kernel that only reduces): one work item runs it, the empty mapping.
+        Err(mapsat_constraints::Error::NoMaps) if mapping.trim().is_empty() => {
+            return Ok((mapsat_constraints::sequential(p), local));
+        }
+        s => s.map_err(rejected)?,
+    };
     let m = space.parse_mapping(mapping).map_err(|e| Failure::Usage(e.to_string()))?;
     let suggested = check(&space, &m, sizes, local.as_deref(), false)?;
     let q = space.apply(p, &m).map_err(rejected)?;
     Ok((q, local.or(suggested)))
+}
+
+/// A program given without a mapping: itself, except that one without a map that computes
+/// (a plain reduction) runs in one work item ([`mapsat_constraints::sequential`]), as with the
+/// empty mapping.
+pub(super) fn unmapped(p: Program, sizes: &Sizes) -> Program {
+    let reduces = p.nodes.iter().any(|n| matches!(n, mapsat::ir::Node::Prim(mapsat::ir::Prim::Reduce { seq: false })));
+    match reduces && no_maps(&p, sizes) {
+        true => mapsat_constraints::sequential(&p),
+        false => p,
+    }
+}
+
+/// True when `p`'s space is [`mapsat_constraints::Error::NoMaps`].
+fn no_maps(p: &Program, sizes: &Sizes) -> bool {
+    let options = Options { sizes: sizes.clone(), ..Options::default() };
+    matches!(Space::generate(p, options), Err(mapsat_constraints::Error::NoMaps))
 }
 
 /// A hand-mapped program (`mapGlb`, `mapLcl`, ... written in it) checked by the space of the
