@@ -171,6 +171,9 @@ impl Log {
     /// Creates a new log; an existing non-empty file is refused (resume it, or choose another).
     pub fn create(path: &Path, header: &Header) -> Result<Log, LogError> {
         let io = |e: std::io::Error| LogError::Io { path: path.to_path_buf(), message: e.to_string() };
+        if path.is_dir() {
+            return Err(LogError::Io { path: path.to_path_buf(), message: "a directory, not a log file".into() });
+        }
         if path.metadata().map(|m| m.len() > 0).unwrap_or(false) {
             return Err(LogError::Foreign {
                 path: path.to_path_buf(),
@@ -328,6 +331,9 @@ mod tests {
         assert!(matches!(Log::resume(&path, &other), Err(LogError::Foreign { .. })));
         std::fs::write(dir.join("b.jsonl"), "{\"x\": 1}\n").unwrap();
         assert!(matches!(Log::resume(&dir.join("b.jsonl"), &header()), Err(LogError::Foreign { .. })));
+        // A directory is no log (it was called an existing one).
+        let e = Log::create(&dir, &header()).err().map(|e| e.to_string()).unwrap_or_default();
+        assert!(e.contains("a directory, not a log file"), "{e}");
         std::fs::remove_dir_all(&dir).unwrap();
     }
 }
