@@ -25,7 +25,14 @@ fn a_program_of_several_kernels_is_predicted_kernel_by_kernel() {
     assert!(t.contains("kernel 1 of 2: sepblur_0_h") && t.contains("kernel 2 of 2: sepblur"), "{t}");
     assert_eq!(t.matches("analytical: ").count(), 2, "{t}");
     assert!(t.contains("analytical, all 2 kernels in sequence: "), "{t}");
+    // Each kernel's work group, as `tune` prints them (`--local KERNEL:X,Y`), or one for all.
+    let out = mapsat(&[&mapping[..], &["--local", "sepblur_0_h:4,4", "--local", "sepblur:8,2"]].concat());
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    let t = text(&out);
+    assert!(t.contains("local [4, 4, 1]") && t.contains("local [8, 2, 1]"), "{t}");
     let out = mapsat(&[&mapping[..], &["--local", "4,4"]].concat());
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    let out = mapsat(&[&mapping[..], &["--local", "nosuch:4,4"]].concat());
     assert_eq!(out.status.code(), Some(2), "{}", text(&out));
 }
 

@@ -10,11 +10,6 @@ use mapsat_constraints::readback;
 use mapsat_tuner::measure::{self, DeviceSpec, RunConfig};
 use std::path::Path;
 
-/// Parses `--local 64,4,1` (one work-group size, as `tune` and `predict` take it).
-pub(super) fn parse_local(s: Option<&str>) -> CliResult<Option<Vec<i64>>> {
-    s.map(super::local::parse_size).transpose()
-}
-
 /// How the program to emit or run is mapped: written mapped, or mapped by `--mapping`.
 pub(super) struct Mapped<'a> {
     pub(super) mapping: Option<&'a str>,

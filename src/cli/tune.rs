@@ -99,9 +99,11 @@ pub struct PredictArgs {
     /// The mapping, `A=W0,B=L0,...`.
     #[arg(long, value_name = "LABEL=CODE,...")]
     mapping: String,
-    /// Work-group size, e.g. `64,4,1` (default: code generation's, or the space's local sizes).
-    #[arg(long, value_name = "X,Y,Z")]
-    local: Option<String>,
+    /// Work-group size, e.g. `64,4,1` (default: code generation's, or the space's local sizes);
+    /// for a program of several kernels `KERNEL:X,Y,Z` gives one kernel its own, as `tune`
+    /// prints them (repeat the flag).
+    #[arg(long, value_name = "[KERNEL:]X,Y,Z")]
+    local: Vec<String>,
     /// Device profile (built-in name or TOML file).
     #[arg(long, value_name = "PROFILE", default_value = "pocl-cpu")]
     target: String,
@@ -510,7 +512,7 @@ pub fn predict(a: &PredictArgs) -> CliResult<()> {
     let given = given_sizes(&p, &a.sizes)?;
     let profile = Profile::load(&a.target).map_err(|e| Failure::Usage(e.to_string()))?;
     let model = a.model.as_deref().map(Learned::load).transpose().map_err(rejected)?;
-    let local = super::kernels::parse_local(a.local.as_deref())?;
+    let locals = super::local::Locals::parse(&a.local)?;
     // Every tunable size is fixed by its default or --size: one point.
     let mut fixed = given.clone();
     for v in &p.sizes {
@@ -519,23 +521,23 @@ pub fn predict(a: &PredictArgs) -> CliResult<()> {
         }
     }
     if stages::count(&p) == 1 {
+        locals.check_kernels(&[p.name.as_str()])?;
+        let local = locals.of(&p.name);
         return predict_kernel(a, p, &fixed, profile, model.as_ref(), &a.mapping, local).map(|_| ());
     }
     // A program of several kernels: each kernel with its maps' part of the mapping, as `tune`
     // tunes them one at a time; the analytical times add up.
-    if local.is_some() {
-        return Err(Failure::Usage(
-            "--local: a program of several kernels takes each kernel's work group from the solver in `predict`".into(),
-        ));
-    }
     let split = stages::split_at(&p, &fixed).map_err(|e| src.reject(&e))?;
+    let names: Vec<&str> = split.iter().map(|s| s.program.name.as_str()).collect();
+    locals.check_kernels(&names)?;
     let labels: Vec<Vec<String>> = split.iter().map(|s| s.program.map_labels()).collect();
     let parts = super::stages::split_mapping(&a.mapping, &labels)?;
     let n = split.len();
     let mut total = 0.0;
     for (k, (s, part)) in split.into_iter().zip(parts).enumerate() {
         outln!("kernel {} of {n}: {}", k + 1, s.program.name);
-        total += predict_kernel(a, s.program, &fixed, profile.clone(), model.as_ref(), &part, None)?;
+        let local = locals.of(&s.program.name);
+        total += predict_kernel(a, s.program, &fixed, profile.clone(), model.as_ref(), &part, local)?;
     }
     outln!("analytical, all {n} kernels in sequence: {}", tune::report::fmt_ms(total));
     Ok(())
