@@ -47,8 +47,8 @@ impl Lower<'_> {
         Ok(Out { view: View::MapF { f: *fnode, env: self.env.clone(), inner: Box::new(o.view) }, written: o.written })
     }
 
-    /// The inverse of a layout function made of `join`, `split`, `transpose`, `asVector` and
-    /// `asScalar` steps (a bare primitive or a lambda applying a chain of them to its parameter),
+    /// The inverse of a layout function made of `join`, `split`, `transpose`, `asVector`,
+    /// `asScalar` and `map` of such steps (a bare primitive or a lambda applying a chain of them to its parameter),
     /// as steps applied to a destination; `None` when it has no such inverse.
     fn inverse(&self, f: NodeId) -> R<Option<Vec<InvOp>>> {
         let mut ops = Vec::new();
@@ -73,8 +73,14 @@ impl Lower<'_> {
         }
     }
 
-    /// The inverse of one layout primitive `g`, if it has one.
+    /// The inverse of one layout primitive `g`, or of an unmapped `map(h)` of an invertible
+    /// layout function `h` (the inverse of `h` on each element), if it has one.
     fn inverse_step(&self, g: NodeId) -> R<Option<InvOp>> {
+        if let Node::App(m, h) = self.p.node(g) {
+            if matches!(self.p.node(*m), Node::Prim(Prim::Map { kind: MapKind::Abstract, .. })) {
+                return Ok(self.inverse(*h)?.map(InvOp::Map));
+            }
+        }
         let Node::Prim(prim) = self.p.node(g) else { return Ok(None) };
         let (args, res) = signature(&self.ty(g)?);
         let Some(arg) = args.first() else { return Ok(None) };

@@ -61,6 +61,8 @@ pub(super) enum InvOp {
     Transpose,
     AsVector(u32),
     AsScalar(u32),
+    /// `map(g)` of an invertible layout function `g`: `g`'s inverse applied to each element.
+    Map(Vec<InvOp>),
 }
 
 impl InvOp {
@@ -72,6 +74,7 @@ impl InvOp {
             InvOp::Transpose => View::Transpose(Box::new(v)),
             InvOp::AsVector(w) => View::AsVector(*w, Box::new(v)),
             InvOp::AsScalar(w) => View::AsScalar(*w, Box::new(v)),
+            InvOp::Map(inv) => View::MapInv { inv: inv.clone(), inner: Box::new(v) },
         }
     }
 }
