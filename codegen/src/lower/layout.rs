@@ -8,6 +8,7 @@ use super::types::{array_len, signature};
 use super::view::{InvOp, View};
 use super::{Lower, R};
 use crate::error::CodegenErrorKind as K;
+use crate::kir::MapLowering;
 use mapsat_ir::ast::{MapKind, Node, NodeId, Prim};
 use mapsat_ir::Type;
 
@@ -50,7 +51,7 @@ impl Lower<'_> {
     /// The inverse of a layout function made of `join`, `split`, `transpose`, `asVector`,
     /// `asScalar` and `map` of such steps (a bare primitive or a lambda applying a chain of them to its parameter),
     /// as steps applied to a destination; `None` when it has no such inverse.
-    fn inverse(&self, f: NodeId) -> R<Option<Vec<InvOp>>> {
+    fn inverse(&mut self, f: NodeId) -> R<Option<Vec<InvOp>>> {
         let mut ops = Vec::new();
         let mut cur = match self.p.node(f) {
             Node::Lam(b, _) => *b,
@@ -75,10 +76,14 @@ impl Lower<'_> {
 
     /// The inverse of one layout primitive `g`, or of an unmapped `map(h)` of an invertible
     /// layout function `h` (the inverse of `h` on each element), if it has one.
-    fn inverse_step(&self, g: NodeId) -> R<Option<InvOp>> {
+    fn inverse_step(&mut self, g: NodeId) -> R<Option<InvOp>> {
         if let Node::App(m, h) = self.p.node(g) {
-            if matches!(self.p.node(*m), Node::Prim(Prim::Map { kind: MapKind::Abstract, .. })) {
-                return Ok(self.inverse(*h)?.map(InvOp::Map));
+            if let Node::Prim(Prim::Map { kind: MapKind::Abstract, label }) = self.p.node(*m) {
+                let inv = self.inverse(*h)?;
+                if inv.is_some() {
+                    self.lowered(label, MapLowering::View);
+                }
+                return Ok(inv.map(InvOp::Map));
             }
         }
         let Node::Prim(prim) = self.p.node(g) else { return Ok(None) };

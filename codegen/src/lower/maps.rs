@@ -174,7 +174,7 @@ impl Lower<'_> {
     }
 
     /// Records how map `label` was lowered.
-    fn lowered(&mut self, label: &str, how: MapLowering) {
+    pub(super) fn lowered(&mut self, label: &str, how: MapLowering) {
         if !self.maps.iter().any(|(l, h)| l == label && *h == how) {
             self.maps.push((label.to_string(), how));
         }
