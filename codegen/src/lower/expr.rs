@@ -63,6 +63,11 @@ impl Lower<'_> {
             }
             Node::Lit(l) => Out::view(View::Value(Expr::Lit(l))),
             Node::Lam(body, _) => {
+                if let (Some(d), [a]) = (&dest, &args[..]) {
+                    if let Some(ops) = self.inverse_of_body(body)? {
+                        return self.through_inverse(a, ops, d.clone(), body);
+                    }
+                }
                 let mut vals = Vec::new();
                 for a in &args {
                     vals.push(self.data(a)?);
@@ -80,6 +85,11 @@ impl Lower<'_> {
                 r
             }
             Node::Let(v, b) => {
+                if let (Some(d), true) = (&dest, args.is_empty()) {
+                    if let Some(ops) = self.inverse_of_body(b)? {
+                        return self.through_inverse(&Arg::Node(v), ops, d.clone(), b);
+                    }
+                }
                 let mut vals = Vec::new();
                 for a in &args {
                     vals.push(self.data(a)?);

@@ -52,13 +52,17 @@ impl Lower<'_> {
     /// `asScalar` and `map` of such steps (a bare primitive or a lambda applying a chain of them to its parameter),
     /// as steps applied to a destination; `None` when it has no such inverse.
     fn inverse(&mut self, f: NodeId) -> R<Option<Vec<InvOp>>> {
+        match self.p.node(f) {
+            Node::Lam(b, _) => self.inverse_of_body(*b),
+            _ => Ok(self.inverse_step(f)?.map(|op| vec![op])),
+        }
+    }
+
+    /// The inverse of a function's body `b` as a function of its variable 0: a chain of
+    /// invertible layout steps applied to it (`None` otherwise).
+    pub(super) fn inverse_of_body(&mut self, b: NodeId) -> R<Option<Vec<InvOp>>> {
         let mut ops = Vec::new();
-        let mut cur = match self.p.node(f) {
-            Node::Lam(b, _) => *b,
-            _ => {
-                return Ok(self.inverse_step(f)?.map(|op| vec![op]));
-            }
-        };
+        let mut cur = b;
         loop {
             match self.p.node(cur) {
                 Node::Var(0) => return Ok(Some(ops)),
@@ -72,6 +76,19 @@ impl Lower<'_> {
                 _ => return Ok(None),
             }
         }
+    }
+
+    /// `body` applied to the value of `arg` (a `let`, or a lambda applied to it) where `body` is
+    /// a chain of invertible layout steps of its variable with inverse `ops`: `arg` writes
+    /// straight into `dest` through the inverse (instead of into a temporary that the layout
+    /// reads back, possibly across work groups), and `body` is a view of it.
+    pub(super) fn through_inverse(&mut self, arg: &Arg, ops: Vec<InvOp>, dest: View, body: NodeId) -> R<Out> {
+        let d = ops.into_iter().fold(dest, |d, op| op.apply(d));
+        let o = self.gen_arg(arg, Some(d))?;
+        self.env.push(o.view);
+        let r = self.gen(body, Vec::new(), None);
+        self.env.pop();
+        Ok(Out { view: r?.view, written: o.written })
     }
 
     /// The inverse of one layout primitive `g`, or of an unmapped `map(h)` of an invertible
