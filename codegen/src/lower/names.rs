@@ -14,7 +14,8 @@ pub(super) const RESERVED: &[&str] = &[
 ];
 
 /// A C identifier for `s`: other characters become `_`, a leading digit gets a `v`, the name
-/// of a built-in function a `_kernel` suffix, and a name of the built-ins' and macros'
+/// of a built-in function, a keyword or `main` a `_kernel` suffix (a kernel named `int` or
+/// `kernel` did not build; in [`Lower::fresh`] the keywords are taken already), and a name of the built-ins' and macros'
 /// ([`builtin`]) a `v_` prefix.
 pub(super) fn sanitize(s: &str) -> String {
     let mut out: String = s.chars().map(|c| if c.is_ascii_alphanumeric() || c == '_' { c } else { '_' }).collect();
@@ -40,7 +41,7 @@ pub(super) fn sanitize(s: &str) -> String {
         "sqrt",
         "pow",
     ];
-    if BUILTINS.contains(&out.as_str()) {
+    if BUILTINS.contains(&out.as_str()) || RESERVED.contains(&out.as_str()) || out == "main" {
         out.push_str("_kernel");
     } else if builtin(&out) {
         out.insert_str(0, "v_");
