@@ -346,3 +346,36 @@ def norm(x: [f32]N) : [f32]N =
     assert_ne!(out.status.code(), Some(0));
     std::fs::remove_dir_all(dir).ok();
 }
+
+/// A pipeline whose last kernel only reduces: `space` and `explain` say it has nothing to map
+/// (one work item) and go on with the other kernel (they refused the whole program), and
+/// `tune` says so before tuning any kernel.
+#[test]
+fn space_explain_and_tune_of_a_pipeline_with_a_kernel_without_a_map() {
+    let dir = temp("no-map-space");
+    std::fs::create_dir_all(&dir).unwrap();
+    let src = dir.join("p.lift");
+    std::fs::write(
+        &src,
+        "size N = 16
+def f(x: [f32]N) =
+  let s = toGlobal(map@A(fun(a => a * 2.0), x)) in
+  reduce(add, 0.0, s)",
+    )
+    .unwrap();
+    let f = src.to_str().unwrap();
+    let out = mapsat(&["space", f]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    assert!(text(&out.stdout).contains("nothing to map: the kernel runs in one work item"), "{}", text(&out.stdout));
+    let out = mapsat(&["space", f, "--json"]);
+    let json: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(json["kernels"][1]["nothing_to_map"], true, "{json}");
+    let out = mapsat(&["explain", f, "--mapping", "A=G0"]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    assert!(text(&out.stdout).contains("kernel f: nothing to map (one work item)"), "{}", text(&out.stdout));
+    let out = mapsat(&["tune", f, "--trials", "2", "-o", dir.join("t").to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(text(&out.stderr).contains("kernel `f` has nothing to map"), "{}", text(&out.stderr));
+    assert!(!dir.join("t").join("f_0_s").exists(), "no kernel is tuned first");
+    std::fs::remove_dir_all(dir).ok();
+}

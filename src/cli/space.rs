@@ -24,7 +24,9 @@ pub struct How<'a> {
 struct Kernel {
     /// The stage's name, for a program of several kernels.
     name: Option<String>,
-    space: Space,
+    /// `None` for a kernel of several with nothing to map (it only reduces or rearranges): it
+    /// runs in one work item, with the empty mapping.
+    space: Option<Space>,
     canonical: Option<Space>,
     /// The `let` whose value the kernel computes (a kernel boundary), if any.
     binder: Option<String>,
@@ -54,6 +56,11 @@ fn load(file: &Path, how: &How) -> CliResult<Vec<Kernel>> {
             Some(n) => Failure::Rejected(format!("error: in the kernel of stage `{n}`: {e}")),
             None => Failure::Rejected(format!("error: {e}")),
         };
+        let stagings = stage_choice::stagings(&stage.program);
+        if staged && matches!(Space::generate(&stage.program, options.clone()), Err(mc::Error::NoMaps)) {
+            out.push(Kernel { name, space: None, canonical: None, binder: stage.binder, stagings });
+            continue;
+        }
         let canonical = match how.canonical {
             true => {
                 let options = Options { symmetry_breaking: true, ..options.clone() };
@@ -62,8 +69,7 @@ fn load(file: &Path, how: &How) -> CliResult<Vec<Kernel>> {
             false => None,
         };
         let space = Space::generate(&stage.program, options).map_err(rejected)?;
-        let stagings = stage_choice::stagings(&stage.program);
-        out.push(Kernel { name, space, canonical, binder: stage.binder, stagings });
+        out.push(Kernel { name, space: Some(space), canonical, binder: stage.binder, stagings });
     }
     Ok(out)
 }
@@ -114,7 +120,9 @@ fn one_space(
     seed: u64,
     baseline: Option<u64>,
 ) -> CliResult<Option<serde_json::Value>> {
-    let s = &kernel.space;
+    let Some(s) = &kernel.space else {
+        return Ok(nothing_to_map(json));
+    };
     let t = std::time::Instant::now();
     let (count, classes) = s.count_both(seed).map_err(solver)?;
     let count_ms = t.elapsed().as_secs_f64() * 1e3;
@@ -247,19 +255,36 @@ fn print_text(s: &Space, (count, classes): (Count, Option<u64>), count_ms: f64, 
     }
 }
 
+/// A kernel with nothing to map: one mapping, the empty one (printed, or as JSON).
+fn nothing_to_map(json: bool) -> Option<serde_json::Value> {
+    if json {
+        return Some(
+            serde_json::json!({ "count": 1, "count_exact": true, "maps": [], "samples": [""], "nothing_to_map": true }),
+        );
+    }
+    outln!("nothing to map: the kernel runs in one work item (its only mapping, the empty one)");
+    None
+}
+
 /// `mapsat explain FILE --mapping "A=W0,..."`: exit 0 and "valid", or 1 and the violations.
 /// For a program of several kernels, the mapping's parts are explained in each kernel's space.
 pub fn explain(file: &Path, mapping: &str, how: &How) -> CliResult<()> {
     let spaces = load(file, how)?;
-    let labels: Vec<Vec<String>> =
-        spaces.iter().map(|k| k.space.labels().iter().chain(k.space.layout_maps()).cloned().collect()).collect();
+    let labels: Vec<Vec<String>> = spaces
+        .iter()
+        .map(|k| k.space.iter().flat_map(|s| s.labels().iter().chain(s.layout_maps())).cloned().collect())
+        .collect();
     let parts = match spaces.len() {
         1 => vec![mapping.to_string()],
         _ => super::stages::split_mapping(mapping, &labels)?,
     };
     let mut report = Vec::new();
     let mut invalid = Vec::new();
-    for (Kernel { name, space: s, binder, stagings, .. }, part) in spaces.iter().zip(&parts) {
+    for (Kernel { name, space, binder, stagings, .. }, part) in spaces.iter().zip(&parts) {
+        let Some(s) = space else {
+            report.push(format!("kernel {}: nothing to map (one work item)", name.as_deref().unwrap_or("")));
+            continue;
+        };
         let m = s.parse_mapping(part).map_err(|e| Failure::Usage(in_kernel(name, e.to_string())))?;
         let e = s.explain(&m).map_err(solver)?;
         if !e.valid {
