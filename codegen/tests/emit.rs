@@ -332,3 +332,17 @@ def f(X: [[f32]N]R) =
     let e = mapsat_codegen::lower(&p, &given).unwrap_err().to_string();
     assert!(e.contains("private_group_bytes"), "{e}");
 }
+
+/// A work group of a 2-D grid reads back the tile it wrote (`tests/filetests/kernels/
+/// group_tile_2d.lift` runs it); the tile of another work group (the grid's dimensions swapped
+/// in the reading nest) is still refused.
+#[test]
+fn a_work_group_of_a_2d_grid_reads_back_only_its_own_tile() {
+    let own = "size M = 8, N = 8
+def f(a: [[f32]N]M) =
+  let t = mapWrg@A(1, fun(rb => mapWrg@B(0, fun(tile => mapLcl@C(1, fun(r => mapLcl@D(0, fun(v => v * 2.0), r)), tile)), rb)), map(fun(rb => map(transpose, split(4, transpose(rb)))), split(4, a))) in
+  mapWrg@E(1, fun(rb => mapWrg@F(0, fun(tile => mapLcl@G(1, fun(r => mapLcl@H(0, fun(v => v + 1.0), r)), transpose(tile))), rb)), t)";
+    assert!(error_or_ok(own, None).is_ok(), "{:?}", error_or_ok(own, None));
+    let other = own.replace("rb)), t)", "rb)), transpose(t))");
+    assert!(error_or_ok(&other, None).is_err_and(|e| e.contains("grid-wide synchronization")), "{other}");
+}

@@ -95,7 +95,7 @@ impl Lower<'_> {
             if self.reads_own_write(g, at) {
                 return Ok(());
             }
-            return match g.slot.filter(|_| self.reads_own_group(g, at)) {
+            return match g.slot.filter(|_| self.reads_own_group(g, at) || self.reads_own_group_block(g, at)) {
                 Some(s) => self.activate(s),
                 None => Err(K::GridSync { writer: g.writer.clone() }.into()),
             };
@@ -150,6 +150,55 @@ impl Lower<'_> {
                     && (one[0].0, one[0].1, one[0].2) == (kind, extent, stride)
                     && split_var(&w.at, one[0].3).is_some_and(|(cw, u)| cw == c && within(&u, w.vec))
             })
+    }
+
+    /// [`Lower::reads_own_group`] for a grid of work groups in several dimensions: every
+    /// work-group loop around the writes has a reading loop that hands out its indices alike,
+    /// and in the reading loops' variables each work group wrote the whole block `p .. p + c`
+    /// (its local threads and their sequential loops together), the blocks of the work groups
+    /// apart (the block and the group variables' strides a mixed-radix number); the read is
+    /// `p + v`, `v .. v + vec` in `0..c`, in any order (a tile read back transposed), after the
+    /// barrier that follows the writing `mapLcl` loop.
+    fn reads_own_group_block(&self, g: &GridWrite, (flat, vec): (&Index, u32)) -> bool {
+        let Some(first) = g.writes.first() else { return false };
+        let groups = |w: &TempWrite| -> Vec<(LoopKind, i64, i64, VarId)> {
+            w.par.iter().copied().filter(|p| matches!(p.0, LoopKind::Group(_))).collect()
+        };
+        let shape = |w: &TempWrite| groups(w).iter().map(|p| (p.0, p.1, p.2)).collect::<Vec<_>>();
+        let mut subst = BTreeMap::new();
+        for (kind, extent, stride, var) in groups(first) {
+            let same = |l: &&super::LoopCtx| l.kind == kind && l.extent == extent && l.stride == stride;
+            let Some(reader) = self.loops.iter().find(same) else { return false };
+            subst.insert(var, reader.var);
+        }
+        if subst.is_empty() {
+            return false;
+        }
+        let readers: BTreeSet<VarId> = subst.values().copied().collect();
+        let parallel = |e: &Index| -> (Index, Index) {
+            let (p, u) = e.terms.iter().cloned().partition(|(a, _)| matches!(a, Atom::Var(v) if readers.contains(v)));
+            (Index { terms: p, constant: 0 }, Index { terms: u, constant: e.constant })
+        };
+        let (p, v) = parallel(flat);
+        let mut blocks = Vec::new();
+        for w in &g.writes {
+            // The group's own variables: its threads' local ids and their sequential loops.
+            let mut own = w.own.clone();
+            own.extend(w.par.iter().filter(|p| matches!(p.0, LoopKind::Local(_))).map(|p| p.3));
+            let at = w.at.rebuild(&|x| subst.get(&x).map(|r| Index::var(*r)), &self.ranges);
+            let (pw, u) = parallel(&at);
+            let mine = u.terms.iter().all(|(a, _)| matches!(a, Atom::Var(x) if own.contains(x)));
+            if shape(w) != shape(first) || pw != p || !mine {
+                return false;
+            }
+            blocks.push((u, TempWrite { at: w.at.clone(), vec: w.vec, own, par: Vec::new() }));
+        }
+        let Some(c) = blocks.iter().find_map(|(u, w)| self.block_extent(u, w)) else { return false };
+        let within = |u: &Index, width: u32| {
+            let (lo, hi) = self.ranges.of(u);
+            lo >= 0 && hi + i64::from(width) <= c
+        };
+        within(&v, vec) && blocks.iter().all(|(u, w)| within(u, w.vec)) && self.disjoint_blocks(&p, c)
     }
 
     /// The read at `at` is, in every thread, of an element that thread wrote in `g`'s loop:
