@@ -34,6 +34,21 @@ pub struct Candidates {
     pub report: Report,
 }
 
+/// Why no mapping of `p` can become a kernel at `sizes`, if none can: a kernel of it reads or
+/// writes vectors whose lanes are not consecutive in memory (`asVector` of a column of a
+/// `transpose`, which the rewrite stage cannot tell from the layout), refused by the space at
+/// every mapping. A variant like that is left out (it took a place among the K).
+pub fn unmappable(p: &Program, sizes: &ir::Sizes) -> Option<String> {
+    let stages = ir::stages::split_at(p, sizes).ok()?;
+    stages.iter().find_map(|s| {
+        let options = mapsat_constraints::Options { sizes: sizes.or(&s.program.default_sizes()), ..Default::default() };
+        match mapsat_constraints::Space::generate(&s.program, options) {
+            Err(e @ mapsat_constraints::Error::ScatteredVectors(_)) => Some(e.to_string()),
+            _ => None,
+        }
+    })
+}
+
 /// The input program and up to `k - 1` of its variants (`opts.variants` is set to `k`); a
 /// variant printed exactly as the input is dropped. Deterministic under a node or iteration
 /// budget (a time budget that stops saturation early may change the variants).
@@ -52,7 +67,7 @@ pub fn candidates(p: &Program, k: usize, opts: &Options) -> Result<Candidates, R
         if list.len() >= k {
             break;
         }
-        if ir::print(&v.program) == input {
+        if ir::print(&v.program) == input || unmappable(&v.program, &opts.sizes).is_some() {
             continue;
         }
         let described = match v.stages.is_empty() {

@@ -72,7 +72,14 @@ pub fn rewrite(a: &RewriteArgs) -> CliResult<()> {
         guided: !a.unguided,
         ..Options::default()
     };
-    let out = rw::rewrite(&p, &opts).map_err(|e| Failure::Rejected(format!("error: {e}")))?;
+    let mut out = rw::rewrite(&p, &opts).map_err(|e| Failure::Rejected(format!("error: {e}")))?;
+    out.variants.retain(|v| match mapsat::variants::unmappable(&v.program, &sizes) {
+        Some(why) => {
+            eprintln!("left out a variant ({}): {why}", v.signature);
+            false
+        }
+        None => true,
+    });
     let files = write(&a.output, &a.file, &out)?;
     let mut summary = summary(&a.file, &sizes, &opts, &out, &files);
     summary["tunable_split_sizes"] = serde_json::json!(rw::tunable(&p));
