@@ -276,6 +276,13 @@ impl Lower<'_> {
             }
             View::AsVector(w, inner) => {
                 let i = self.pop(st)?;
+                // One lane of an element: the scalar at `i * w + lane`.
+                if let (1, Some(l)) = (st.vec, &st.lane) {
+                    let at = i.scale(*w as i64).add(l);
+                    st.lane = None;
+                    st.idx.push(at);
+                    return self.resolve(inner, st, write);
+                }
                 if st.vec != 1 || st.lane.is_some() {
                     return Err(K::Unsupported("nested asVector".into()).into());
                 }
@@ -496,6 +503,12 @@ impl Lower<'_> {
                 st.idx.push(k.div(w, &self.ranges));
                 st.vec = 1;
                 return self.resolve(inner, st, write);
+            }
+            // Vectors of another width than the elements': each lane on its own (a gather or
+            // a scatter through the elements' lanes).
+            if st.idx.is_empty() && st.tup.is_empty() && st.lane.is_none() {
+                let (whole, v) = (View::AsScalar(w as u32, Box::new(inner.clone())), st.vec);
+                return if write { self.scatter(&whole, &k, v) } else { self.gather(&whole, &k, v) };
             }
             return Err(K::Unsupported("asVector of asScalar with another width".into()).into());
         }
