@@ -26,26 +26,15 @@ pub use mapsat_ir::choice::{describe, Choice, StageChoice};
 /// same name.
 pub fn of(input: &Program, variant: &Program) -> Vec<StageChoice> {
     let staged = staged(variant);
-    let lets: Vec<(String, Vec<String>)> = producers(variant);
-    let kept = |binder: &str| {
-        preorder(variant, variant.root).into_iter().find_map(|id| match variant.node(id) {
-            Node::Let(value, _) if variant.meta[id.index()].binder.as_deref() == Some(binder) => {
-                to_space(variant, *value).map(|(space, _)| Choice::of(space))
-            }
-            _ => None,
-        })
-    };
+    // Producers whose maps all fused away, by their binders.
+    let unlabelled: Vec<(AddressSpace, String)> =
+        producers(variant).into_iter().filter(|(_, _, labels)| labels.is_empty()).map(|(b, s, _)| (s, b)).collect();
     producers(input)
         .into_iter()
-        .map(|(binder, labels)| {
+        .map(|(binder, _, labels)| {
             let by_label = staged.iter().find(|(_, outer)| labels.iter().any(|l| derives(outer, l)));
-            let choice = match by_label {
-                Some((space, _)) => Choice::of(*space),
-                None if lets.iter().any(|(b, ls)| *b == binder && ls.is_empty()) => {
-                    kept(&binder).unwrap_or(Choice::Inline)
-                }
-                None => Choice::Inline,
-            };
+            let by_binder = || unlabelled.iter().find(|(_, b)| *b == binder);
+            let choice = by_label.or_else(by_binder).map_or(Choice::Inline, |(space, _)| Choice::of(*space));
             StageChoice { binder, choice }
         })
         .collect()
@@ -62,15 +51,15 @@ fn derives(label: &str, base: &str) -> bool {
     label.strip_prefix(base).is_some_and(|rest| rest.is_empty() || rest.starts_with('_'))
 }
 
-/// The `let x = toM(e)` of `p` in pre-order: `x` and the labels of `e`'s maps.
-fn producers(p: &Program) -> Vec<(String, Vec<String>)> {
+/// The `let x = toM(e)` of `p` in pre-order: `x`, `M` and the labels of `e`'s maps.
+fn producers(p: &Program) -> Vec<(String, AddressSpace, Vec<String>)> {
     preorder(p, p.root)
         .into_iter()
         .filter_map(|id| match p.node(id) {
             Node::Let(value, _) => {
-                let (_, e) = to_space(p, *value)?;
+                let (space, e) = to_space(p, *value)?;
                 let binder = p.meta[id.index()].binder.clone().unwrap_or_else(|| "_".into());
-                Some((binder, labels(p, e)))
+                Some((binder, space, labels(p, e)))
             }
             _ => None,
         })

@@ -51,7 +51,7 @@ pub(super) fn unmapped(p: Program, sizes: &Sizes) -> Program {
 }
 
 /// True when `p`'s space is [`mapsat_constraints::Error::NoMaps`].
-fn no_maps(p: &Program, sizes: &Sizes) -> bool {
+pub(super) fn no_maps(p: &Program, sizes: &Sizes) -> bool {
     let options = Options { sizes: sizes.clone(), ..Options::default() };
     matches!(Space::generate(p, options), Err(mapsat_constraints::Error::NoMaps))
 }

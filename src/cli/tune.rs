@@ -306,8 +306,7 @@ pub(super) fn tune_program(
     let split = stages::split_at(&p, given).map_err(|e| src.reject(&e))?;
     // Every kernel needs a map to tune: said before any kernel is tuned, not after.
     for s in &split {
-        let options = mapsat_constraints::Options { sizes: given.or(&s.program.default_sizes()), ..Default::default() };
-        if let Err(mapsat_constraints::Error::NoMaps) = mapsat_constraints::Space::generate(&s.program, options) {
+        if super::mapping::no_maps(&s.program, &given.or(&s.program.default_sizes())) {
             return Err(rejected(format!(
                 "kernel `{}` has nothing to map (it only reduces or rearranges data), so there is nothing to tune in it: \
                  `mapsat run` runs it in one work item; to tune the program, leave out its kernel boundary \

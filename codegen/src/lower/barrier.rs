@@ -95,7 +95,7 @@ impl Lower<'_> {
             if self.reads_own_write(g, at) {
                 return Ok(());
             }
-            return match g.slot.filter(|_| self.reads_own_group(g, at) || self.reads_own_group_block(g, at)) {
+            return match g.slot.filter(|_| self.reads_own_group(g, at) || self.reads_own_nested_block(g, at, true)) {
                 Some(s) => self.activate(s),
                 None => Err(K::GridSync { writer: g.writer.clone() }.into()),
             };
@@ -152,55 +152,6 @@ impl Lower<'_> {
             })
     }
 
-    /// [`Lower::reads_own_group`] for a grid of work groups in several dimensions: every
-    /// work-group loop around the writes has a reading loop that hands out its indices alike,
-    /// and in the reading loops' variables each work group wrote the whole block `p .. p + c`
-    /// (its local threads and their sequential loops together), the blocks of the work groups
-    /// apart (the block and the group variables' strides a mixed-radix number); the read is
-    /// `p + v`, `v .. v + vec` in `0..c`, in any order (a tile read back transposed), after the
-    /// barrier that follows the writing `mapLcl` loop.
-    fn reads_own_group_block(&self, g: &GridWrite, (flat, vec): (&Index, u32)) -> bool {
-        let Some(first) = g.writes.first() else { return false };
-        let groups = |w: &TempWrite| -> Vec<(LoopKind, i64, i64, VarId)> {
-            w.par.iter().copied().filter(|p| matches!(p.0, LoopKind::Group(_))).collect()
-        };
-        let shape = |w: &TempWrite| groups(w).iter().map(|p| (p.0, p.1, p.2)).collect::<Vec<_>>();
-        let mut subst = BTreeMap::new();
-        for (kind, extent, stride, var) in groups(first) {
-            let same = |l: &&super::LoopCtx| l.kind == kind && l.extent == extent && l.stride == stride;
-            let Some(reader) = self.loops.iter().find(same) else { return false };
-            subst.insert(var, reader.var);
-        }
-        if subst.is_empty() {
-            return false;
-        }
-        let readers: BTreeSet<VarId> = subst.values().copied().collect();
-        let parallel = |e: &Index| -> (Index, Index) {
-            let (p, u) = e.terms.iter().cloned().partition(|(a, _)| matches!(a, Atom::Var(v) if readers.contains(v)));
-            (Index { terms: p, constant: 0 }, Index { terms: u, constant: e.constant })
-        };
-        let (p, v) = parallel(flat);
-        let mut blocks = Vec::new();
-        for w in &g.writes {
-            // The group's own variables: its threads' local ids and their sequential loops.
-            let mut own = w.own.clone();
-            own.extend(w.par.iter().filter(|p| matches!(p.0, LoopKind::Local(_))).map(|p| p.3));
-            let at = w.at.rebuild(&|x| subst.get(&x).map(|r| Index::var(*r)), &self.ranges);
-            let (pw, u) = parallel(&at);
-            let mine = u.terms.iter().all(|(a, _)| matches!(a, Atom::Var(x) if own.contains(x)));
-            if shape(w) != shape(first) || pw != p || !mine {
-                return false;
-            }
-            blocks.push((u, TempWrite { at: w.at.clone(), vec: w.vec, own, par: Vec::new() }));
-        }
-        let Some(c) = blocks.iter().find_map(|(u, w)| self.block_extent(u, w)) else { return false };
-        let within = |u: &Index, width: u32| {
-            let (lo, hi) = self.ranges.of(u);
-            lo >= 0 && hi + i64::from(width) <= c
-        };
-        within(&v, vec) && blocks.iter().all(|(u, w)| within(u, w.vec)) && self.disjoint_blocks(&p, c)
-    }
-
     /// The read at `at` is, in every thread, of an element that thread wrote in `g`'s loop:
     /// at the same index, or in a block of elements the thread wrote whole.
     fn reads_own_write(&self, g: &GridWrite, (flat, vec): (&Index, u32)) -> bool {
@@ -212,25 +163,35 @@ impl Lower<'_> {
             && (g.writes.iter().all(own)
                 || g.writes.iter().all(|w| self.reads_same_element(w, flat, vec))
                 || self.reads_own_block(g, reader.var, flat, vec)
-                || self.reads_own_nested_block(g, flat, vec))
+                || self.reads_own_nested_block(g, (flat, vec), false))
     }
 
     /// [`Lower::reads_own_block`] for a nest of parallel loops: every parallel loop around the
-    /// writes has a reading loop that hands out its indices alike, and in the reading loops'
-    /// variables each thread wrote the whole block `p .. p + c` (every write is `p + u`, `u` in
-    /// `0..c`, one write's `u` running over all of `0..c` in the thread's own sequential loops),
-    /// where `p`, the part of the index in the parallel variables, gives each thread a block of
-    /// its own (the block and the parallel variables' strides are a mixed-radix number); the read
-    /// is `p + v` with `v .. v + vec` in `0..c`. The blocks of register accumulators one thread
-    /// of a 2-D grid wrote (an outer product's) and then reads back to apply an epilogue.
-    fn reads_own_nested_block(&self, g: &GridWrite, flat: &Index, vec: u32) -> bool {
+    /// writes that identifies the writer has a reading loop that hands out its indices alike,
+    /// and in the reading loops' variables the writer wrote the whole block `p .. p + c`
+    /// (every write is `p + u`, `u` in `0..c`, one write's `u` running over all of `0..c`),
+    /// where `p`, the part of the index in the writer's parallel variables, gives each writer a
+    /// block of its own (the block and those variables' strides are a mixed-radix number); the
+    /// read is `p + v` with `v .. v + vec` in `0..c`, in any order.
+    ///
+    /// The writer is a thread (`by_group` false: every parallel loop identifies it, `u` runs
+    /// over its own sequential loops; the blocks of register accumulators one thread of a 2-D
+    /// grid wrote, read back to apply an epilogue), or a work group (`by_group`: its work-group
+    /// loops identify it, `u` runs over its local threads' ids too, and the read needs the
+    /// barrier after the writing `mapLcl` loop; a tile read back transposed).
+    fn reads_own_nested_block(&self, g: &GridWrite, (flat, vec): (&Index, u32), by_group: bool) -> bool {
+        let identifies = |k: LoopKind| !by_group || matches!(k, LoopKind::Group(_));
+        let ids = |w: &TempWrite| w.par.iter().copied().filter(|p| identifies(p.0)).collect::<Vec<_>>();
+        let shape = |w: &TempWrite| ids(w).iter().map(|p| (p.0, p.1, p.2)).collect::<Vec<_>>();
         let Some(first) = g.writes.first() else { return false };
-        let shape = |w: &TempWrite| w.par.iter().map(|p| (p.0, p.1, p.2)).collect::<Vec<_>>();
         let mut subst = BTreeMap::new();
-        for &(kind, extent, stride, var) in &first.par {
+        for (kind, extent, stride, var) in ids(first) {
             let same = |l: &&super::LoopCtx| l.kind == kind && l.extent == extent && l.stride == stride;
             let Some(reader) = self.loops.iter().find(same) else { return false };
             subst.insert(var, reader.var);
+        }
+        if subst.is_empty() {
+            return false;
         }
         let readers: BTreeSet<VarId> = subst.values().copied().collect();
         // An index as its part in the reading loops' variables and the rest.
@@ -241,13 +202,18 @@ impl Lower<'_> {
         let (p, v) = parallel(flat);
         let mut blocks = Vec::new();
         for w in &g.writes {
+            // The writer's own variables: its sequential loops, and a group's local ids.
+            let mut own = w.own.clone();
+            if by_group {
+                own.extend(w.par.iter().filter(|p| matches!(p.0, LoopKind::Local(_))).map(|p| p.3));
+            }
             let at = w.at.rebuild(&|x| subst.get(&x).map(|r| Index::var(*r)), &self.ranges);
             let (pw, u) = parallel(&at);
-            let own = u.terms.iter().all(|(a, _)| matches!(a, Atom::Var(x) if w.own.contains(x)));
-            if shape(w) != shape(first) || pw != p || !own {
+            let mine = u.terms.iter().all(|(a, _)| matches!(a, Atom::Var(x) if own.contains(x)));
+            if shape(w) != shape(first) || pw != p || !mine {
                 return false;
             }
-            blocks.push((u, w));
+            blocks.push((u, TempWrite { at: w.at.clone(), vec: w.vec, own, par: Vec::new() }));
         }
         let Some(c) = blocks.iter().find_map(|(u, w)| self.block_extent(u, w)) else { return false };
         let within = |u: &Index, width: u32| {

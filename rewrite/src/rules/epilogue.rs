@@ -14,6 +14,7 @@
 //! epilogues whose other operands are closed are peeled (literals, parameters, sizes), so that
 //! `E[r]` is the same term under any binders the macro moves it through.
 
+use super::interchange::{column_reductions_at, ColumnFold};
 use super::{Build, Ctx};
 use crate::lang::Lift;
 use egg::Id;
@@ -44,6 +45,21 @@ pub fn epilogues(cx: &Ctx, body: Id) -> Vec<Epilogue> {
     }
     if let Some(e) = peel(cx, body, DEPTH) {
         out.push(e);
+    }
+    out
+}
+
+/// The column reductions of map function `g` ([`ColumnFold`]), as its body or under an
+/// epilogue, each with its epilogue and the nodes of its form (the epilogue's path included).
+pub fn column_folds(cx: &Ctx, g: Id) -> Vec<(Epilogue, ColumnFold, BTreeMap<Id, Lift>)> {
+    let mut out = Vec::new();
+    for body in cx.lambdas(g) {
+        for e in epilogues(cx, body) {
+            for (fold, mut forms) in column_reductions_at(cx, g, body, e.reduction) {
+                forms.extend(e.forms.clone());
+                out.push((e.clone(), fold, forms));
+            }
+        }
     }
     out
 }

@@ -24,8 +24,8 @@
 //! runs at 440 GFLOP/s where the best rewritten matmul without it ran at 194 (`tune_quality`'s
 //! section 4).
 
-use super::epilogue::epilogues;
-use super::interchange::{column_reductions_at, map_map_interchange, ColumnReduction};
+use super::epilogue::column_folds;
+use super::interchange::map_map_interchange;
 use super::register::register_block;
 use super::sequence::{Sequence, Start, Steps};
 use super::vectorize_across::vectorize_across;
@@ -98,7 +98,7 @@ impl Sequence for OuterProduct {
                     // Under `col`: `row` is variable 1.
                     let uses_row = |k: Id| cx.data(k).free.contains(&1);
                     let with_row = |k: Id| cx.eg[k].nodes.iter().any(|n| matches!(n, Lift::Var(1, _)));
-                    for (fold, forms) in reductions(cx, g) {
+                    for (_, fold, forms) in column_folds(cx, g) {
                         let fits = !fold.col_first && with_row(fold.r) && !uses_row(fold.h) && !uses_row(fold.z);
                         if !fits || vectorize_across(cx, &b, g, ys, &forms).is_none() {
                             continue;
@@ -144,22 +144,7 @@ impl Sequence for OuterProduct {
         s.step("beta", app, &reduced);
         // register-block: a block of rows reduced together, one vector accumulator each.
         let (inner_rows, row_fn, rows_in) = (s.add(inner_rows), s.add(row_fn), s.add(inner_rows.args()[1]));
-        let (_, forms) = reductions(&s.cx(), row_fn).into_iter().find(|(fold, _)| fold.col_first)?;
+        let (_, _, forms) = column_folds(&s.cx(), row_fn).into_iter().find(|(_, fold, _)| fold.col_first)?;
         register_block(s, inner_rows, (&a_f, row_fn, rows_in), n, &forms)
     }
-}
-
-/// The column reductions of map function `g`, as its body or under an epilogue
-/// ([`super::epilogue`]), each with the nodes of its form (the epilogue's path included).
-fn reductions(cx: &Ctx, g: Id) -> Vec<ColumnReduction> {
-    let mut out = Vec::new();
-    for body in cx.lambdas(g) {
-        for e in epilogues(cx, body) {
-            for (fold, mut forms) in column_reductions_at(cx, g, body, e.reduction) {
-                forms.extend(e.forms.clone());
-                out.push((fold, forms));
-            }
-        }
-    }
-    out
 }

@@ -17,10 +17,8 @@
 //! Each step is the primitive rule's own rewrite function applied to the class the step before
 //! made, its term merged with that class.
 
-use super::epilogue::epilogues;
-use super::interchange::{
-    column_reduction_forms, column_reductions, column_reductions_at, map_reduce_interchange, ColumnFold,
-};
+use super::epilogue::column_folds;
+use super::interchange::{column_reduction_forms, column_reductions, map_reduce_interchange, ColumnFold};
 use super::sequence::{Sequence, Start, Steps};
 use super::{Build, Ctx, Rule};
 use crate::lang::Lift;
@@ -113,7 +111,8 @@ pub fn register_block(
         return Some(());
     }
     // An epilogue after the reduction: split off first (map fission), applied to each result.
-    let (apply, red, fold) = with_epilogue(&cx, g1)?;
+    let (apply, red, fold) =
+        column_folds(&cx, g1).into_iter().find_map(|(e, fold, _)| Some((e.apply?, e.reduction, fold)))?;
     drop(cx);
     let reduced = Build::map(&l, Build::lam(Build::Class(red)), Build::Class(blk));
     s.step("map-fission", block, &Build::map(&format!("{l}_e"), Build::lam(apply), reduced.clone()));
@@ -121,15 +120,4 @@ pub fn register_block(
     let swapped = map_reduce_interchange(&s.cx(), &l, fold, blk)?;
     s.step("map-reduce-interchange", reduced, &swapped);
     Some(())
-}
-
-/// Map function `g` as `fun(x => E[red])`, an epilogue `E` applied to the column reduction
-/// `red` ([`super::epilogue`]): `E[r]`, `red` and the reduction's fold.
-fn with_epilogue(cx: &Ctx, g: Id) -> Option<(Build, Id, ColumnFold)> {
-    cx.lambdas(g).into_iter().find_map(|body| {
-        epilogues(cx, body).into_iter().find_map(|e| {
-            let (fold, _) = column_reductions_at(cx, g, body, e.reduction).into_iter().next()?;
-            Some((e.apply?, e.reduction, fold))
-        })
-    })
 }
