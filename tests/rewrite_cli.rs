@@ -398,6 +398,52 @@ fn outer_products_with_a_relu_run_on_pocl() {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
+/// A fully-connected layer and the windowed conv with a bias per output column (channel) and a
+/// `relu`: the outer product reads the bias `vw` columns at a time and runs on pocl with every
+/// sampled mapping, at odd sizes too.
+#[test]
+fn outer_products_with_a_bias_run_on_pocl() {
+    let dir = temp("bias");
+    std::fs::create_dir_all(&dir).unwrap();
+    let with_bias = |src: &str, columns: &str| {
+        let dot = "reduce(add, 0.0, map@C(fun(p => p.0 * p.1), zip(";
+        let at = src.find(dot).unwrap();
+        let close = at + src[at..].find("))))").unwrap() + 4;
+        let dot = src[at..close].replace(", col)", ", cb.0)");
+        let at_columns = src.rfind(columns).unwrap();
+        let src = format!(
+            "{}max(0.0, {dot} + cb.1){}zip({columns}, bias){}",
+            &src[..at],
+            &src[close..at_columns],
+            &src[at_columns + columns.len()..]
+        );
+        let src = src.replace("fun(col =>", "fun(cb =>");
+        let header = src.find("def ").unwrap();
+        let params = header + src[header..].find(") :").unwrap();
+        let n = if columns.contains("ks") { "outChs" } else { "N" };
+        format!("{}, bias: [f32]{n}{}", &src[..params], &src[params..])
+    };
+    let fc = with_bias(&std::fs::read_to_string("examples/matmul.lift").unwrap(), "transpose(b)");
+    let conv = with_bias(&std::fs::read_to_string("examples/conv_windows.lift").unwrap(), "transpose(join(join(ks)))");
+    for (name, src, sizes) in
+        [("fc", fc, "M=6,K=5,N=12,tA=3,vw=4"), ("conv", conv, "inH=5,inW=7,inChs=3,outChs=8,tA=7,vw=4")]
+    {
+        assert!(src.contains(" + cb.1)") && src.contains(", bias)"), "{src}");
+        let file = dir.join(format!("{name}_bias.lift"));
+        std::fs::write(&file, &src).unwrap();
+        let out_dir = dir.join(name);
+        let out = mapsat(&["rewrite", file.to_str().unwrap(), "--time-limit", "300", "-o", out_dir.to_str().unwrap()]);
+        assert_eq!(out.status.code(), Some(0), "{src}\n{}", String::from_utf8_lossy(&out.stderr));
+        let outer = (0..8).map(|k| out_dir.join(format!("variant_{k:02}.lift"))).find(|f| {
+            let t = std::fs::read_to_string(f).unwrap_or_default().split_whitespace().collect::<String>();
+            t.contains("asVector(vw,bias)") && t.contains("_e(fun(") && t.contains("toPrivate(reduce(")
+        });
+        let outer = outer.unwrap_or_else(|| panic!("{name}: no outer product with the bias:\n{}", common::text(&out)));
+        sampled_mappings_run(outer.to_str().unwrap(), sizes);
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
 /// Six sampled mappings of the program in `f` are valid, and each runs on the OpenCL device
 /// equal to the interpreter at the default sizes and at `sizes`.
 fn sampled_mappings_run(f: &str, sizes: &str) {

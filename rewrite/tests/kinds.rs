@@ -288,3 +288,41 @@ def mm(a: [[f32]K]M, b: [[f32]N]K{params}) : [[f32]N]M =
         }
     }
 }
+
+/// A fully-connected layer: a matmul with a bias per output column and a `relu`
+/// (`max(0.0, dot + cb.1)` over `zip(transpose(b), bias)`). The outer product reads the bias
+/// `vw` columns at a time (`asVector(vw, bias)`) beside the vectors of columns and applies the
+/// epilogue to each block's accumulators; the same function as the input at several block sizes
+/// and widths. An epilogue that uses the row (`dot + row[0]`) is not split off the rows.
+#[test]
+fn matmul_with_a_bias_per_column_has_an_outer_product_variant() {
+    let layer = |epilogue: &str| {
+        let src = format!(
+            "size M = 8, K = 16, N = 16
+def fc(a: [[f32]K]M, b: [[f32]N]K, bias: [f32]N) : [[f32]N]M =
+  map@A(fun(row => map@B(fun(cb =>
+    {}), zip(transpose(b), bias))), a)",
+            epilogue.replace("DOT", "reduce(add, 0.0, map@C(fun(p => p.0 * p.1), zip(row, cb.0)))")
+        );
+        let p = mapsat_ir::parse(&src).unwrap_or_else(|e| panic!("{src}: {e:?}"));
+        mapsat_ir::check::check(&p).unwrap_or_else(|e| panic!("{src}: {e:?}"));
+        p
+    };
+    let outer = |v: &Variant| {
+        let t = mapsat_ir::print(&v.program).split_whitespace().collect::<String>();
+        t.contains("asVector(vw,bias)") && t.contains("_e(fun(") && t.contains("toPrivate(reduce(")
+    };
+    for epilogue in ["max(0.0, DOT + cb.1)", "cb.1 * DOT", "DOT + cb.1"] {
+        let p = layer(epilogue);
+        let variants = rewrite(&p, &Options::default()).unwrap().variants;
+        let found: Vec<&Variant> = variants.iter().filter(|v| outer(v)).collect();
+        assert!(!found.is_empty(), "{epilogue}: {:?}", variants.iter().map(|v| &v.signature).collect::<Vec<_>>());
+        for v in found {
+            for (t, w) in [(1, 2), (2, 4), (8, 16)] {
+                common::same_function(&p, &v.program, &Sizes::new().with("tA", t).with("vw", w)).unwrap();
+            }
+        }
+    }
+    let uses_row = rewrite(&layer("DOT + at(0, row) + cb.1"), &Options::default()).unwrap().variants;
+    assert!(!uses_row.iter().any(outer), "{:?}", uses_row.iter().map(|v| &v.signature).collect::<Vec<_>>());
+}

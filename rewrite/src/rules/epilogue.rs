@@ -10,9 +10,15 @@
 //! ```
 //!
 //! Sound when `x` is not free in `E` (map fission, [`super::fusion::MapFission`], with the
-//! reduction's result abstracted): both sides apply `E` to each element's reduction. Only
-//! epilogues whose other operands are closed are peeled (literals, parameters, sizes), so that
-//! `E[r]` is the same term under any binders the macro moves it through.
+//! reduction's result abstracted): both sides apply `E` to each element's reduction, and `E`'s
+//! other operands (literals, parameters, sizes, variables bound outside the map) mean the same
+//! under `fun(r => ..)` as under `fun(x => ..)`: both bind one variable at the same place.
+//!
+//! Over the columns of a matrix product, before the outer product moves the map over the
+//! columns outside the one over the rows, the epilogue may also use the column (a bias per
+//! column, `max(0.0, dot + col.1)`): [`column_folds`] with `at_column`. The outer product lifts
+//! the column's whole function to vectors, and once the columns are bound outside the rows the
+//! epilogue uses no variable of the map it is split off.
 
 use super::interchange::{column_reductions_at, ColumnFold};
 use super::{Build, Ctx};
@@ -35,15 +41,17 @@ pub struct Epilogue {
     pub forms: BTreeMap<Id, Lift>,
 }
 
-/// The ways to read class `body` as an epilogue applied to a reduction (the body itself first
-/// when it is a reduction): at most one path per reduction, through applications whose other
-/// operands are closed.
-pub fn epilogues(cx: &Ctx, body: Id) -> Vec<Epilogue> {
+/// The ways to read class `body` (under a map's binder, variable 0) as an epilogue applied to a
+/// reduction (the body itself first when it is a reduction): at most one path per reduction,
+/// through applications whose other operands do not use variable 0, or with `at_column` do not
+/// use variable 1 (the row, when the map is over the columns under it).
+pub fn epilogues(cx: &Ctx, body: Id, at_column: bool) -> Vec<Epilogue> {
     let mut out = Vec::new();
     if !cx.reduces(body).is_empty() {
         out.push(Epilogue { apply: None, reduction: body, forms: BTreeMap::new() });
     }
-    if let Some(e) = peel(cx, body, DEPTH) {
+    let unbound = u32::from(at_column);
+    if let Some(e) = peel(cx, body, DEPTH, &|c| !cx.data(c).free.contains(&unbound)) {
         out.push(e);
     }
     out
@@ -51,11 +59,13 @@ pub fn epilogues(cx: &Ctx, body: Id) -> Vec<Epilogue> {
 
 /// The column reductions of map function `g` ([`ColumnFold`]), as its body or under an
 /// epilogue, each with its epilogue and the nodes of its form (the epilogue's path included).
-pub fn column_folds(cx: &Ctx, g: Id) -> Vec<(Epilogue, ColumnFold, BTreeMap<Id, Lift>)> {
+/// With `at_column` the map is over the columns of a matrix product, under the row: the fold
+/// may zip a component of the column, and the epilogue use the column ([`epilogues`]).
+pub fn column_folds(cx: &Ctx, g: Id, at_column: bool) -> Vec<(Epilogue, ColumnFold, BTreeMap<Id, Lift>)> {
     let mut out = Vec::new();
     for body in cx.lambdas(g) {
-        for e in epilogues(cx, body) {
-            for (fold, mut forms) in column_reductions_at(cx, g, body, e.reduction) {
+        for e in epilogues(cx, body, at_column) {
+            for (fold, mut forms) in column_reductions_at(cx, g, body, e.reduction, at_column) {
                 forms.extend(e.forms.clone());
                 out.push((e.clone(), fold, forms));
             }
@@ -65,20 +75,20 @@ pub fn column_folds(cx: &Ctx, g: Id) -> Vec<(Epilogue, ColumnFold, BTreeMap<Id, 
 }
 
 /// The first path from class `c` down to a reduction through applications whose other
-/// operand is closed (not `c` itself).
-fn peel(cx: &Ctx, c: Id, depth: usize) -> Option<Epilogue> {
+/// operand is `ok` (not `c` itself).
+fn peel(cx: &Ctx, c: Id, depth: usize, ok: &dyn Fn(Id) -> bool) -> Option<Epilogue> {
     if depth == 0 {
         return None;
     }
     for n in &cx.eg[c].nodes {
         let Lift::App([f, a]) = n else { continue };
         for (inner, other, arg_side) in [(*a, *f, true), (*f, *a, false)] {
-            if !cx.data(other).closed() || cx.eg.find(inner) == cx.eg.find(c) {
+            if !ok(other) || cx.eg.find(inner) == cx.eg.find(c) {
                 continue;
             }
             let found = match cx.reduces(inner).is_empty() {
                 false => Some(Epilogue { apply: None, reduction: inner, forms: BTreeMap::new() }),
-                true => peel(cx, inner, depth - 1),
+                true => peel(cx, inner, depth - 1, ok),
             };
             let Some(mut e) = found else { continue };
             let ty = cx.data(e.reduction).ty.known().cloned();

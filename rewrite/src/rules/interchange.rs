@@ -261,6 +261,8 @@ pub struct ColumnFold {
     pub r: Id,
     /// True for `zip(col, r)`.
     pub col_first: bool,
+    /// True when a component of the element is zipped (`zip(r, col.0)`), not the element.
+    pub part: bool,
 }
 
 /// The column reductions of a map's function `g` ([`ColumnFold`]) with `col` not free in `h`,
@@ -274,13 +276,14 @@ pub type ColumnReduction = (ColumnFold, BTreeMap<Id, Lift>);
 
 /// [`column_reductions`], each with the nodes of its form: the lambda, the reduction and the zip.
 pub fn column_reduction_forms(cx: &Ctx, g: Id) -> Vec<ColumnReduction> {
-    cx.lambdas(g).into_iter().flat_map(|body| column_reductions_at(cx, g, body, body)).collect()
+    cx.lambdas(g).into_iter().flat_map(|body| column_reductions_at(cx, g, body, body, false)).collect()
 }
 
 /// The column reductions at class `red` in the body `body` of map function `g` (the body
 /// itself, or the reduction under an epilogue, [`super::epilogue`]), each with the nodes of its
-/// form.
-pub fn column_reductions_at(cx: &Ctx, g: Id, body: Id, red: Id) -> Vec<ColumnReduction> {
+/// form. With `parts`, the column zipped may also be a component of the map's element
+/// (`zip(r, col.0)`, the element `col` a tuple such as a column and its bias).
+pub fn column_reductions_at(cx: &Ctx, g: Id, body: Id, red: Id, parts: bool) -> Vec<ColumnReduction> {
     let mut out = Vec::new();
     let uses_col = |c: Id| cx.data(c).free.contains(&0);
     for (h, z, xs) in cx.reduces(red) {
@@ -293,11 +296,14 @@ pub fn column_reductions_at(cx: &Ctx, g: Id, body: Id, red: Id) -> Vec<ColumnRed
             }
             for col_first in [false, true] {
                 let (col, r) = if col_first { (args[0], args[1]) } else { (args[1], args[0]) };
-                if cx.is_var0(col) && !uses_col(r) {
+                let whole = cx.is_var0(col);
+                let part =
+                    parts && cx.calls(col).into_iter().any(|(p, a)| matches!(p, Prim::Get(_)) && cx.is_var0(a[0]));
+                if (whole || part) && !uses_col(r) {
                     let nodes =
                         [(g, cx.lam_node(g, body)), (red, cx.app_node(red, xs)), (xs, cx.app_node(xs, args[1]))];
                     let forms = nodes.into_iter().filter_map(|(c, n)| Some((c, n?))).collect();
-                    out.push((ColumnFold { h, z, r, col_first }, forms));
+                    out.push((ColumnFold { h, z, r, col_first, part: !whole }, forms));
                 }
             }
         }
@@ -308,7 +314,10 @@ pub fn column_reductions_at(cx: &Ctx, g: Id, body: Id, red: Id) -> Vec<ColumnRed
 /// The right-hand side of [`MapReduceInterchange`] for `map@label(fun(col => reduce(h, z,
 /// zip(r, col))), xs)` or its `zip(col, r)` form (`h`, `z` and `r` classes under `col`).
 pub fn map_reduce_interchange(cx: &Ctx, label: &str, fold: ColumnFold, xs: Id) -> Option<Build> {
-    let ColumnFold { h, z, r, col_first } = fold;
+    let ColumnFold { h, z, r, col_first, part } = fold;
+    if part {
+        return None;
+    }
     let (col, n) = cx.data(xs).ty.array()?;
     let acc = cx.data(z).ty.known()?.clone();
     let r_elem = cx.elem(r)?;

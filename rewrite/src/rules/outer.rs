@@ -98,7 +98,7 @@ impl Sequence for OuterProduct {
                     // Under `col`: `row` is variable 1.
                     let uses_row = |k: Id| cx.data(k).free.contains(&1);
                     let with_row = |k: Id| cx.eg[k].nodes.iter().any(|n| matches!(n, Lift::Var(1, _)));
-                    for (_, fold, forms) in column_folds(cx, g) {
+                    for (_, fold, forms) in column_folds(cx, g, true) {
                         let fits = !fold.col_first && with_row(fold.r) && !uses_row(fold.h) && !uses_row(fold.z);
                         if !fits || vectorize_across(cx, &b, g, ys, &forms).is_none() {
                             continue;
@@ -144,7 +144,7 @@ impl Sequence for OuterProduct {
         s.step("beta", app, &reduced);
         // register-block: a block of rows reduced together, one vector accumulator each.
         let (inner_rows, row_fn, rows_in) = (s.add(inner_rows), s.add(row_fn), s.add(inner_rows.args()[1]));
-        let (_, _, forms) = column_folds(&s.cx(), row_fn).into_iter().find(|(_, fold, _)| fold.col_first)?;
+        let (_, _, forms) = column_folds(&s.cx(), row_fn, false).into_iter().find(|(_, fold, _)| fold.col_first)?;
         register_block(s, inner_rows, (&a_f, row_fn, rows_in), n, &forms)
     }
 }

@@ -112,7 +112,7 @@ pub fn register_block(
     }
     // An epilogue after the reduction: split off first (map fission), applied to each result.
     let (apply, red, fold) =
-        column_folds(&cx, g1).into_iter().find_map(|(e, fold, _)| Some((e.apply?, e.reduction, fold)))?;
+        column_folds(&cx, g1, false).into_iter().find_map(|(e, fold, _)| Some((e.apply?, e.reduction, fold)))?;
     drop(cx);
     let reduced = Build::map(&l, Build::lam(Build::Class(red)), Build::Class(blk));
     s.step("map-fission", block, &Build::map(&format!("{l}_e"), Build::lam(apply), reduced.clone()));

@@ -15,7 +15,7 @@ use crate::infer::{self, Ty};
 use crate::lang::Lift;
 use egg::{Id, RecExpr};
 use mapsat_ir::ast::{Prim, Width};
-use mapsat_ir::Type;
+use mapsat_ir::{Size, Type};
 use std::collections::BTreeMap;
 
 /// The vector width [`VectorizeAcross`] tries (where it divides the number of columns), as the
@@ -28,6 +28,10 @@ pub const WIDTH: u32 = 4;
 /// map@B(fun(col => body), transpose(b))
 ///   =>  asScalar(map@B_v(fun(vcol => body_v), transpose(map@B_r(fun(r => asVector(w, r)), b))))
 /// ```
+///
+/// The columns may also be zipped with arrays of one value per column, `zip(transpose(b), c)`
+/// with `c: [S]N` (a bias): each is read `w` values at a time beside them, `asVector(w, c)`,
+/// and `vcol` is then a tuple of vectors.
 ///
 /// Conditions: `b: [[S]N]K` with `S` numeric and `w` dividing `N` (at the given sizes), and `b`
 /// not only a transpose (its rows would be strided); the
@@ -66,7 +70,21 @@ impl Rule for VectorizeAcross {
 /// The right-hand side of [`VectorizeAcross`] for `map@label(g, ys)`, `g` read in the forms
 /// `forms` ([`Ctx::repr_with`]); `None` when a condition fails.
 pub fn vectorize_across(cx: &Ctx, label: &str, g: Id, ys: Id, forms: &BTreeMap<Id, Lift>) -> Option<Build> {
-    let b = cx.calls(ys).into_iter().find_map(|(p, a)| (p == Prim::Transpose).then_some(a[0]))?;
+    let w = width(cx, WIDTH);
+    let (columns, vcol) = cx.calls(ys).into_iter().find_map(|(p, a)| match p {
+        Prim::Transpose => vector_transpose(cx, label, a[0], &w),
+        Prim::Zip(k) => vector_zip(cx, label, k, &a, &w),
+        _ => None,
+    })?;
+    let g_v = lift_function(&cx.repr_with(g, forms), &vcol, &w, &cx.eg.analysis.params)?;
+    let map = Build::map(&derived(label, "_v"), Build::Expr(g_v), columns);
+    Some(Build::call(Prim::AsScalar, vec![map]))
+}
+
+/// The columns `transpose(b)` read `w` at a time, `transpose(map@label_r(fun(r => asVector(w,
+/// r)), b))`, and the type of its elements, `[Sxw]K`; `None` where the conditions on `b` fail
+/// ([`VectorizeAcross`]).
+fn vector_transpose(cx: &Ctx, label: &str, b: Id, w: &Width) -> Option<(Build, Type)> {
     // Its rows are read as vectors: not where every form of `b` is a transpose (rows a column
     // apart in memory, which code generation does not read as vectors).
     let is_transpose = |c: Id| cx.eg[c].nodes.iter().any(|n| matches!(n, Lift::Prim(Prim::Transpose)));
@@ -76,17 +94,38 @@ pub fn vectorize_across(cx: &Ctx, label: &str, g: Id, ys: Id, forms: &BTreeMap<I
     let (row, k) = cx.data(b).ty.array().map(|(e, n)| (e.clone(), n.clone()))?;
     let (s, n) = row.as_array()?;
     let kind = numeric(s)?;
-    let divides = n.eval(&cx.params.sizes).is_some_and(|n| n % i64::from(WIDTH) == 0);
-    if !divides {
-        return None;
-    }
-    let w = width(cx, WIDTH);
-    let vcol = Type::array(Type::Vector(kind, WIDTH), k);
-    let g_v = lift_function(&cx.repr_with(g, forms), &vcol, &w, &cx.eg.analysis.params)?;
-    let as_vector = Build::lam(Build::call(Prim::AsVector(w), vec![Build::var(0, Some(row.clone()))]));
+    divides(cx, n)?;
+    let as_vector = Build::lam(Build::call(Prim::AsVector(w.clone()), vec![Build::var(0, Some(row.clone()))]));
     let columns = Build::call(Prim::Transpose, vec![Build::map(&derived(label, "_r"), as_vector, Build::Class(b))]);
-    let map = Build::map(&derived(label, "_v"), Build::Expr(g_v), columns);
-    Some(Build::call(Prim::AsScalar, vec![map]))
+    Some((columns, Type::array(Type::Vector(kind, WIDTH), k)))
+}
+
+/// `zip(transpose(b), c, ..)`, the columns of `b` zipped with arrays of one numeric value per
+/// column (a bias), read `w` at a time: the transpose as in [`vector_transpose`], each other
+/// array as `asVector(w, c)`, the elements tuples of vectors.
+fn vector_zip(cx: &Ctx, label: &str, k: u32, args: &[Id], w: &Width) -> Option<(Build, Type)> {
+    let (mut parts, mut tys, mut matrices) = (Vec::new(), Vec::new(), 0);
+    for &a in args {
+        let transposed = cx.calls(a).into_iter().find_map(|(p, x)| (p == Prim::Transpose).then_some(x[0]));
+        if let Some((columns, ty)) = transposed.and_then(|b| vector_transpose(cx, label, b, w)) {
+            matrices += 1;
+            parts.push(columns);
+            tys.push(ty);
+            continue;
+        }
+        let (s, n) = cx.data(a).ty.array()?;
+        let kind = numeric(s)?;
+        divides(cx, n)?;
+        parts.push(Build::call(Prim::AsVector(w.clone()), vec![Build::Class(a)]));
+        tys.push(Type::Vector(kind, WIDTH));
+    }
+    let zip = Build::call(Prim::Zip(k), parts);
+    (matrices == 1).then_some((zip, Type::Tuple(tys)))
+}
+
+/// `Some` when [`WIDTH`] divides `n` at the given sizes.
+fn divides(cx: &Ctx, n: &Size) -> Option<()> {
+    n.eval(&cx.params.sizes).is_some_and(|n| n % i64::from(WIDTH) == 0).then_some(())
 }
 
 /// `fun(col => body)` lifted to `fun(vcol => body_v)` with `vcol` of type `vcol_ty`, its result a
