@@ -326,3 +326,38 @@ def fc(a: [[f32]K]M, b: [[f32]N]K, bias: [f32]N) : [[f32]N]M =
     let uses_row = rewrite(&layer("DOT + at(0, row) + cb.1"), &Options::default()).unwrap().variants;
     assert!(!uses_row.iter().any(outer), "{:?}", uses_row.iter().map(|v| &v.signature).collect::<Vec<_>>());
 }
+
+/// A matmul whose columns are not a multiple of the tunable width's default (4 lanes): the
+/// outer product reads them 2 at a time (a literal width) where 2 divides them, and not at all
+/// where nothing does; the same function as the input at several block sizes.
+#[test]
+fn outer_product_of_columns_not_a_multiple_of_four_reads_two_lanes() {
+    let matmul = |n: u32| {
+        let src = format!(
+            "size M = 8, K = 16, N = {n}
+def mm(a: [[f32]K]M, b: [[f32]N]K) : [[f32]N]M =
+  map@A(fun(row => map@B(fun(col =>
+    max(0.0, reduce(add, 0.0, map@C(fun(p => p.0 * p.1), zip(row, col))))), transpose(b))), a)"
+        );
+        mapsat_ir::parse(&src).unwrap_or_else(|e| panic!("{src}: {e:?}"))
+    };
+    let outer = |v: &Variant, lanes: &str| {
+        let t = mapsat_ir::print(&v.program).split_whitespace().collect::<String>();
+        t.contains(&format!("asVector({lanes},x)),b))")) && t.contains("toPrivate(reduce(")
+    };
+    let p = matmul(10);
+    let variants = rewrite(&p, &Options::default()).unwrap().variants;
+    let found: Vec<&Variant> = variants.iter().filter(|v| outer(v, "2")).collect();
+    assert!(!found.is_empty(), "{:?}", variants.iter().map(|v| &v.signature).collect::<Vec<_>>());
+    for v in found {
+        for t in [1, 2, 8] {
+            common::same_function(&p, &v.program, &Sizes::new().with("tA", t)).unwrap();
+        }
+    }
+    let odd = rewrite(&matmul(7), &Options::default()).unwrap().variants;
+    assert!(
+        !odd.iter().any(|v| outer(v, "2") || outer(v, "vw")),
+        "{:?}",
+        odd.iter().map(|v| &v.signature).collect::<Vec<_>>()
+    );
+}

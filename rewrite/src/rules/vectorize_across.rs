@@ -19,7 +19,8 @@ use mapsat_ir::{Size, Type};
 use std::collections::BTreeMap;
 
 /// The vector width [`VectorizeAcross`] tries (where it divides the number of columns), as the
-/// value at the sizes of the new tunable width when there is one.
+/// value at the sizes of the new tunable width when there is one; else 2 lanes, a literal width
+/// (the tunable width's default, 4, would not divide the columns).
 pub const WIDTH: u32 = 4;
 
 /// `vectorize-across`:
@@ -33,7 +34,7 @@ pub const WIDTH: u32 = 4;
 /// with `c: [S]N` (a bias): each is read `w` values at a time beside them, `asVector(w, c)`,
 /// and `vcol` is then a tuple of vectors.
 ///
-/// Conditions: `b: [[S]N]K` with `S` numeric and `w` dividing `N` (at the given sizes), and `b`
+/// Conditions: `b: [[S]N]K` with `S` numeric and `w` ([`WIDTH`], else 2) dividing `N` (at the given sizes), and `b`
 /// not only a transpose (its rows would be strided); the
 /// map's results are numeric scalars; and `body` lifts to `body_v`, where `vcol: [Sxw]K` holds
 /// the columns `j*w .. j*w+w-1` of `b`, one in each lane. Lifting retypes every value that
@@ -70,11 +71,15 @@ impl Rule for VectorizeAcross {
 /// The right-hand side of [`VectorizeAcross`] for `map@label(g, ys)`, `g` read in the forms
 /// `forms` ([`Ctx::repr_with`]); `None` when a condition fails.
 pub fn vectorize_across(cx: &Ctx, label: &str, g: Id, ys: Id, forms: &BTreeMap<Id, Lift>) -> Option<Build> {
-    let w = width(cx, WIDTH);
-    let (columns, vcol) = cx.calls(ys).into_iter().find_map(|(p, a)| match p {
-        Prim::Transpose => vector_transpose(cx, label, a[0], &w),
-        Prim::Zip(k) => vector_zip(cx, label, k, &a, &w),
-        _ => None,
+    let calls = cx.calls(ys);
+    let (w, columns, vcol) = [WIDTH, 2].into_iter().find_map(|lanes| {
+        let w = width(cx, lanes);
+        let (columns, vcol) = calls.iter().find_map(|(p, a)| match p {
+            Prim::Transpose => vector_transpose(cx, label, a[0], &w),
+            Prim::Zip(k) => vector_zip(cx, label, *k, a, &w),
+            _ => None,
+        })?;
+        Some((w, columns, vcol))
     })?;
     let g_v = lift_function(&cx.repr_with(g, forms), &vcol, &w, &cx.eg.analysis.params)?;
     let map = Build::map(&derived(label, "_v"), Build::Expr(g_v), columns);
@@ -94,10 +99,10 @@ fn vector_transpose(cx: &Ctx, label: &str, b: Id, w: &Width) -> Option<(Build, T
     let (row, k) = cx.data(b).ty.array().map(|(e, n)| (e.clone(), n.clone()))?;
     let (s, n) = row.as_array()?;
     let kind = numeric(s)?;
-    divides(cx, n)?;
+    divides(cx, n, w)?;
     let as_vector = Build::lam(Build::call(Prim::AsVector(w.clone()), vec![Build::var(0, Some(row.clone()))]));
     let columns = Build::call(Prim::Transpose, vec![Build::map(&derived(label, "_r"), as_vector, Build::Class(b))]);
-    Some((columns, Type::array(Type::Vector(kind, WIDTH), k)))
+    Some((columns, Type::array(Type::Vector(kind, w.lanes), k)))
 }
 
 /// `zip(transpose(b), c, ..)`, the columns of `b` zipped with arrays of one numeric value per
@@ -115,17 +120,17 @@ fn vector_zip(cx: &Ctx, label: &str, k: u32, args: &[Id], w: &Width) -> Option<(
         }
         let (s, n) = cx.data(a).ty.array()?;
         let kind = numeric(s)?;
-        divides(cx, n)?;
+        divides(cx, n, w)?;
         parts.push(Build::call(Prim::AsVector(w.clone()), vec![Build::Class(a)]));
-        tys.push(Type::Vector(kind, WIDTH));
+        tys.push(Type::Vector(kind, w.lanes));
     }
     let zip = Build::call(Prim::Zip(k), parts);
     (matrices == 1).then_some((zip, Type::Tuple(tys)))
 }
 
-/// `Some` when [`WIDTH`] divides `n` at the given sizes.
-fn divides(cx: &Ctx, n: &Size) -> Option<()> {
-    n.eval(&cx.params.sizes).is_some_and(|n| n % i64::from(WIDTH) == 0).then_some(())
+/// `Some` when `w` lanes divide `n` at the given sizes.
+fn divides(cx: &Ctx, n: &Size, w: &Width) -> Option<()> {
+    n.eval(&cx.params.sizes).is_some_and(|n| n % i64::from(w.lanes) == 0).then_some(())
 }
 
 /// `fun(col => body)` lifted to `fun(vcol => body_v)` with `vcol` of type `vcol_ty`, its result a
