@@ -398,9 +398,10 @@ fn outer_products_with_a_relu_run_on_pocl() {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
-/// A fully-connected layer (with 8 and 10 outputs) and the windowed conv with a bias per output
-/// column (channel) and a `relu`: the outer product reads the bias `vw` (or 2) columns at a time
-/// and runs on pocl with every sampled mapping, at odd sizes too.
+/// A fully-connected layer (with 8 and 10 outputs, and with its weights in PyTorch's layout,
+/// `[[f32]K]N`, which a first kernel stores transposed) and the windowed conv with a bias per
+/// output column (channel) and a `relu`: the outer product reads the bias `vw` (or 2) columns at
+/// a time and runs on pocl with every sampled mapping, at odd sizes too.
 #[test]
 fn outer_products_with_a_bias_run_on_pocl() {
     let dir = temp("bias");
@@ -427,9 +428,12 @@ fn outer_products_with_a_bias_run_on_pocl() {
     let conv = with_bias(&std::fs::read_to_string("examples/conv_windows.lift").unwrap(), "transpose(join(join(ks)))");
     // 10 columns: read 2 at a time (the tunable width's default, 4, does not divide them).
     let fc10 = fc.replace("N = 8", "N = 10");
+    // PyTorch's layout, one row of weights per output: stored transposed by a first kernel.
+    let linear = fc.replace("b: [[f32]N]K", "b: [[f32]K]N").replace("zip(transpose(b), bias)", "zip(b, bias)");
     for (name, src, sizes) in [
         ("fc", fc, "M=6,K=5,N=12,tA=3,vw=4"),
         ("fc10", fc10, "M=6,K=5,N=6,tA=3"),
+        ("linear", linear, "M=6,K=5,N=12,tA=3,vw=4"),
         ("conv", conv, "inH=5,inW=7,inChs=3,outChs=8,tA=7,vw=4"),
     ] {
         assert!(src.contains(" + cb.1)") && src.contains(", bias)"), "{src}");
@@ -444,23 +448,33 @@ fn outer_products_with_a_bias_run_on_pocl() {
             bias && t.contains("_e(fun(") && t.contains("toPrivate(reduce(")
         });
         let outer = outer.unwrap_or_else(|| panic!("{name}: no outer product with the bias:\n{}", common::text(&out)));
+        let staged = std::fs::read_to_string(&outer).unwrap().contains("= toGlobal(map@");
+        assert_eq!(staged, name == "linear", "{name}: the weights stored transposed by a kernel of their own");
         sampled_mappings_run(outer.to_str().unwrap(), sizes);
     }
     let _ = std::fs::remove_dir_all(&dir);
 }
 
 /// Six sampled mappings of the program in `f` are valid, and each runs on the OpenCL device
-/// equal to the interpreter at the default sizes and at `sizes`.
+/// equal to the interpreter at the default sizes and at `sizes`. For a program of several
+/// kernels, the k-th mapping joins each kernel's k-th sample (its samples taken again in turn
+/// where it has fewer).
 fn sampled_mappings_run(f: &str, sizes: &str) {
     let space = mapsat(&["space", f, "--json", "--sample", "6"]);
     assert_eq!(space.status.code(), Some(0), "{}", String::from_utf8_lossy(&space.stderr));
     let json: serde_json::Value = serde_json::from_slice(&space.stdout).unwrap();
-    let samples = json["samples"].as_array().unwrap();
-    assert!(!samples.is_empty(), "{f}: no valid mapping");
+    let kernels = json.get("kernels").and_then(|k| k.as_array()).cloned().unwrap_or_else(|| vec![json.clone()]);
+    let per_kernel: Vec<Vec<&str>> = kernels
+        .iter()
+        .map(|k| k["samples"].as_array().unwrap().iter().map(|m| m.as_str().unwrap()).collect())
+        .collect();
+    assert!(per_kernel.iter().all(|s| !s.is_empty()), "{f}: no valid mapping");
     if !opencl() {
         return;
     }
-    for m in samples.iter().map(|m| m.as_str().unwrap()) {
+    let count = per_kernel.iter().map(Vec::len).max().unwrap_or(0);
+    let samples = (0..count).map(|k| per_kernel.iter().map(|s| s[k % s.len()]).collect::<Vec<_>>().join(","));
+    for m in samples.collect::<Vec<_>>().iter().map(String::as_str) {
         for size in [&["--runs", "1"][..], &["--size", sizes, "--runs", "1"]] {
             let mut args = vec!["run", f, "--mapping", m, "--check"];
             args.extend(size);

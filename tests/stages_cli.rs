@@ -313,6 +313,40 @@ def f(x: [f32]N) =
     std::fs::remove_dir_all(dir).ok();
 }
 
+/// A pipeline whose vector width only its last kernel uses (the outer product on weights a
+/// first kernel stored transposed, as the rewrite stage makes it): the width is tuned with that
+/// kernel, as in a program of one kernel (it was fixed at its default, 4 lanes, for every
+/// pipeline).
+#[test]
+fn a_width_only_the_last_kernel_uses_is_tuned() {
+    let dir = temp("last-width");
+    std::fs::create_dir_all(&dir).unwrap();
+    let src = dir.join("lw.lift");
+    std::fs::write(
+        &src,
+        "size N = 48, vw in 2..16 = 4
+def f(x: [f32]N) =
+  let a = toGlobal(map@A(fun(v => v * 2.0), x)) in
+  asScalar(map@C(fun(v => v + vectorFromScalar(vw, 1.0)), asVector(vw, a)))",
+    )
+    .unwrap();
+    if !opencl() {
+        return;
+    }
+    let d = dir.join("t");
+    let args = ["tune", src.to_str().unwrap(), "--trials", "12", "--random-trials", "8", "--runs", "1"];
+    let out = mapsat(&[&args[..], &["-o", d.to_str().unwrap()]].concat());
+    assert_eq!(out.status.code(), Some(0), "{}{}", text(&out.stdout), text(&out.stderr));
+    let log = std::fs::read_to_string(d.join("f").join("tune.jsonl")).unwrap();
+    let widths: std::collections::BTreeSet<i64> = log
+        .lines()
+        .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
+        .filter_map(|r| r["tuning"]["vw"].as_i64())
+        .collect();
+    assert!(widths.len() > 1 && widths.iter().all(|w| 48 % w == 0), "{widths:?}\n{log}");
+    std::fs::remove_dir_all(dir).ok();
+}
+
 /// A kernel with no map, only a reduction (a norm's sum of squares as a stage of its own, as
 /// the rewrite stage fuses it): its reductions run in one work item, with the empty mapping,
 /// so the pipeline runs with a mapping of its other kernel's maps (it was refused: "nothing to

@@ -149,8 +149,15 @@ pub fn rewrite(p: &Program, opts: &Options) -> Result<Outcome, RewriteError> {
     let by_label = tiles.iter().filter(|t| t.reduction.is_none()).map(|t| (t.label.clone(), var(t))).collect();
     let reduction_tiles = tiles.iter().filter_map(|t| Some((t.reduction?, var(t)))).collect();
     let vector_width = width.as_ref().map(|w| w.name.clone());
-    let params =
-        rules::Params { sizes: sizes.clone(), factors, tiles: by_label, reduction_tiles, max_rank, vector_width };
+    let params = rules::Params {
+        sizes: sizes.clone(),
+        factors,
+        tiles: by_label,
+        reduction_tiles,
+        max_rank,
+        vector_width,
+        root: Some(root),
+    };
     let all = rules::all();
     let all_names: Vec<String> = all.iter().map(|r| r.name().to_string()).collect();
     if let Some(bad) = opts.rules.iter().flatten().find(|n| !all_names.contains(n)) {

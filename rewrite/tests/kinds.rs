@@ -361,3 +361,49 @@ def mm(a: [[f32]K]M, b: [[f32]N]K) : [[f32]N]M =
         odd.iter().map(|v| &v.signature).collect::<Vec<_>>()
     );
 }
+
+/// A fully-connected layer with its weights in PyTorch's layout, one row per output
+/// (`w: [[f32]K]N`), with and without a bias: a variant stores them transposed by a kernel of
+/// their own (`let x = toGlobal(..transpose(w))`, `transpose-stage`) and computes the outer
+/// product on that copy; the same function as the input at several sizes. A map over the rows
+/// of a parameter that is no dot product with a row (a sum of each row) gets no such stage.
+#[test]
+fn linear_layer_stores_its_weights_transposed_for_the_outer_product() {
+    let dot = "reduce(add, 0.0, map@C(fun(p => p.0 * p.1), zip(row, COL)))";
+    let layer = |columns: &str, body: &str, params: &str| {
+        let src = format!(
+            "size M = 8, K = 16, N = 16
+def linear(a: [[f32]K]M, w: [[f32]K]N{params}) : [[f32]N]M =
+  map@A(fun(row => map@B(fun(cb => {body}), {columns})), a)"
+        );
+        let p = mapsat_ir::parse(&src).unwrap_or_else(|e| panic!("{src}: {e:?}"));
+        mapsat_ir::check::check(&p).unwrap_or_else(|e| panic!("{src}: {e:?}"));
+        p
+    };
+    let staged_outer = |v: &Variant| {
+        let t = mapsat_ir::print(&v.program).split_whitespace().collect::<String>();
+        t.contains("=toGlobal(map@") && t.contains("asVector(vw,") && t.contains("toPrivate(reduce(")
+    };
+    let relu = format!("max(0.0, {})", dot.replace("COL", "cb"));
+    let biased = format!("max(0.0, {} + cb.1)", dot.replace("COL", "cb.0"));
+    for p in [layer("w", &relu, ""), layer("zip(w, bias)", &biased, ", bias: [f32]N")] {
+        let variants = rewrite(&p, &Options::default()).unwrap().variants;
+        let found: Vec<&Variant> = variants.iter().filter(|v| staged_outer(v)).collect();
+        assert!(!found.is_empty(), "{:?}", variants.iter().map(|v| &v.signature).collect::<Vec<_>>());
+        for v in found {
+            for (m, k, n, t) in [(8, 16, 16, 2), (3, 5, 12, 3), (1, 1, 4, 1)] {
+                let sizes = Sizes::new().with("M", m).with("K", k).with("N", n).with("tA", t).with("vw", 4);
+                common::same_function(&p, &v.program, &sizes).unwrap();
+            }
+        }
+    }
+    let sums = mapsat_ir::parse(
+        "size M = 8, K = 16, N = 16
+def f(a: [[f32]K]M, w: [[f32]K]N) : [[f32]N]M =
+  map@A(fun(row => map@B(fun(r => reduce(add, 0.0, r) * at(0, row)), w)), a)",
+    )
+    .unwrap();
+    let variants = rewrite(&sums, &Options::default()).unwrap().variants;
+    let staged = |v: &Variant| mapsat_ir::print(&v.program).contains("toGlobal(");
+    assert!(!variants.iter().any(staged), "{:?}", variants.iter().map(|v| &v.signature).collect::<Vec<_>>());
+}

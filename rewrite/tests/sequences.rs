@@ -49,6 +49,7 @@ impl Hand {
             reduction_tiles: BTreeMap::new(),
             max_rank: 3,
             vector_width: None,
+            root: None,
         };
         Hand { p, eg, params, root }
     }

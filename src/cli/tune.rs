@@ -293,9 +293,13 @@ pub(super) fn tune_program(
             "--log: a program of several kernels keeps one log per kernel, DIR/KERNEL/tune.jsonl".into(),
         ));
     }
-    // The vector widths fixed at the given sizes (their defaults where not given), not tuned:
-    // a boundary's type has them, and each kernel tuned on its own would choose its own.
-    let widths = mapsat::ir::widths::vars(&p);
+    // The vector widths of the kernels before the last fixed at the given sizes (their
+    // defaults where not given), not tuned: a boundary's type may have them, and each kernel
+    // tuned on its own would choose its own. A width only the last kernel uses is tuned with it.
+    let widths: std::collections::BTreeSet<String> = match stages::split(&p) {
+        Ok(all) => all[..all.len() - 1].iter().flat_map(|s| mapsat::ir::widths::vars(&s.program)).collect(),
+        Err(_) => mapsat::ir::widths::vars(&p),
+    };
     let mut given = given.clone();
     for v in p.sizes.iter().filter(|v| widths.contains(&v.name)) {
         if let (false, Some(d)) = (given.contains(&v.name), v.default) {

@@ -23,6 +23,7 @@ pub mod split_join;
 pub mod stages;
 pub mod stencil2d;
 pub mod tiling;
+pub mod transpose_stage;
 pub mod vectorize;
 pub mod vectorize_across;
 
@@ -143,6 +144,8 @@ pub struct Params {
     /// The new vector width `vectorize-map` writes ([`crate::tiles::new_vector_width`]): the
     /// literal 4 when `None`.
     pub vector_width: Option<String>,
+    /// The program's body (where `transpose-stage` adds a kernel boundary); `None`: nowhere.
+    pub root: Option<Id>,
 }
 
 /// What a rule sees: the e-graph, smallest representatives, the parameters.
@@ -415,6 +418,7 @@ pub fn all() -> Vec<Box<dyn Rule>> {
         Box::new(slide::SlideTiling),
         Box::new(stencil2d::Slide2dTiling),
         Box::new(stages::LetInline),
+        Box::new(transpose_stage::TransposeStage),
         Box::new(vectorize::VectorizeMap),
         Box::new(vectorize::AsScalarAsVector),
         Box::new(vectorize::AsVectorAsScalar),

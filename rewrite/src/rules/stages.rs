@@ -17,6 +17,10 @@ use mapsat_ir::ast::Prim;
 /// map rules (`map-fusion`, `slide-map`, `pad-map`, interchange) the producer `e` can then be
 /// computed where the consumer reads it, in the consumer's kernel: Halide's inline, against the
 /// `toGlobal` boundary's compute_root. Computed on representatives ([`crate::binders::beta`]).
+///
+/// A copy of a transpose (`map(fun(r => map(fun(x => x), r)), transpose(w))`, as
+/// [`super::transpose_stage`] and `examples/conv_outer.lift` store weights) is not inlined: it
+/// computes nothing, and exists so that its consumer reads rows where it would read columns.
 pub struct LetInline;
 
 impl Rule for LetInline {
@@ -33,10 +37,21 @@ impl Rule for LetInline {
             let stored: Vec<Id> =
                 cx.calls(*v).into_iter().filter(|(p, _)| matches!(p, Prim::To(_))).map(|(_, a)| a[0]).collect();
             let values = if stored.is_empty() { vec![*v] } else { stored };
-            for value in values {
+            for value in values.into_iter().filter(|&value| !transposed_copy(cx, value)) {
                 out.extend(cx.beta(*body, value));
             }
         }
         out
     }
+}
+
+/// True when class `v` is a copy of a transpose: `map(fun(r => map(fun(x => x), r)), transpose(w))`.
+fn transposed_copy(cx: &Ctx, v: Id) -> bool {
+    let copies = |f: Id, inner: &dyn Fn(Id) -> bool| cx.lambdas(f).into_iter().any(inner);
+    let identity = |b: Id| cx.is_var0(b);
+    let row_copy = |b: Id| cx.maps(b).into_iter().any(|(_, g, xs)| cx.is_var0(xs) && copies(g, &identity));
+    cx.maps(v).into_iter().any(|(_, f, xs)| {
+        let transposed = cx.calls(xs).iter().any(|(p, _)| *p == Prim::Transpose);
+        transposed && copies(f, &row_copy)
+    })
 }
