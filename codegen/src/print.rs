@@ -164,12 +164,16 @@ fn cuda_vector_helpers(k: ScalarKind, w: u32) -> String {
         let _ = writeln!(out, "__device__ inline {t} {make}({params}) {{ {t} r = {{{{{args}}}}}; return r; }}");
     }
     let ops: &[&str] = if k == ScalarKind::I32 { &["+", "-", "*", "/", "%"] } else { &["+", "-", "*", "/"] };
-    // i32 `+ - *` and negation wrap: computed unsigned (signed overflow is undefined in C++).
+    // i32 `+ - *` and negation wrap: computed unsigned (signed overflow is undefined in C++);
+    // `/` and `%` by -1 too (`INT_MIN / -1` overflows).
     let wraps = |op: &str| k == ScalarKind::I32 && matches!(op, "+" | "-" | "*");
     for op in ops {
-        let body = match wraps(op) {
-            true => each(&|l| format!("(int)((unsigned)a{0} {op} (unsigned)b{0})", cuda_lane(l, w)), ", "),
-            false => each(&|l| format!("a{0} {op} b{0}", cuda_lane(l, w)), ", "),
+        let body = match (wraps(op), k == ScalarKind::I32 && matches!(*op, "/" | "%")) {
+            (true, _) => each(&|l| format!("(int)((unsigned)a{0} {op} (unsigned)b{0})", cuda_lane(l, w)), ", "),
+            (_, true) => {
+                each(&|l| int_div(op, &format!("a{}", cuda_lane(l, w)), &format!("b{}", cuda_lane(l, w))), ", ")
+            }
+            _ => each(&|l| format!("a{0} {op} b{0}", cuda_lane(l, w)), ", "),
         };
         let _ = writeln!(out, "__device__ inline {t} operator{op}({t} a, {t} b) {{ return {make}({body}); }}");
     }
@@ -185,6 +189,20 @@ fn cuda_vector_helpers(k: ScalarKind, w: u32) -> String {
     let store = each(&|l| format!("p[{l}] = v{};", cuda_lane(l, w)), " ");
     let _ = writeln!(out, "__device__ inline void mapsat_vstore{w}({t} v, {s}* p) {{ {store} }}");
     out
+}
+
+/// Scalar i32 `a / b` or `a % b` (`op`) as the interpreter's wrapping division: by -1, `a / b`
+/// is `-a` computed unsigned and `a % b` is 0 (C leaves `INT_MIN / -1` undefined, and x86's
+/// division traps on it). By a literal other than -1, as C's.
+fn int_div(op: &str, a: &str, b: &str) -> String {
+    let literal = b.trim_matches(|c| c == '(' || c == ')').parse::<i64>().ok();
+    if literal.is_some_and(|v| v != -1) {
+        return format!("(({a}) {op} ({b}))");
+    }
+    match op {
+        "/" => format!("(({b}) == -1 ? (int)(0u - (unsigned)({a})) : ({a}) / ({b}))"),
+        _ => format!("(({a}) % (({b}) == -1 ? 1 : ({b})))"),
+    }
 }
 
 /// The CUDA name of math function `f` (`expf`, `fminf`, `abs`...) applied lane-wise to vectors
@@ -471,6 +489,25 @@ impl Printer<'_> {
         })
     }
 
+    /// `a / b` or `a % b` (`sym`) on i32 values (of width `w`) as [`int_div`]; on OpenCL's
+    /// vectors, whose conditional evaluates both sides, the lanes dividing by -1 divide by 1
+    /// (`x % 1` is 0) and take `-a` for a quotient.
+    fn int_div(&mut self, sym: &str, a: &str, b: &str, w: u32) -> R<(String, u8)> {
+        if w == 1 {
+            return Ok((int_div(sym, a, b), 7));
+        }
+        let t = self.ty(ScalarKind::I32, w)?;
+        let by_minus_one = format!("({b}) == ({t})(-1)");
+        let safe = format!("select(({b}), ({t})(1), {by_minus_one})");
+        Ok(match sym {
+            "/" => {
+                let neg = self.wrapping("-", &format!("({a})"), None, w)?.0;
+                (format!("select(({a}) / {safe}, {neg}, {by_minus_one})"), 7)
+            }
+            _ => (format!("(({a}) % {safe})"), 7),
+        })
+    }
+
     /// The absolute value of an `i32` (of width `w`) that wraps at `INT_MIN` as the
     /// interpreter's does: `x < 0 ? -x : x` with the negation computed unsigned. Not the C
     /// library's `abs`: CUDA's is undefined at `INT_MIN`, and OpenCL C's (which returns the
@@ -633,6 +670,12 @@ impl Printer<'_> {
             // C, and a compiler folded `v * C + D > v * C` to true: computed unsigned.
             (BinOp::Add | BinOp::Sub | BinOp::Mul, Some((sym, _))) if k == ScalarKind::I32 => {
                 self.wrapping(sym, &sa.0, Some(&sb.0), w)?
+            }
+            // By -1 too ([`int_div`]); CUDA's vectors divide in their operators.
+            (BinOp::Div | BinOp::Mod, Some((sym, _)))
+                if k == ScalarKind::I32 && !(w > 1 && self.d == Dialect::Cuda) =>
+            {
+                self.int_div(sym, &sa.0, &sb.0, w)?
             }
             (_, Some((sym, prec))) => {
                 let prec = prec.min(5);

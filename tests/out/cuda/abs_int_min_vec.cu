@@ -7,8 +7,8 @@ __device__ inline int mapsat_iabs(int x) { return x < 0 ? (int)(0u - (unsigned)x
 __device__ inline int4 operator+(int4 a, int4 b) { return make_int4((int)((unsigned)a.x + (unsigned)b.x), (int)((unsigned)a.y + (unsigned)b.y), (int)((unsigned)a.z + (unsigned)b.z), (int)((unsigned)a.w + (unsigned)b.w)); }
 __device__ inline int4 operator-(int4 a, int4 b) { return make_int4((int)((unsigned)a.x - (unsigned)b.x), (int)((unsigned)a.y - (unsigned)b.y), (int)((unsigned)a.z - (unsigned)b.z), (int)((unsigned)a.w - (unsigned)b.w)); }
 __device__ inline int4 operator*(int4 a, int4 b) { return make_int4((int)((unsigned)a.x * (unsigned)b.x), (int)((unsigned)a.y * (unsigned)b.y), (int)((unsigned)a.z * (unsigned)b.z), (int)((unsigned)a.w * (unsigned)b.w)); }
-__device__ inline int4 operator/(int4 a, int4 b) { return make_int4(a.x / b.x, a.y / b.y, a.z / b.z, a.w / b.w); }
-__device__ inline int4 operator%(int4 a, int4 b) { return make_int4(a.x % b.x, a.y % b.y, a.z % b.z, a.w % b.w); }
+__device__ inline int4 operator/(int4 a, int4 b) { return make_int4(((b.x) == -1 ? (int)(0u - (unsigned)(a.x)) : (a.x) / (b.x)), ((b.y) == -1 ? (int)(0u - (unsigned)(a.y)) : (a.y) / (b.y)), ((b.z) == -1 ? (int)(0u - (unsigned)(a.z)) : (a.z) / (b.z)), ((b.w) == -1 ? (int)(0u - (unsigned)(a.w)) : (a.w) / (b.w))); }
+__device__ inline int4 operator%(int4 a, int4 b) { return make_int4(((a.x) % ((b.x) == -1 ? 1 : (b.x))), ((a.y) % ((b.y) == -1 ? 1 : (b.y))), ((a.z) % ((b.z) == -1 ? 1 : (b.z))), ((a.w) % ((b.w) == -1 ? 1 : (b.w)))); }
 __device__ inline int4 operator-(int4 a) { return make_int4((int)(0u - (unsigned)a.x), (int)(0u - (unsigned)a.y), (int)(0u - (unsigned)a.z), (int)(0u - (unsigned)a.w)); }
 __device__ inline int4 mapsat_splat_int4(int x) { return make_int4(x, x, x, x); }
 __device__ inline int4 mapsat_vload4(const int* p) { return make_int4(p[0], p[1], p[2], p[3]); }

@@ -6,7 +6,7 @@ extern "C" __global__ void __launch_bounds__(64)
 toInt(const float* __restrict__ x, int* __restrict__ out) {
   // mapGlb(0)@A: one index per thread
   int i_v = blockIdx.x * blockDim.x + threadIdx.x;
-  out[i_v] = (int)((unsigned)(__float2int_rz(x[i_v] * 4000000000.0f) / 2) + (unsigned)(__float2int_rz(logf(x[i_v]))));
+  out[i_v] = (int)((unsigned)(((__float2int_rz(x[i_v] * 4000000000.0f)) / (2))) + (unsigned)(__float2int_rz(logf(x[i_v]))));
 }
 
 // manifest:

@@ -6,7 +6,7 @@ __kernel __attribute__((reqd_work_group_size(64, 1, 1)))
 void toInt(__global const float* restrict x, __global int* restrict out) {
   // mapGlb(0)@A: one index per thread
   int i_v = get_global_id(0);
-  out[i_v] = as_int((uint)(convert_int_sat_rtz(x[i_v] * 4000000000.0f) / 2) + (uint)(convert_int_sat_rtz(log(x[i_v]))));
+  out[i_v] = as_int((uint)(((convert_int_sat_rtz(x[i_v] * 4000000000.0f)) / (2))) + (uint)(convert_int_sat_rtz(log(x[i_v]))));
 }
 
 // manifest:
