@@ -11,9 +11,9 @@
 //! At the program's body only (a `toGlobal` `let` there is a kernel boundary,
 //! [`mapsat_ir::stages`]), for a parameter `w: [[S]K]N` (`S` numeric) that some map over the
 //! columns of a matrix product reads as its columns: `map@B(fun(col => .. reduce(h, z,
-//! zip(row, col)) ..), w)` under a map over rows, or the same over `zip(w, bias)`. Sound because `transpose(transpose(w))` is
-//! `w` and `toGlobal` only says where the copy is kept; the body is closed, so the new binder
-//! shifts none of its variables. The copy costs one pass over `w` per run; the tuner measures
+//! zip(row, col)) ..), w)` under a map over rows, or the same over `zip(w, bias)`. Sound
+//! because `transpose(transpose(w))` is `w` and `toGlobal` only says where the copy is kept;
+//! the body is closed, so the new binder shifts none of its variables. The copy costs one pass over `w` per run; the tuner measures
 //! both kernels, so the variant wins only where the product's faster form pays for it.
 
 use super::epilogue::column_folds;
