@@ -49,6 +49,7 @@ examples! {
     conv_outer: "conv_outer.lift",
     dot: "dot.lift",
     listing1: "listing1.lift",
+    linear: "linear.lift",
     listing3: "listing3.lift",
     matmul: "matmul.lift",
     matmul_lowlevel: "matmul_lowlevel.lift",
