@@ -261,6 +261,13 @@ fn a_log_of_another_program_or_version_is_refused() {
     // The same program at other sizes is another task too.
     let out = mapsat(&[&["tune", "examples/matmul_tiled.lift", "--size", "M=16"][..], &base, &["--resume"]].concat());
     assert_eq!(out.status.code(), Some(1), "{}", text(&out));
+    // The program edited, its name and sizes kept: said so (it named the same task twice).
+    let edited = dir.join("matmul_tiled.lift");
+    let src = std::fs::read_to_string("examples/matmul_tiled.lift").unwrap();
+    std::fs::write(&edited, src.replacen("p.0 * p.1", "p.1 * p.0", 1)).unwrap();
+    let out = mapsat(&[&["tune", edited.to_str().unwrap()][..], &base, &["--resume"]].concat());
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out));
+    assert!(text(&out).contains("another version of program `matmul_tiled`"), "{}", text(&out));
     // A log of another format version.
     let text_now = std::fs::read_to_string(&log).unwrap();
     std::fs::write(&log, text_now.replacen("\"format\":1", "\"format\":99", 1)).unwrap();

@@ -248,6 +248,13 @@ fn check_header(found: &Header, want: &Header) -> Result<(), String> {
     if found.format != want.format {
         return Err(format!("the log has format {}, this mapsat writes format {}", found.format, want.format));
     }
+    if found.program == want.program && found.sizes == want.sizes && found.task != want.task {
+        return Err(format!(
+            "the log was written for another version of program `{}` at {} (its text differs: the task \
+             hash is {}, this program's is {}); tune into a new log, or resume with the program the log was written for",
+            found.program, found.sizes, found.task, want.task
+        ));
+    }
     if found.task != want.task || found.program != want.program {
         return Err(format!(
             "the log was written for another task (program `{}` at {}), not `{}` at {}",
