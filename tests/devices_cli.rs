@@ -54,3 +54,26 @@ fn a_written_profile_is_a_target() {
     assert_eq!(out.status.code(), Some(0), "the written profile was not accepted: {}\n{text}", stderr(&out));
     assert!(stdout.contains(&format!("target: {}", name.trim_matches('"'))), "{stdout}");
 }
+
+/// On a machine without a CUDA driver, `tune` and `calibrate` on `cuda:0` say so first, as
+/// `run` does (they asked for a `--target` profile, and only with one said there is no driver).
+#[test]
+fn a_missing_cuda_driver_is_said_before_a_profile_is_asked_for() {
+    let devices = String::from_utf8_lossy(&mapsat(&["devices"]).stdout).into_owned();
+    if !devices.contains("no CUDA driver") {
+        eprintln!("skipped: this machine has a CUDA driver");
+        return;
+    }
+    let dir = std::env::temp_dir().join(format!("mapsat-no-cuda-{}", std::process::id()));
+    let (out_dir, toml) = (dir.join("t"), dir.join("c.toml"));
+    for args in [
+        vec!["tune", "examples/dot.lift", "--device", "cuda:0", "--trials", "2", "-o", out_dir.to_str().unwrap()],
+        vec!["calibrate", "--device", "cuda:0", "-o", toml.to_str().unwrap()],
+    ] {
+        let out = mapsat(&args);
+        let err = stderr(&out);
+        assert_eq!(out.status.code(), Some(1), "{args:?}: {err}");
+        assert!(err.contains("no CUDA driver") && !err.contains("--target"), "{args:?}: {err}");
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}

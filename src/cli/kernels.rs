@@ -174,7 +174,8 @@ pub(super) fn calibrate(device: &str, target: Option<&str>, output: Option<&Path
         (Some(t), _) => Profile::load(t).map_err(|e| Failure::Usage(e.to_string()))?,
         (None, DeviceSpec::OpenCl(..)) => measure::opencl_profile(spec).map_err(rejected)?,
         (None, DeviceSpec::Cuda(_)) => {
-            return Err(Failure::Usage("give the CUDA device's limits with --target (built-in: h100)".into()))
+            mapsat_tuner::measure::cuda_driver().map_err(rejected)?;
+            return Err(Failure::Usage("give the CUDA device's limits with --target (built-in: h100)".into()));
         }
     };
     profile.rates = Some(mapsat_tuner::calibrate::calibrate(spec, &profile).map_err(rejected)?);

@@ -143,9 +143,13 @@ fn profile_for(target: Option<&str>, device: DeviceSpec) -> CliResult<Profile> {
             }
             Ok(p)
         }
-        DeviceSpec::Cuda(_) => Err(Failure::Usage(
-            "give the CUDA device's profile with --target (built-in: h100), or a file from `mapsat calibrate`".into(),
-        )),
+        DeviceSpec::Cuda(_) => {
+            measure::cuda_driver().map_err(rejected)?;
+            Err(Failure::Usage(
+                "give the CUDA device's profile with --target (built-in: h100), or a file from `mapsat calibrate`"
+                    .into(),
+            ))
+        }
     }
 }
 

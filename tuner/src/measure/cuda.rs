@@ -15,7 +15,7 @@ fn e(x: impl fmt::Debug) -> MeasureError {
 }
 
 /// Checks that the CUDA driver library can be loaded, before cudarc (which panics otherwise).
-fn probe() -> Result<(), String> {
+pub(super) fn probe() -> Result<(), String> {
     #[allow(unsafe_code)]
     match unsafe { libloading::Library::new("libcuda.so.1") } {
         Ok(_) => Ok(()),

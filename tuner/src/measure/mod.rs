@@ -114,6 +114,12 @@ impl RunReport {
     }
 }
 
+/// `Ok` when the CUDA driver can be loaded: said before what else a CUDA device needs (its
+/// profile) is asked for.
+pub fn cuda_driver() -> R<()> {
+    cuda::probe().map_err(MeasureError::Cuda)
+}
+
 /// GFLOP/s of `flops` operations in `ms` milliseconds (0 for a zero time).
 pub fn gflops(flops: u64, ms: f64) -> f64 {
     if ms > 0.0 {
