@@ -376,3 +376,32 @@ fn canonical_counts_one_mapping_per_class() {
     let cuda = mapsat(&["space", LISTING1, "--canonical", "--target", "h100"]).exits(0).stdout;
     assert!(cuda.contains("renaming is not a symmetry"), "{cuda}");
 }
+
+/// A composition of 1,999 maps (the parser takes chains of up to 2,000 terms): the space has
+/// all of them, the outermost included (the analysis stopped at depth 2,000 and left it out
+/// without a word, so that no mapping could run). Chains nested in lambdas beyond the
+/// analysis's depth are refused with a message, not analysed in part.
+#[test]
+fn a_chain_of_1999_maps_has_all_its_maps_and_a_deeper_program_is_refused() {
+    let dir = std::env::temp_dir().join(format!("mapsat-space-chain-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let chain = |v: &str, f: &str, n: usize| vec![format!("map(fun({v} => {f}))"); n].join(" o ");
+    let long = dir.join("chain.lift");
+    let src = format!("size N = 8\ndef chain(x: [f32]N) = {} $ x\n", chain("a", "a + 1.0", 1999));
+    std::fs::write(&long, src).unwrap();
+    let all_s = (1..=1999).map(|k| format!("m{k}=S")).collect::<Vec<_>>().join(",");
+    let run = explain(long.to_str().unwrap(), &all_s, &[]);
+    assert_eq!(run.code, Some(0), "{}", run.stderr);
+    let deep = dir.join("deep.lift");
+    let src = format!(
+        "size N = 4, M = 2, L = 2\ndef f(x: [[[f32]N]M]L) = {} $ map(fun(r => {} $ map(fun(q => {} $ q), r)), x)\n",
+        chain("b", "b", 1990),
+        chain("c", "c", 1990),
+        chain("d", "d * 2.0", 1990)
+    );
+    std::fs::write(&deep, src).unwrap();
+    let run = mapsat(&["space", deep.to_str().unwrap()]);
+    assert_eq!(run.code, Some(1), "{}", run.stderr);
+    assert!(run.stderr.contains("too deep to analyse"), "{}", run.stderr);
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -109,6 +109,9 @@ pub struct Analysis {
     /// Why the program reads vectors whose lanes are not consecutive in memory, if it does:
     /// code generation loads and stores vectors with `vloadN`/`vstoreN` at one base address.
     pub scattered_vectors: Option<String>,
+    /// True when the program nests deeper than the analysis follows ([`MAX_DEPTH`]): what lies
+    /// deeper is unknown to it, so its maps are not all found.
+    pub too_deep: bool,
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -244,9 +247,15 @@ struct Walker<'a> {
     copy_depth: usize,
     /// See [`Analysis::scattered_vectors`].
     scattered_vectors: Option<String>,
+    /// See [`Analysis::too_deep`].
+    too_deep: bool,
 }
 
-const MAX_DEPTH: usize = 2000;
+/// How deep the analysis follows a program's tree: a chain of 2,000 compositions (the parser's
+/// longest) nests a little deeper than 2,000 levels, and chains may nest in lambdas. Deeper, the
+/// program is refused ([`Analysis::too_deep`]); it was analysed in part, and a map beyond the
+/// depth was left out of the space without a word.
+pub const MAX_DEPTH: usize = 4000;
 
 impl<'a> Walker<'a> {
     fn size(&self, s: &mapsat_ir::Size) -> Option<i64> {
@@ -255,7 +264,12 @@ impl<'a> Walker<'a> {
 
     fn eval(&mut self, id: NodeId, env: &Rc<Vec<AV>>) -> AV {
         self.depth += 1;
-        let r = if self.depth > MAX_DEPTH { AV::V(View::Unknown) } else { self.eval_inner(id, env) };
+        let r = if self.depth > MAX_DEPTH {
+            self.too_deep = true;
+            AV::V(View::Unknown)
+        } else {
+            self.eval_inner(id, env)
+        };
         self.depth -= 1;
         r
     }
@@ -766,6 +780,7 @@ impl Analysis {
                 depth: 0,
                 copy_depth: 0,
                 scattered_vectors: None,
+                too_deep: false,
             };
             if p.root.index() < p.nodes.len() {
                 let _ = w.eval(p.root, &Rc::new(Vec::new()));
@@ -819,7 +834,14 @@ impl Analysis {
                 tree.add_edge(graph_node[&par], graph_node[&i], ());
             }
         }
-        Analysis { maps, tree, graph_node, buffers: w.buffers, scattered_vectors: w.scattered_vectors }
+        Analysis {
+            maps,
+            tree,
+            graph_node,
+            buffers: w.buffers,
+            scattered_vectors: w.scattered_vectors,
+            too_deep: w.too_deep,
+        }
     }
 
     /// The maps that write memory (the paper's `ConcreteMaps`), in evaluation order (outer maps

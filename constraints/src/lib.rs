@@ -72,6 +72,12 @@ pub enum Error {
     /// lowers correctly ([`analysis::Analysis::scattered_vectors`]).
     #[error("{0}: code generation reads and writes vectors at consecutive addresses only")]
     ScatteredVectors(String),
+    /// The program nests deeper than the analysis follows.
+    #[error(
+        "the program nests more than {} levels deep (chains of compositions or calls nested in each other): too deep to analyse its maps",
+        analysis::MAX_DEPTH
+    )]
+    TooDeep,
     /// A mapping names a map the program does not have.
     #[error("unknown map `{label}` in the mapping (the maps are: {known})")]
     UnknownMap {

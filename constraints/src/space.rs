@@ -243,6 +243,9 @@ impl Space {
     pub fn generate(p: &Program, options: Options) -> Result<Space, Error> {
         let p = &*mapsat_ir::widths::specialize(p, &options.sizes).map_err(Error::Width)?;
         let analysis = Analysis::at(p, &options.sizes);
+        if analysis.too_deep {
+            return Err(Error::TooDeep);
+        }
         let vars = analysis.concrete_maps();
         if vars.is_empty() {
             return Err(Error::NoMaps);
