@@ -86,6 +86,13 @@ impl fmt::Display for Count {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             Count::Exact(n) => write!(f, "{n}"),
+            // Beyond f64 (a chain of a thousand maps has some 10^400 mappings): said so.
+            Count::Estimate { value, probes, .. } if !value.is_finite() => {
+                write!(f, "more than 1e308 (estimate, {probes} probes)")
+            }
+            Count::Estimate { value, std_error, probes } if !std_error.is_finite() => {
+                write!(f, "~{value:.3e} (estimate, {probes} probes; its error is beyond f64)")
+            }
             Count::Estimate { value, std_error, probes } => {
                 write!(f, "~{value:.3e} ± {std_error:.1e} (estimate, {probes} probes)")
             }
@@ -1009,5 +1016,20 @@ impl Space {
             z.solver.assert(&z.eq(i, c.to_int()));
         }
         z.check()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Count;
+
+    /// An estimate beyond f64 (a chain of 1,200 maps) is said so, not printed `~inf ± NaN`.
+    #[test]
+    fn counts_beyond_f64_are_said_so() {
+        let shown = |value: f64, std_error: f64| Count::Estimate { value, std_error, probes: 9 }.to_string();
+        assert_eq!(shown(f64::INFINITY, f64::NAN), "more than 1e308 (estimate, 9 probes)");
+        assert_eq!(shown(2e300, f64::INFINITY), "~2.000e300 (estimate, 9 probes; its error is beyond f64)");
+        assert_eq!(shown(1500.0, 12.0), "~1.500e3 ± 1.2e1 (estimate, 9 probes)");
+        assert_eq!(Count::Exact(42).to_string(), "42");
     }
 }
