@@ -316,7 +316,7 @@ def f(x: [f32]N) =
 /// A pipeline whose vector width only its last kernel uses (the outer product on weights a
 /// first kernel stored transposed, as the rewrite stage makes it): the width is tuned with that
 /// kernel, as in a program of one kernel (it was fixed at its default, 4 lanes, for every
-/// pipeline).
+/// pipeline), and not with the first, which declares it and does not use it.
 #[test]
 fn a_width_only_the_last_kernel_uses_is_tuned() {
     let dir = temp("last-width");
@@ -344,6 +344,13 @@ def f(x: [f32]N) =
         .filter_map(|r| r["tuning"]["vw"].as_i64())
         .collect();
     assert!(widths.len() > 1 && widths.iter().all(|w| 48 % w == 0), "{widths:?}\n{log}");
+    // The first kernel declares the width and does not use it: not tuned there.
+    let producer = std::fs::read_to_string(d.join("f_0_a").join("tune.jsonl")).unwrap();
+    let tuned_there = producer
+        .lines()
+        .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
+        .any(|r| !r["tuning"]["vw"].is_null());
+    assert!(!tuned_there, "{producer}");
     std::fs::remove_dir_all(dir).ok();
 }
 

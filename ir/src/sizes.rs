@@ -119,6 +119,27 @@ impl fmt::Display for Sizes {
 }
 
 impl Program {
+    /// The size variables the program uses: in its parameters' and result's types, and in the
+    /// nodes reachable from its body (splits, slides, pads, `at`, vector widths, annotations).
+    /// A stage of a pipeline declares every size of its program, and uses some
+    /// ([`crate::stages`]).
+    pub fn used_sizes(&self) -> std::collections::BTreeSet<String> {
+        use crate::ast::{Node, Prim};
+        let mut out: std::collections::BTreeSet<String> = self.params.iter().flat_map(|q| q.ty.size_vars()).collect();
+        out.extend(self.ret.iter().flat_map(|t| t.size_vars()));
+        if self.root.index() >= self.nodes.len() {
+            return out;
+        }
+        self.preorder(self.root, &mut |_, n| match n {
+            Node::Prim(Prim::Split(a) | Prim::At(a)) => out.extend(a.vars()),
+            Node::Prim(Prim::Slide(a, b) | Prim::Pad(a, b, _)) => out.extend(a.vars().into_iter().chain(b.vars())),
+            Node::Prim(Prim::AsVector(w) | Prim::VectorFromScalar(w)) => out.extend(w.var.clone()),
+            Node::Lam(_, Some(t)) => out.extend(t.size_vars()),
+            _ => {}
+        });
+        out
+    }
+
     /// Values of the size variables that have defaults.
     pub fn default_sizes(&self) -> Sizes {
         self.sizes.iter().filter_map(|s| Some((s.name.clone(), s.default?))).collect()
@@ -149,6 +170,17 @@ mod tests {
         assert_eq!(s["N"], 7);
         let q = crate::parse("def f(x: [f32]N) = x").unwrap();
         assert_eq!(q.resolve_sizes(&Sizes::new()), Err(MissingSize("N".into())));
+    }
+
+    #[test]
+    fn used_sizes_are_those_of_the_types_and_the_reachable_nodes() {
+        let p = crate::parse(
+            "size N = 8, t in 1..8 = 2, u in 1..8 = 4, vw in 2..16 = 4
+def f(x: [f32]N) = join(map(fun(v: [f32]t => v), split(t, x)))",
+        )
+        .unwrap();
+        let used: Vec<String> = p.used_sizes().into_iter().collect();
+        assert_eq!(used, ["N", "t"]);
     }
 
     #[test]

@@ -1,6 +1,7 @@
 //! Tuning parameters besides the mapping: the *tunable sizes* of a program, size variables
 //! declared with a bounded range (`size tH in 1..64 = 4`) that appear in no parameter type
-//! (tile sizes, blocking factors) and that the user did not fix with `--size`.
+//! (tile sizes, blocking factors), that the program uses, and that the user did not fix with
+//! `--size`.
 //!
 //! They are enumerated outside the Z3 space (as ATF does): each tunable gets a list of
 //! candidate values (powers of two and divisors of the problem sizes, within its range), and a
@@ -46,10 +47,13 @@ fn parameter_sizes(p: &Program) -> Vec<String> {
 pub fn tunables(p: &Program, fixed: &Sizes, problem: &Sizes) -> Vec<Tunable> {
     let in_params = parameter_sizes(p);
     let widths = mapsat_ir::widths::vars(p);
+    // A size the program declares but does not use (a tile size of another kernel of its
+    // pipeline) changes nothing: not tuned.
+    let used = p.used_sizes();
     let mut out = Vec::new();
     for v in &p.sizes {
         let Some(max) = v.max else { continue };
-        if in_params.contains(&v.name) || fixed.contains(&v.name) {
+        if in_params.contains(&v.name) || fixed.contains(&v.name) || !used.contains(&v.name) {
             continue;
         }
         let lo = v.min.max(1);
@@ -145,14 +149,22 @@ mod tests {
         let problem = Sizes::new().with("N", 24);
         let ts = tunables(&p, &Sizes::new(), &problem);
         let names: Vec<&str> = ts.iter().map(|t| t.name.as_str()).collect();
-        // `t` has no range; `N` is a parameter's length.
-        assert_eq!(names, ["s", "u"]);
+        // `t` has no range; `N` is a parameter's length; `u` is used nowhere (a size of another
+        // kernel of a pipeline: tuning it would change nothing).
+        assert_eq!(names, ["s"]);
         // Powers of two and divisors of 24 within 1..12, and the default.
         assert_eq!(ts[0].values, vec![1, 2, 3, 4, 6, 8, 12]);
-        assert_eq!(ts[1].values, vec![1, 2, 3, 4, 6, 8]);
-        assert_eq!(default_point(&ts).unwrap().to_string(), "s=4,u=3");
+        assert_eq!(default_point(&ts).unwrap().to_string(), "s=4");
         // Fixed by the user: not tunable.
-        assert_eq!(tunables(&p, &Sizes::new().with("s", 6), &problem).len(), 1);
+        assert!(tunables(&p, &Sizes::new().with("s", 6), &problem).is_empty());
+        // Used, `u` is tunable, its values within 1..8.
+        let q = mapsat_ir::parse(
+            "size N = 24, s in 1..12 = 4, u in 1..8 = 3
+             def f(xs: [f32]N) = join(map(join, map(split(u), split(s, xs))))",
+        );
+        let ts = tunables(&q.unwrap(), &Sizes::new(), &problem);
+        assert_eq!(ts.iter().map(|t| t.name.as_str()).collect::<Vec<_>>(), ["s", "u"]);
+        assert_eq!(ts[1].values, vec![1, 2, 3, 4, 6, 8]);
     }
 
     #[test]
