@@ -66,13 +66,21 @@ impl Lower<'_> {
         loop {
             match self.p.node(cur) {
                 Node::Var(0) => return Ok(Some(ops)),
-                Node::App(g, x) => match self.inverse_step(*g)? {
-                    Some(op) => {
-                        ops.push(op);
-                        cur = *x;
+                // A step, or a lambda applied (`fun(y => map(asScalar, transpose(y)))(map(join,
+                // x))`, as the rewrite stage leaves one): its body's chain of its own variable.
+                Node::App(g, x) => {
+                    let steps = match self.p.node(*g) {
+                        Node::Lam(inner, _) => self.inverse_of_body(*inner)?,
+                        _ => self.inverse_step(*g)?.map(|op| vec![op]),
+                    };
+                    match steps {
+                        Some(steps) => {
+                            ops.extend(steps);
+                            cur = *x;
+                        }
+                        None => return Ok(None),
                     }
-                    None => return Ok(None),
-                },
+                }
                 _ => return Ok(None),
             }
         }
