@@ -37,13 +37,18 @@ pub struct Candidates {
 /// Why no mapping of `p` can become a kernel at `sizes`, if none can: a kernel of it reads or
 /// writes vectors whose lanes are not consecutive in memory (`asVector` of a column of a
 /// `transpose`, which the rewrite stage cannot tell from the layout), refused by the space at
-/// every mapping. A variant like that is left out (it took a place among the K).
+/// every mapping; or a kernel's space is empty at its default tile sizes (a tile staged in
+/// local memory whose kernel also reads the whole result back: no work group can). A variant
+/// like that is left out (it took a place among the K).
 pub fn unmappable(p: &Program, sizes: &ir::Sizes) -> Option<String> {
     let stages = ir::stages::split_at(p, sizes).ok()?;
     stages.iter().find_map(|s| {
         let options = mapsat_constraints::Options { sizes: sizes.or(&s.program.default_sizes()), ..Default::default() };
         match mapsat_constraints::Space::generate(&s.program, options) {
             Err(e @ mapsat_constraints::Error::ScatteredVectors(_)) => Some(e.to_string()),
+            Ok(space) if space.first(1).is_ok_and(|m| m.is_empty()) => {
+                Some(format!("kernel `{}` has no valid mapping at its default sizes", s.program.name))
+            }
             _ => None,
         }
     })
