@@ -76,6 +76,35 @@ fn a_tune_finds_a_correct_kernel_and_reports_it() {
     assert!(t.iter().all(|t| t["learned_score"].is_number()), "the prior model ranked the first batch: {t:?}");
 }
 
+/// An `i32` program has no floating-point operations (0 GFLOP/s at every candidate): its best
+/// is compared with the median valid candidate by their times, and the summary says so (it
+/// said "no random valid trial to compare with" beside the random trials' best).
+#[test]
+fn an_integer_program_is_compared_with_the_median_by_time() {
+    if !opencl() {
+        return;
+    }
+    let dir = scratch("tune", "i32");
+    let src = dir.join("imm.lift");
+    std::fs::write(
+        &src,
+        "size M = 6, K = 5, N = 16
+def mm(a: [[i32]K]M, b: [[i32]N]K) : [[i32]N]M =
+  map@A(fun(row => map@B(fun(col => max(0, reduce(add, 0, map@C(fun(p => p.0 * p.1), zip(row, col))))), transpose(b))), a)",
+    )
+    .unwrap();
+    let out_dir = dir.join("out");
+    let args = ["tune", src.to_str().unwrap(), "--trials", "4", "--batch", "4", "--random-trials", "4", "--runs", "1"];
+    let out = mapsat(&[&args[..], &["-o", out_dir.to_str().unwrap()]].concat());
+    assert!(out.status.success(), "{}", text(&out));
+    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert!(stdout.contains("no floating-point operations; the median valid candidate: "), "{stdout}");
+    assert!(!stdout.contains("no random valid trial"), "{stdout}");
+    let report: Value = serde_json::from_str(&std::fs::read_to_string(out_dir.join("report.json")).unwrap()).unwrap();
+    assert!(report["median_valid_ms"].as_f64().unwrap() > 0.0, "{report}");
+    assert!(report["speedup_over_median"].as_f64().unwrap() > 0.0, "{report}");
+}
+
 #[test]
 fn a_killed_tune_resumes_without_losing_or_repeating_a_record() {
     if !opencl() {

@@ -454,8 +454,7 @@ fn tune_one(
 /// kernels' times.
 fn summarize_stages(p: &mapsat::ir::Program, kernels: &[tune::report::Summary]) {
     let best_ms: f64 = kernels.iter().map(|s| s.best_ms).sum();
-    // The median valid candidate's time, from a kernel's flops (its best's GFLOP/s and time).
-    let median_ms: f64 = kernels.iter().map(|s| s.best_gflops * s.best_ms / s.median_valid_gflops).sum();
+    let median_ms: f64 = kernels.iter().map(|s| s.median_valid_ms).sum();
     let mappings: Vec<String> = kernels.iter().filter_map(|s| s.best.as_ref().map(|b| b.mapping.clone())).collect();
     outln!("program {}: {} kernels, launched in order (each tuned kernel in DIR/KERNEL/)", p.name, kernels.len());
     let failed: Vec<&str> = kernels.iter().filter(|s| s.best.is_none()).map(|s| s.program.as_str()).collect();
@@ -463,7 +462,7 @@ fn summarize_stages(p: &mapsat::ir::Program, kernels: &[tune::report::Summary]) 
         outln!("  no correct kernel for {}: the sequence has no best", failed.join(", "));
         return;
     }
-    match kernels.iter().all(|s| s.median_valid_gflops > 0.0) {
+    match kernels.iter().all(|s| s.median_valid_ms > 0.0) {
         true => outln!(
             "  best sequence: {}; the median valid candidates of the kernels, in sequence: {}",
             tune::report::fmt_ms(best_ms),
@@ -491,15 +490,26 @@ fn summarize(task: &Task, r: &tune::TuneResult, written: &[PathBuf], model: Opti
     outln!("device: {}", r.device_name);
     match &s.best {
         Some(b) => {
-            // Without random valid trials there is no median to compare with.
-            let median = match s.median_valid_gflops > 0.0 {
-                true => format!(
+            // Without random valid trials there is no median to compare with; without
+            // floating-point operations (an `i32` program) the times are compared.
+            let median = match (s.median_valid_gflops > 0.0, s.median_valid_ms > 0.0) {
+                (true, _) => format!(
                     "the median valid candidate: {:.2} GFLOP/s ({:.1}x, the best at {:.2} GFLOP/s in the same search)",
                     s.median_valid_gflops, s.speedup_over_median, b.gflops
                 ),
-                false => "no random valid trial to compare with".to_string(),
+                (false, true) => format!(
+                    "the median valid candidate: {} ({:.1}x, the best at {} in the same search)",
+                    tune::report::fmt_ms(s.median_valid_ms),
+                    s.speedup_over_median,
+                    tune::report::fmt_ms(b.median_ms)
+                ),
+                _ => "no random valid trial to compare with".to_string(),
             };
-            outln!("best: {}, {:.2} GFLOP/s; {median}", tune::report::fmt_ms(s.best_ms), s.best_gflops);
+            let speed = match s.best_gflops > 0.0 {
+                true => format!("{:.2} GFLOP/s", s.best_gflops),
+                false => "no floating-point operations".to_string(),
+            };
+            outln!("best: {}, {speed}; {median}", tune::report::fmt_ms(s.best_ms));
             outln!("  mapping {}", b.mapping);
             if !b.tuning.is_empty() {
                 outln!("  tunable sizes {}", b.tuning);

@@ -42,8 +42,12 @@ pub struct Summary {
     pub confirmed: Vec<Confirmed>,
     /// The median correct candidate of random valid sampling, in GFLOP/s.
     pub median_valid_gflops: f64,
-    /// The best kernel's speed over the median valid candidate's, both as measured during the
-    /// search (the best's confirmed time is from another round, possibly under another load).
+    /// Its time in ms (0 without random valid trials): what a program without floating-point
+    /// operations (an `i32` one, 0 GFLOP/s at every candidate) is compared by.
+    pub median_valid_ms: f64,
+    /// The best kernel's speed over the median valid candidate's (the ratio of their times), both
+    /// as measured during the search (the best's confirmed time is from another round, possibly
+    /// under another load).
     pub speedup_over_median: f64,
     /// The fastest trials of both phases.
     pub top: Vec<Trial>,
@@ -78,8 +82,9 @@ impl Summary {
         let mut all: Vec<Trial> =
             r.guided.iter().chain(&r.random).filter(|t| t.ok() && t.reused.is_none()).cloned().collect();
         all.sort_by(|a, b| a.median_ms.total_cmp(&b.median_ms));
-        let median_valid =
-            crate::measure::median(&r.random.iter().filter(|t| t.ok()).map(|t| t.gflops).collect::<Vec<_>>());
+        let valid: Vec<&Trial> = r.random.iter().filter(|t| t.ok()).collect();
+        let median_valid = crate::measure::median(&valid.iter().map(|t| t.gflops).collect::<Vec<_>>());
+        let median_valid_ms = crate::measure::median(&valid.iter().map(|t| t.median_ms).collect::<Vec<_>>());
         let best = r.best_trial.clone();
         let confirmed = best.as_ref().and_then(|b| r.confirmed.iter().find(|c| c.kernel == b.kernel));
         let (best_ms, best_gflops) = match (confirmed, &best) {
@@ -96,8 +101,8 @@ impl Summary {
             task: r.task_hash.clone(),
             device: r.device_name.clone(),
             sizes: task.problem.clone(),
-            speedup_over_median: match (&best, median_valid > 0.0) {
-                (Some(b), true) => b.gflops / median_valid,
+            speedup_over_median: match &best {
+                Some(b) if median_valid_ms > 0.0 && b.median_ms > 0.0 => median_valid_ms / b.median_ms,
                 _ => 0.0,
             },
             best,
@@ -107,6 +112,7 @@ impl Summary {
             random_best_gflops: best_gflops_of(&r.random, &r.confirmed, Phase::Random),
             confirmed: r.confirmed.clone(),
             median_valid_gflops: median_valid,
+            median_valid_ms,
             top: all.into_iter().take(TOP).collect(),
             counts,
             timing: r.timing.clone(),
@@ -137,12 +143,18 @@ impl Summary {
             return;
         };
         let random = self.counts.iter().filter(|(k, _)| k.starts_with("random")).map(|(_, v)| v).sum::<usize>();
-        let median = match self.median_valid_gflops > 0.0 {
-            true => format!(
+        let median = match (self.median_valid_gflops > 0.0, self.median_valid_ms > 0.0) {
+            (true, _) => format!(
                 "{:.1}x the median valid candidate during the search ({:.2} GFLOP/s there, {:.2} GFLOP/s over {random} random valid trials)",
                 self.speedup_over_median, b.gflops, self.median_valid_gflops,
             ),
-            false => "no random valid trial to compare with".to_string(),
+            (false, true) => format!(
+                "{:.1}x the median valid candidate during the search ({} there, {} over {random} random valid trials)",
+                self.speedup_over_median,
+                fmt_ms(b.median_ms),
+                fmt_ms(self.median_valid_ms),
+            ),
+            _ => "no random valid trial to compare with".to_string(),
         };
         let _ = writeln!(
             s,
