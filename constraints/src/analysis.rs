@@ -109,8 +109,8 @@ pub struct Analysis {
     /// Why the program reads vectors whose lanes are not consecutive in memory, if it does:
     /// code generation loads and stores vectors with `vloadN`/`vstoreN` at one base address.
     pub scattered_vectors: Option<String>,
-    /// True when the program nests deeper than the analysis follows ([`MAX_DEPTH`]): what lies
-    /// deeper is unknown to it, so its maps are not all found.
+    /// True when the program has a map deeper than the analysis follows ([`MAX_DEPTH`]): its
+    /// maps are not all found.
     pub too_deep: bool,
 }
 
@@ -252,9 +252,9 @@ struct Walker<'a> {
 }
 
 /// How deep the analysis follows a program's tree: a chain of 2,000 compositions (the parser's
-/// longest) nests a little deeper than 2,000 levels, and chains may nest in lambdas. Deeper, the
-/// program is refused ([`Analysis::too_deep`]); it was analysed in part, and a map beyond the
-/// depth was left out of the space without a word.
+/// longest) nests a little deeper than 2,000 levels, and chains may nest in lambdas. A program
+/// with a map deeper is refused ([`Analysis::too_deep`]): such a map was left out of the space
+/// without a word.
 pub const MAX_DEPTH: usize = 4000;
 
 impl<'a> Walker<'a> {
@@ -265,7 +265,10 @@ impl<'a> Walker<'a> {
     fn eval(&mut self, id: NodeId, env: &Rc<Vec<AV>>) -> AV {
         self.depth += 1;
         let r = if self.depth > MAX_DEPTH {
-            self.too_deep = true;
+            // Only a map left unseen matters (a long sum of scalars beyond the depth does not).
+            let mut has_map = false;
+            self.p.preorder(id, &mut |_, n| has_map |= matches!(n, Node::Prim(Prim::Map { .. })));
+            self.too_deep |= has_map;
             AV::V(View::Unknown)
         } else {
             self.eval_inner(id, env)
@@ -496,6 +499,11 @@ impl<'a> Walker<'a> {
             Prim::AsVector(w) => {
                 let xs = v(&mut args, 0);
                 self.check_lanes(&xs, w.lanes);
+                // A thread reads the `w` lanes of its vector, elements of a computed array that
+                // `w` threads of its producer may have written (as `split(w, xs)` read whole).
+                if let Arr(d, _) = &xs {
+                    self.read_dim(d, Reader::Thread);
+                }
                 AV::V(as_vector(xs, i64::from(w.lanes)))
             }
             Prim::AsScalar => AV::V(as_scalar(v(&mut args, 0))),

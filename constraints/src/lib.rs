@@ -72,9 +72,9 @@ pub enum Error {
     /// lowers correctly ([`analysis::Analysis::scattered_vectors`]).
     #[error("{0}: code generation reads and writes vectors at consecutive addresses only")]
     ScatteredVectors(String),
-    /// The program nests deeper than the analysis follows.
+    /// The program has a map nested deeper than the analysis follows.
     #[error(
-        "the program nests more than {} levels deep (chains of compositions or calls nested in each other): too deep to analyse its maps",
+        "the program has a map nested more than {} levels deep (chains of compositions or calls nested in each other): too deep to analyse its maps",
         analysis::MAX_DEPTH
     )]
     TooDeep,
