@@ -363,7 +363,7 @@ def mm(a: [[f32]K]M, b: [[f32]N]K) : [[f32]N]M =
 }
 
 /// A fully-connected layer with its weights in PyTorch's layout, one row per output
-/// (`w: [[f32]K]N`), with and without a bias: a variant stores them transposed by a kernel of
+/// (`w: [[f32]K]N`), with and without a bias (on either side of the zip): a variant stores them transposed by a kernel of
 /// their own (`let x = toGlobal(..transpose(w))`, `transpose-stage`) and computes the outer
 /// product on that copy; the same function as the input at several sizes. A map over the rows
 /// of a parameter that is no dot product with a row (a sum of each row) gets no such stage.
@@ -386,7 +386,12 @@ def linear(a: [[f32]K]M, w: [[f32]K]N{params}) : [[f32]N]M =
     };
     let relu = format!("max(0.0, {})", dot.replace("COL", "cb"));
     let biased = format!("max(0.0, {} + cb.1)", dot.replace("COL", "cb.0"));
-    for p in [layer("w", &relu, ""), layer("zip(w, bias)", &biased, ", bias: [f32]N")] {
+    let swapped = format!("max(0.0, {} + cb.0)", dot.replace("COL", "cb.1"));
+    for p in [
+        layer("w", &relu, ""),
+        layer("zip(w, bias)", &biased, ", bias: [f32]N"),
+        layer("zip(bias, w)", &swapped, ", bias: [f32]N"),
+    ] {
         let variants = rewrite(&p, &Options::default()).unwrap().variants;
         let found: Vec<&Variant> = variants.iter().filter(|v| staged_outer(v)).collect();
         assert!(!found.is_empty(), "{:?}", variants.iter().map(|v| &v.signature).collect::<Vec<_>>());

@@ -69,9 +69,18 @@ fn read_by_columns(cx: &Ctx) -> Vec<(u32, String)> {
     let mut out: Vec<(u32, String)> = Vec::new();
     for class in cx.eg.classes() {
         for (label, g, ys) in cx.maps(class.id) {
-            // The columns: `w`, or `w` zipped with others (a bias, `zip(w, bias)`).
+            // The columns: `w`, or `w` zipped with others (a bias, `zip(w, bias)`, `zip(bias, w)`).
             let zipped = cx.calls(ys).into_iter().filter(|(p, _)| matches!(p, Prim::Zip(_))).flat_map(|(_, a)| a);
-            let Some(i) = std::iter::once(ys).chain(zipped).find_map(|c| as_param(cx, c)) else { continue };
+            let matrix = |i: &u32| {
+                cx.eg
+                    .analysis
+                    .params
+                    .get(*i as usize)
+                    .is_some_and(|t| t.as_array().is_some_and(|(row, _)| row.as_array().is_some()))
+            };
+            let Some(i) = std::iter::once(ys).chain(zipped).filter_map(|c| as_param(cx, c)).find(matrix) else {
+                continue;
+            };
             // Under `col`, the row is variable 1: a dot product of the row with the column.
             let dot = column_folds(cx, g, true)
                 .into_iter()
