@@ -32,6 +32,14 @@ pub fn choice_space(candidates: Vec<Candidate>, given: &Sizes, options: &Options
     let (mut alternatives, mut programs, mut left_out) = (Vec::new(), Vec::new(), Vec::new());
     for c in candidates {
         let choices: Vec<ir::choice::Choice> = c.stages.iter().map(|s| s.choice).collect();
+        // A variant with a kernel boundary of its own (the rewrite stage's transposed copy of
+        // weights) has more kernels than its choices of the input's producers make.
+        let kernels_chosen = 1 + choices.iter().filter(|c| **c == ir::choice::Choice::Global).count();
+        if ir::stages::count(&c.program) > kernels_chosen {
+            let why = "it adds a kernel boundary of its own (a producer the input does not have), which the input's stage choices cannot say; `mapsat tune --variants` tunes it";
+            left_out.push((c, why.to_string()));
+            continue;
+        }
         if let Some(k) = alternatives.iter().position(|a: &Alternative| a.choices == choices) {
             let first: &Candidate = &programs[k];
             let name = first.description.split(" (").next().unwrap_or_default();

@@ -96,3 +96,19 @@ fn the_space_as_json_says_what_the_text_says() {
         assert_eq!(out.status.code(), Some(0), "{stages} {mapping}: {}", text(&out));
     }
 }
+
+/// A layer whose variants store its weights transposed by a kernel of their own: those
+/// variants make a choice the input (which has no producer) cannot say, and are left out of
+/// the joint space saying so (they were called "the stage choices of the input program"); a
+/// stage asked of a program without producers is refused saying it has none.
+#[test]
+fn variants_with_a_kernel_boundary_of_their_own_are_left_out_saying_so() {
+    let out = mapsat(&["space", "examples/linear.lift", "--variants", "8"]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert!(stdout.contains("it adds a kernel boundary of its own"), "{stdout}");
+    let args = ["explain", "examples/linear.lift", "--variants", "8", "--stages", "x=global", "--mapping", "A=S"];
+    let out = mapsat(&args);
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out));
+    assert!(text(&out).contains("no producer `x`: the program has none"), "{}", text(&out));
+}

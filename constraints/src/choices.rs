@@ -131,7 +131,12 @@ impl ChoiceSpace {
     pub fn alternative_of(&self, given: &[(String, Choice)]) -> Result<usize, Error> {
         for (edge, _) in given {
             if !self.edges.contains(edge) {
-                return Err(Error::Choice(format!("no edge `{edge}` (the edges are: {})", self.edges.join(", "))));
+                return Err(Error::Choice(match self.edges.is_empty() {
+                    true => format!(
+                        "no producer `{edge}`: the program has none (no `let {edge} = toM(..)`) whose stage to choose"
+                    ),
+                    false => format!("no producer `{edge}` (the producers are: {})", self.edges.join(", ")),
+                }));
             }
         }
         let matches: Vec<usize> = (0..self.alternatives.len())
