@@ -455,6 +455,12 @@ fn outer_products_with_a_bias_run_on_pocl() {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
+/// The spaces of `mapsat space --json`'s output, one per kernel (a program of several kernels
+/// lists them under "kernels").
+fn kernel_spaces(json: &serde_json::Value) -> Vec<serde_json::Value> {
+    json.get("kernels").and_then(|k| k.as_array()).cloned().unwrap_or_else(|| vec![json.clone()])
+}
+
 /// Six sampled mappings of the program in `f` are valid, and each runs on the OpenCL device
 /// equal to the interpreter at the default sizes and at `sizes`. For a program of several
 /// kernels, the k-th mapping joins each kernel's k-th sample (its samples taken again in turn
@@ -463,7 +469,7 @@ fn sampled_mappings_run(f: &str, sizes: &str) {
     let space = mapsat(&["space", f, "--json", "--sample", "6"]);
     assert_eq!(space.status.code(), Some(0), "{}", String::from_utf8_lossy(&space.stderr));
     let json: serde_json::Value = serde_json::from_slice(&space.stdout).unwrap();
-    let kernels = json.get("kernels").and_then(|k| k.as_array()).cloned().unwrap_or_else(|| vec![json.clone()]);
+    let kernels = kernel_spaces(&json);
     let per_kernel: Vec<Vec<&str>> = kernels
         .iter()
         .map(|k| k["samples"].as_array().unwrap().iter().map(|m| m.as_str().unwrap()).collect())
@@ -534,8 +540,7 @@ fn every_variant_has_a_mapping(dir: &std::path::Path) {
             let space = mapsat(&["space", f.to_str().unwrap(), "--json"]);
             assert_eq!(space.status.code(), Some(0), "{}: {}", f.display(), common::text(&space));
             let json: serde_json::Value = serde_json::from_slice(&space.stdout).unwrap();
-            let kernels = json.get("kernels").and_then(|k| k.as_array()).cloned().unwrap_or_else(|| vec![json.clone()]);
-            for k in kernels {
+            for k in kernel_spaces(&json) {
                 assert_ne!(k["count"].as_f64(), Some(0.0), "{}: {}", f.display(), common::text(&space));
             }
         }

@@ -111,17 +111,9 @@ pub fn new_vector_width(taken: &BTreeSet<String>) -> SizeVar {
     SizeVar { name, min: 2, max: Some(16), default: Some(4) }
 }
 
-/// Declares in `p` the tile sizes its splits and tile slides use, and the vector width its
-/// vector primitives use.
+/// Declares in `p` the new tile sizes and the vector width it uses ([`Program::used_sizes`]).
 pub fn declare_used(p: &mut Program, tiles: &[Tile], width: Option<&SizeVar>) {
-    let mut used = mapsat_ir::widths::vars(p);
-    for node in &p.nodes {
-        match node {
-            Node::Prim(Prim::Split(s)) => used.extend(s.vars()),
-            Node::Prim(Prim::Slide(n, s)) => used.extend(n.vars().into_iter().chain(s.vars())),
-            _ => {}
-        }
-    }
+    let used = p.used_sizes();
     for size in tiles.iter().map(|t| &t.size).chain(width) {
         if used.contains(&size.name) && !p.sizes.iter().any(|v| v.name == size.name) {
             p.sizes.push(size.clone());

@@ -248,6 +248,13 @@ fn a_plain_reductions_variants_have_a_map() {
     }
 }
 
+/// `src` parsed and type-checked (a panic with the source when it is not).
+fn checked(src: &str) -> mapsat_ir::Program {
+    let p = mapsat_ir::parse(src).unwrap_or_else(|e| panic!("{src}: {e:?}"));
+    mapsat_ir::check::check(&p).unwrap_or_else(|e| panic!("{src}: {e:?}"));
+    p
+}
+
 /// A matmul followed by an epilogue on each result (a `relu`, a scale and shift, both, and a
 /// scale by a parameter): the default variants include the outer product with the epilogue
 /// split off each block's reduction and applied to its accumulators (`map@.._e`), the same
@@ -262,9 +269,7 @@ fn matmul_with_an_epilogue_has_an_outer_product_variant() {
 def mm(a: [[f32]K]M, b: [[f32]N]K{params}) : [[f32]N]M =
   map@A(fun(row => map@B(fun(col => {body}), transpose(b))), a)"
         );
-        let p = mapsat_ir::parse(&src).unwrap_or_else(|e| panic!("{src}: {e:?}"));
-        mapsat_ir::check::check(&p).unwrap_or_else(|e| panic!("{src}: {e:?}"));
-        p
+        checked(&src)
     };
     for (params, epilogue) in [
         ("", "max(0.0, DOT)"),
@@ -304,9 +309,7 @@ def fc(a: [[f32]K]M, b: [[f32]N]K, bias: [f32]N) : [[f32]N]M =
     {}), zip(transpose(b), bias))), a)",
             epilogue.replace("DOT", "reduce(add, 0.0, map@C(fun(p => p.0 * p.1), zip(row, cb.0)))")
         );
-        let p = mapsat_ir::parse(&src).unwrap_or_else(|e| panic!("{src}: {e:?}"));
-        mapsat_ir::check::check(&p).unwrap_or_else(|e| panic!("{src}: {e:?}"));
-        p
+        checked(&src)
     };
     let outer = |v: &Variant| {
         let t = mapsat_ir::print(&v.program).split_whitespace().collect::<String>();
@@ -339,7 +342,7 @@ def mm(a: [[f32]K]M, b: [[f32]N]K) : [[f32]N]M =
   map@A(fun(row => map@B(fun(col =>
     max(0.0, reduce(add, 0.0, map@C(fun(p => p.0 * p.1), zip(row, col))))), transpose(b))), a)"
         );
-        mapsat_ir::parse(&src).unwrap_or_else(|e| panic!("{src}: {e:?}"))
+        checked(&src)
     };
     let outer = |v: &Variant, lanes: &str| {
         let t = mapsat_ir::print(&v.program).split_whitespace().collect::<String>();
@@ -376,9 +379,7 @@ fn linear_layer_stores_its_weights_transposed_for_the_outer_product() {
 def linear(a: [[f32]K]M, w: [[f32]K]N{params}) : [[f32]N]M =
   map@A(fun(row => map@B(fun(cb => {body}), {columns})), a)"
         );
-        let p = mapsat_ir::parse(&src).unwrap_or_else(|e| panic!("{src}: {e:?}"));
-        mapsat_ir::check::check(&p).unwrap_or_else(|e| panic!("{src}: {e:?}"));
-        p
+        checked(&src)
     };
     let staged_outer = |v: &Variant| {
         let t = mapsat_ir::print(&v.program).split_whitespace().collect::<String>();

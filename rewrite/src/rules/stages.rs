@@ -1,6 +1,7 @@
 //! Stage inlining: a `let` (a kernel boundary when its value is written by `toGlobal`) replaced
 //! by its value wherever the body reads it.
 
+use super::transpose_stage::transposed_copy;
 use super::{Build, Ctx, Rule};
 use crate::lang::Lift;
 use egg::Id;
@@ -43,15 +44,4 @@ impl Rule for LetInline {
         }
         out
     }
-}
-
-/// True when class `v` is a copy of a transpose: `map(fun(r => map(fun(x => x), r)), transpose(w))`.
-fn transposed_copy(cx: &Ctx, v: Id) -> bool {
-    let copies = |f: Id, inner: &dyn Fn(Id) -> bool| cx.lambdas(f).into_iter().any(inner);
-    let identity = |b: Id| cx.is_var0(b);
-    let row_copy = |b: Id| cx.maps(b).into_iter().any(|(_, g, xs)| cx.is_var0(xs) && copies(g, &identity));
-    cx.maps(v).into_iter().any(|(_, f, xs)| {
-        let transposed = cx.calls(xs).iter().any(|(p, _)| *p == Prim::Transpose);
-        transposed && copies(f, &row_copy)
-    })
 }

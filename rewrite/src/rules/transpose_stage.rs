@@ -58,6 +58,18 @@ impl Rule for TransposeStage {
     }
 }
 
+/// True when class `v` is a copy of a transpose, the value of the `let` this rule adds:
+/// `map(fun(r => map(fun(x => x), r)), transpose(w))` ([`super::stages::LetInline`] keeps it).
+pub fn transposed_copy(cx: &Ctx, v: Id) -> bool {
+    let copies = |f: Id, inner: &dyn Fn(Id) -> bool| cx.lambdas(f).into_iter().any(inner);
+    let identity = |b: Id| cx.is_var0(b);
+    let row_copy = |b: Id| cx.maps(b).into_iter().any(|(_, g, xs)| cx.is_var0(xs) && copies(g, &identity));
+    cx.maps(v).into_iter().any(|(_, f, xs)| {
+        let transposed = cx.calls(xs).iter().any(|(p, _)| *p == Prim::Transpose);
+        transposed && copies(f, &row_copy)
+    })
+}
+
 /// The parameter `i` as a term.
 fn param(i: u32) -> Build {
     Build::Node(Lift::Param(i), vec![])
