@@ -43,6 +43,14 @@ fn a_tune_finds_a_correct_kernel_and_reports_it() {
     // The report names the best kernel, and the plot and model were written.
     let report: Value = serde_json::from_str(&std::fs::read_to_string(dir.join("report.json")).unwrap()).unwrap();
     assert_best_is_confirmed(&report, &ts);
+    // The median valid candidate is one random trial (of an even number): its time and its
+    // GFLOP/s, and the best's speedup over it by time.
+    let random = phase(&ts, "random");
+    let median = random.iter().find(|t| t["median_ms"] == report["median_valid_ms"]).expect("the median's trial");
+    assert_eq!(median["gflops"], report["median_valid_gflops"], "{report}");
+    let best_ms = report["best"]["median_ms"].as_f64().unwrap();
+    let speedup = report["median_valid_ms"].as_f64().unwrap() / best_ms;
+    assert!((report["speedup_over_median"].as_f64().unwrap() - speedup).abs() < 1e-9, "{report}");
     assert!(std::fs::read_to_string(dir.join("progress.svg")).unwrap().starts_with("<svg"));
     assert!(dir.join("tune.jsonl.model.json").is_file());
     assert!(std::fs::read_to_string(dir.join("report.md")).unwrap().contains("## Model accuracy"));

@@ -40,7 +40,7 @@ pub struct Summary {
     pub random_best_gflops: f64,
     /// The best kernels of both phases measured again at the end, fastest first.
     pub confirmed: Vec<Confirmed>,
-    /// The median correct candidate of random valid sampling, in GFLOP/s.
+    /// The median correct candidate of random valid sampling by time, its GFLOP/s.
     pub median_valid_gflops: f64,
     /// Its time in ms (0 without random valid trials): what a program without floating-point
     /// operations (an `i32` one, 0 GFLOP/s at every candidate) is compared by.
@@ -82,9 +82,11 @@ impl Summary {
         let mut all: Vec<Trial> =
             r.guided.iter().chain(&r.random).filter(|t| t.ok() && t.reused.is_none()).cloned().collect();
         all.sort_by(|a, b| a.median_ms.total_cmp(&b.median_ms));
-        let valid: Vec<&Trial> = r.random.iter().filter(|t| t.ok()).collect();
-        let median_valid = crate::measure::median(&valid.iter().map(|t| t.gflops).collect::<Vec<_>>());
-        let median_valid_ms = crate::measure::median(&valid.iter().map(|t| t.median_ms).collect::<Vec<_>>());
+        // The median valid candidate by time (one candidate: its time and its GFLOP/s).
+        let mut valid: Vec<&Trial> = r.random.iter().filter(|t| t.ok()).collect();
+        valid.sort_by(|a, b| a.median_ms.total_cmp(&b.median_ms));
+        let (median_valid_ms, median_valid) =
+            valid.get(valid.len() / 2).map_or((0.0, 0.0), |t| (t.median_ms, t.gflops));
         let best = r.best_trial.clone();
         let confirmed = best.as_ref().and_then(|b| r.confirmed.iter().find(|c| c.kernel == b.kernel));
         let (best_ms, best_gflops) = match (confirmed, &best) {
