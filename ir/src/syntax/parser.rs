@@ -407,12 +407,29 @@ impl<'a> Parser<'a> {
             return self.postfix();
         };
         self.bump();
+        if op == crate::ast::UnOp::Neg {
+            if let Some(min) = self.i32_min() {
+                return Ok(SExpr::Lit(Lit::I32(min), start.to(self.prev_span())));
+            }
+        }
         self.enter()?;
         let e = self.unary();
         self.leave();
         let e = e?;
         let span = start.to(e.span());
         Ok(SExpr::Un(op, Box::new(e), span))
+    }
+
+    /// After a `-`: `2147483648` not followed by a call or a projection is `-2147483648`, the
+    /// one negative literal whose magnitude is no i32 (`i32::MIN`, as the printer writes it).
+    fn i32_min(&mut self) -> Option<i32> {
+        let magnitude = i64::from(i32::MAX) + 1;
+        let after = self.toks.get(self.pos + 1).map(|t| &t.tok);
+        let applied = matches!(after, Some(Tok::Sym("(" | ".")));
+        (*self.peek() == Tok::Int(magnitude) && !applied).then(|| {
+            self.bump();
+            i32::MIN
+        })
     }
 
     /// postfix := primary ('(' args ')' | '.' INT)*

@@ -87,3 +87,16 @@ fn a_primitive_given_too_many_arguments_through_dollar_is_refused() {
     // Applied once per argument, a primitive is fine.
     roundtrip("size N = 4\ndef g(xs: [f32]N) = (map(fun(x => x + 1.0)) $ xs)");
 }
+
+#[test]
+fn the_smallest_i32_is_a_literal() {
+    let p = parse("def f(x: i32) = max(x, -2147483648)").unwrap();
+    assert!(p.nodes.contains(&crate::ast::Node::Lit(crate::ast::Lit::I32(i32::MIN))));
+    let t = roundtrip("def f(x: i32) = max(x, -2147483648)");
+    assert!(t.contains("-2147483648"), "{t}");
+    // Its magnitude alone, or negated otherwise than as a literal, is no i32.
+    for src in ["def f(x: i32) = x + 2147483648", "def f(x: i32) = -(2147483648)", "def f(x: i32) = - -2147483649"] {
+        assert!(parse(src).is_err(), "{src}");
+    }
+    assert!(parse("def f(x: i32) = -2147483647 - 1").is_ok());
+}
