@@ -38,8 +38,9 @@ pub struct Candidates {
 /// writes vectors whose lanes are not consecutive in memory (`asVector` of a column of a
 /// `transpose`, which the rewrite stage cannot tell from the layout), refused by the space at
 /// every mapping; or a kernel's space is empty at its default tile sizes (a tile staged in
-/// local memory whose kernel also reads the whole result back: no work group can). A variant
-/// like that is left out (it took a place among the K).
+/// local memory whose kernel also reads the whole result back: no work group can); or a
+/// kernel has no map left to tune (its maps fused into a reduction). A variant like that is
+/// left out (it took a place among the K).
 pub fn unmappable(p: &Program, sizes: &ir::Sizes) -> Option<String> {
     let stages = ir::stages::split_at(p, sizes).ok()?;
     stages.iter().find_map(|s| {
@@ -49,6 +50,7 @@ pub fn unmappable(p: &Program, sizes: &ir::Sizes) -> Option<String> {
             Ok(space) if space.first(1).is_ok_and(|m| m.is_empty()) => {
                 Some(format!("kernel `{}` has no valid mapping at its default sizes", s.program.name))
             }
+            Err(mapsat_constraints::Error::NoMaps) => Some(format!("kernel `{}` has no map left", s.program.name)),
             _ => None,
         }
     })
@@ -90,6 +92,46 @@ pub fn candidates(p: &Program, k: usize, opts: &Options) -> Result<Candidates, R
     Ok(Candidates { list, report: out.report })
 }
 
+/// One kernel of a program with kernel boundaries, rewritten on its own.
+#[derive(Clone, Debug)]
+pub struct Kernel {
+    /// The kernel as a stage of the input (`ir::stages::split`).
+    pub stage: ir::stages::Stage,
+    /// Its candidates: the kernel as it is (first), then its variants.
+    pub candidates: Candidates,
+}
+
+/// For a program of several kernels: each kernel's candidates ([`candidates`] of the stage's
+/// program alone, up to `k`), the new sizes of each kernel's variants named apart from the
+/// others', so that any choice of one candidate per kernel joins into one program ([`join`]).
+/// Each kernel alone gets the whole saturation budget, where the program's rewrite shares it
+/// among all of them and their fusions.
+pub fn kernels(p: &Program, k: usize, opts: &Options) -> Result<Vec<Kernel>, RewriteError> {
+    let mut reserved = opts.reserved.clone();
+    let mut out = Vec::new();
+    for stage in ir::stages::split(p)? {
+        let opts = Options { reserved: reserved.clone(), ..opts.clone() };
+        let candidates = candidates(&stage.program, k, &opts)?;
+        reserved.extend(candidates.list.iter().flat_map(|c| c.program.sizes.iter().map(|v| v.name.clone())));
+        out.push(Kernel { stage, candidates });
+    }
+    Ok(out)
+}
+
+/// The program `p` with kernel `i` replaced by its candidate `choice[i]`, checked at `sizes`.
+pub fn join(p: &Program, kernels: &[Kernel], choice: &[usize], sizes: &ir::Sizes) -> Result<Program, String> {
+    let stages: Vec<ir::stages::Stage> = kernels.iter().map(|k| k.stage.clone()).collect();
+    let programs: Vec<Program> = kernels
+        .iter()
+        .zip(choice)
+        .map(|(k, c)| k.candidates.list.get(*c).map(|c| c.program.clone()).ok_or("no such candidate"))
+        .collect::<Result<_, _>>()?;
+    let q = ir::stages::join(p, &stages, &programs)?;
+    ir::check::check(&q).map_err(|e| e.message.clone())?;
+    ir::check::check_with_sizes(&q, &sizes.or(&q.default_sizes())).map_err(|e| e.message.clone())?;
+    Ok(q)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -116,5 +158,66 @@ mod tests {
         let c = candidates(&p, 1, &Options::default()).unwrap();
         assert_eq!(c.list.len(), 1);
         assert_eq!(c.list[0].description, "the input program");
+    }
+
+    /// Two fully-connected layers, weights in PyTorch's layout, with a relu between.
+    const MLP: &str = "size M = 4, K = 8, H = 8, N = 4
+def mlp(x: [[f32]K]M, w1: [[f32]K]H, w2: [[f32]H]N) =
+  let h = toGlobal(map@A(fun(r => map@B(fun(w => max(0.0, reduce(add, 0.0, map@C(fun(p => p.0 * p.1), zip(r, w))))), w1)), x)) in
+  map@D(fun(r => map@E(fun(w => reduce(add, 0.0, map@F(fun(p => p.0 * p.1), zip(r, w)))), w2)), h)\n";
+
+    #[test]
+    fn every_choice_of_one_candidate_per_kernel_joins_into_the_same_function() {
+        let p = ir::parse(MLP).unwrap();
+        let sizes = p.resolve_sizes(&ir::Sizes::new()).unwrap();
+        let opts = Options { sizes: sizes.clone(), ..Options::default() };
+        let kernels = kernels(&p, 4, &opts).unwrap();
+        assert_eq!(kernels.len(), 2);
+        // The kernels' new sizes are named apart.
+        let new = |k: &Kernel| -> std::collections::BTreeSet<String> {
+            let declared = k.candidates.list.iter().flat_map(|c| c.program.sizes.iter().map(|v| v.name.clone()));
+            declared.filter(|n| !p.sizes.iter().any(|v| &v.name == n)).collect()
+        };
+        assert!(!new(&kernels[0]).is_empty() && new(&kernels[0]).is_disjoint(&new(&kernels[1])));
+        let inputs = ir::interp::random_inputs(&p, &sizes, 7).unwrap();
+        let want = ir::interp::eval(&p, &sizes, &inputs).unwrap();
+        let (n0, n1) = (kernels[0].candidates.list.len(), kernels[1].candidates.list.len());
+        assert!(n0 > 1 && n1 > 1);
+        for i in 0..n0 {
+            for j in 0..n1 {
+                let q = join(&p, &kernels, &[i, j], &sizes).unwrap_or_else(|e| panic!("{i}, {j}: {e}"));
+                let at = sizes.or(&q.default_sizes());
+                let got = ir::interp::eval(&q, &at, &inputs).unwrap();
+                assert!(got.compare(&want, 1e-4, 1e-4).ok, "{i}, {j}:\n{}", ir::print(&q));
+                assert_eq!(
+                    ir::stages::count(&q),
+                    ir::stages::count(&kernels[0].candidates.list[i].program)
+                        + ir::stages::count(&kernels[1].candidates.list[j].program)
+                );
+            }
+        }
+        // The kernels as written join into the input.
+        assert_eq!(ir::print(&join(&p, &kernels, &[0, 0], &sizes).unwrap()), ir::print(&p));
+    }
+
+    #[test]
+    fn a_variant_with_a_kernel_without_maps_is_left_out() {
+        // The rewrite may fuse the first kernel's only map into its reduction.
+        let src = "size H = 7, W = 5
+def gnorm(img: [[f32]W]H) : [[f32]W]H =
+  let m = toGlobal(reduce(max, -1e30, map@A(fun(r => reduce(max, -1e30, r)), img))) in
+  mapND2@B(fun(v => v / m), img)\n";
+        let p = ir::parse(src).unwrap();
+        let sizes = p.resolve_sizes(&ir::Sizes::new()).unwrap();
+        let c = candidates(&p, 8, &Options { sizes: sizes.clone(), ..Options::default() }).unwrap();
+        assert!(c.list.len() > 1);
+        for v in &c.list {
+            for s in ir::stages::split_at(&v.program, &sizes).unwrap() {
+                let options =
+                    mapsat_constraints::Options { sizes: sizes.or(&s.program.default_sizes()), ..Default::default() };
+                let space = mapsat_constraints::Space::generate(&s.program, options);
+                assert!(!matches!(space, Err(mapsat_constraints::Error::NoMaps)), "{}", ir::print(&v.program));
+            }
+        }
     }
 }

@@ -1,7 +1,7 @@
 //! End-to-end tests of `mapsat tune --variants K` on pocl: the input and its rewrite variants
 //! tuned one by one into their own folders, the summary naming the fastest, whose kernel is
-//! checked again by `mapsat run --check`; a program of several kernels; resumption per
-//! variant; bad usage.
+//! checked again by `mapsat run --check`; a program of several kernels, each kernel also
+//! rewritten on its own; resumption per variant; bad usage.
 //!
 //! Without an OpenCL device the tests that measure are skipped with a message, unless
 //! `MAPSAT_REQUIRE_OPENCL=1` (CI), which makes that a failure.
@@ -124,8 +124,11 @@ fn a_program_of_several_kernels_has_its_variants_tuned_kernel_by_kernel() {
     assert!(out.status.success(), "{}", text(&out));
     let summary: Value = serde_json::from_str(&std::fs::read_to_string(dir.join("variants.json")).unwrap()).unwrap();
     let variants = summary["variants"].as_array().expect("variants");
-    assert_eq!(variants.len(), 2, "{summary}");
-    for (n, v) in variants.iter().enumerate() {
+    // The input, a variant, and (unless it is one of those) the program of each kernel's
+    // fastest candidate when rewritten on its own.
+    assert!(matches!(variants.len(), 2 | 3), "{summary}");
+    assert_eq!(summary["kernels_on_their_own"].as_array().map(Vec::len), Some(2), "{summary}");
+    for (n, v) in variants.iter().take(2).enumerate() {
         // One log per kernel of each variant, and one best kernel per stage: two for the input,
         // one for the rewrite stage's best variant (the horizontal pass inlined into the
         // vertical one).
@@ -142,5 +145,72 @@ fn a_program_of_several_kernels_has_its_variants_tuned_kernel_by_kernel() {
     let w = summary["best"].as_u64().expect("a winner") as usize;
     let ms = |v: &Value| v["best_ms"].as_f64().unwrap();
     assert!(variants.iter().all(|v| ms(v) >= ms(&variants[w])), "{summary}");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// Two fully-connected layers with a relu between, the weights in PyTorch's layout: a program
+/// of two kernels.
+const MLP: &str = "size M = 8, K = 16, H = 8, N = 8
+def mlp(x: [[f32]K]M, w1: [[f32]K]H, w2: [[f32]H]N) : [[f32]N]M =
+  let h = toGlobal(map@A(fun(r => map@B(fun(w => max(0.0, reduce(add, 0.0, map@C(fun(p => p.0 * p.1), zip(r, w))))), w1)), x)) in
+  map@D(fun(r => map@E(fun(w => reduce(add, 0.0, map@F(fun(p => p.0 * p.1), zip(r, w)))), w2)), h)
+";
+
+#[test]
+fn each_kernel_of_a_program_is_also_rewritten_on_its_own_and_the_fastest_of_each_joined() {
+    if !opencl() {
+        return;
+    }
+    let dir = scratch("tune-variants", "mlp");
+    std::fs::create_dir_all(&dir).unwrap();
+    let file = dir.join("mlp.lift");
+    std::fs::write(&file, MLP).unwrap();
+    let out_dir = dir.join("out");
+    let args = ["tune", file.to_str().unwrap(), "--variants", "3", "--trials", "3", "--batch", "3"];
+    let out = mapsat(&[&args[..], &["--random-trials", "0", "--runs", "1", "-o", out_dir.to_str().unwrap()]].concat());
+    assert!(out.status.success(), "{}", text(&out));
+    let summary: Value =
+        serde_json::from_str(&std::fs::read_to_string(out_dir.join("variants.json")).unwrap()).unwrap();
+    // Each kernel's candidates, tuned in their own folders; the fastest of each is the chosen.
+    let kernels = summary["kernels_on_their_own"].as_array().expect("kernels");
+    let names: Vec<&str> = kernels.iter().map(|k| k["kernel"].as_str().unwrap()).collect();
+    assert_eq!(names, ["mlp_0_h", "mlp"]);
+    let mut chosen = Vec::new();
+    for k in kernels {
+        let cs = k["candidates"].as_array().unwrap();
+        assert_eq!(cs.len(), 3, "{k}");
+        assert_eq!(cs[0]["description"], "the input program");
+        for c in cs {
+            assert!(out_dir.join(c["dir"].as_str().unwrap()).join("variant.lift").is_file(), "{c}");
+        }
+        let ms = |c: &Value| c["best_ms"].as_f64().unwrap_or(f64::INFINITY);
+        let f = k["fastest"].as_u64().expect("a correct candidate") as usize;
+        assert!(cs.iter().all(|c| ms(c) >= ms(&cs[f])), "{k}");
+        chosen.push(f);
+    }
+    let variants = summary["variants"].as_array().unwrap();
+    let joined =
+        variants.iter().find(|v| v["description"].as_str().unwrap().starts_with("each kernel rewritten on its own"));
+    let Some(joined) = joined else {
+        // The fastest of each joined is a program tuned already (the input, or a variant).
+        assert!(text(&out).contains("a program tuned already"), "{}", text(&out));
+        return;
+    };
+    assert!(joined["best_ms"].as_f64().unwrap() > 0.0, "{joined}");
+    // The same function as the input, by the interpreter.
+    let parse = |t: &str| mapsat::ir::parse(t).unwrap_or_else(|e| panic!("{e}\n{t}"));
+    let p = parse(MLP);
+    let lift = std::fs::read_to_string(out_dir.join(joined["program"].as_str().unwrap())).unwrap();
+    let q = parse(&lift);
+    let sizes = q.resolve_sizes(&mapsat::ir::Sizes::new()).unwrap();
+    let inputs = mapsat::ir::interp::random_inputs(&p, &sizes, 3).unwrap();
+    let want = mapsat::ir::interp::eval(&p, &sizes, &inputs).unwrap();
+    assert!(mapsat::ir::interp::eval(&q, &sizes, &inputs).unwrap().compare(&want, 1e-4, 1e-4).ok, "{lift}");
+    // Its kernels are those of the chosen candidates, in order.
+    let count = |k: usize, c: usize| {
+        let dir = out_dir.join(kernels[k]["candidates"][c]["dir"].as_str().unwrap());
+        mapsat::ir::stages::count(&parse(&std::fs::read_to_string(dir.join("variant.lift")).unwrap()))
+    };
+    assert_eq!(joined["kernels"].as_array().unwrap().len(), count(0, chosen[0]) + count(1, chosen[1]), "{joined}");
     let _ = std::fs::remove_dir_all(&dir);
 }

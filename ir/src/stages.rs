@@ -26,6 +26,9 @@ use crate::interp::{self, EvalError, Tensor};
 use crate::sizes::Sizes;
 use std::collections::HashMap;
 
+mod join;
+pub use join::join;
+
 /// Where a stage's parameter comes from.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Input {

@@ -72,6 +72,10 @@ pub struct Options {
     /// Also split by new tunable tile sizes, one per map of the input ([`tiles`]), declared in
     /// the variants that use them.
     pub new_tile_sizes: bool,
+    /// Names the new tile sizes and vector width must not take, besides the program's sizes and
+    /// parameters: those of programs the variants are to be joined with
+    /// ([`mapsat_ir::stages::join`]).
+    pub reserved: Vec<String>,
     /// Largest array rank a rule may create (default: one more than the largest rank of an
     /// array in the input).
     pub max_rank: Option<usize>,
@@ -93,6 +97,7 @@ impl Default for Options {
             split_factors: SPLIT_FACTORS.to_vec(),
             tunable_splits: true,
             new_tile_sizes: true,
+            reserved: Vec::new(),
             max_rank: None,
             rules: None,
             guided: true,
@@ -121,7 +126,7 @@ pub fn rewrite(p: &Program, opts: &Options) -> Result<Outcome, RewriteError> {
     let info = mapsat_ir::check::check(p)?;
     mapsat_ir::check::check_with_sizes(p, &sizes)?;
     let tiles = match opts.new_tile_sizes {
-        true => tiles::new_tile_sizes(p, &info, &sizes, &opts.split_factors),
+        true => tiles::new_tile_sizes(p, &info, &sizes, &opts.split_factors, &opts.reserved),
         false => Vec::new(),
     };
     for t in &tiles {
@@ -130,6 +135,7 @@ pub fn rewrite(p: &Program, opts: &Options) -> Result<Outcome, RewriteError> {
     let width = opts.new_tile_sizes.then(|| {
         let mut taken: std::collections::BTreeSet<String> = sizes.iter().map(|(k, _)| k.to_string()).collect();
         taken.extend(p.params.iter().map(|q| q.name.clone()));
+        taken.extend(opts.reserved.iter().cloned());
         tiles::new_vector_width(&taken)
     });
     if let Some(w) = &width {

@@ -31,10 +31,12 @@ pub struct Tile {
 }
 
 /// The new tile sizes of `p`'s abstract maps and reductions (in source order; none for one whose
-/// length has no divisor among `factors`).
-pub fn new_tile_sizes(p: &Program, info: &TypeInfo, sizes: &Sizes, factors: &[i64]) -> Vec<Tile> {
+/// length has no divisor among `factors`), named unlike `p`'s sizes and parameters and the
+/// `reserved` names.
+pub fn new_tile_sizes(p: &Program, info: &TypeInfo, sizes: &Sizes, factors: &[i64], reserved: &[String]) -> Vec<Tile> {
     let mut taken: BTreeSet<String> = p.sizes.iter().map(|v| v.name.clone()).collect();
     taken.extend(p.params.iter().map(|q| q.name.clone()));
+    taken.extend(reserved.iter().cloned());
     let mut out = Vec::new();
     // Lengths of the reductions given a tile size: one per length.
     let mut reduced = BTreeSet::new();

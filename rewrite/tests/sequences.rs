@@ -34,7 +34,7 @@ impl Hand {
         let p = mapsat_ir::parse(src).unwrap();
         let info = mapsat_ir::check::check(&p).unwrap();
         let mut sizes = p.resolve_sizes(&mapsat_ir::Sizes::new()).unwrap();
-        let tiles = mapsat_rewrite::tiles::new_tile_sizes(&p, &info, &sizes, &mapsat_rewrite::SPLIT_FACTORS);
+        let tiles = mapsat_rewrite::tiles::new_tile_sizes(&p, &info, &sizes, &mapsat_rewrite::SPLIT_FACTORS, &[]);
         for t in &tiles {
             sizes.insert(t.size.name.clone(), t.size.default.unwrap_or(1));
         }

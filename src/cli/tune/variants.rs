@@ -64,33 +64,122 @@ pub(super) fn tune_variants(
     let total = found.list.len();
     let mut outcomes = Vec::with_capacity(total);
     for (n, c) in found.list.into_iter().enumerate() {
-        let dir = format!("variant_{n:02}");
-        let out = a.output.join(&dir);
         outln!("variant {n} of {}: {}, structure {}", total, c.description, c.signature);
-        let text = format!(
-            "// Variant {n} of {}: {}, structure {}.\n{}",
-            a.file.display(),
-            c.description,
-            c.signature,
-            ir::print(&c.program)
-        );
-        super::super::create_dir(&out)?;
-        let file = out.join("variant.lift");
-        super::super::write(&file, &text)?;
-        let vsrc = Source { name: file.display().to_string(), text };
-        let tuned = match tune_program(a, &vsrc, c.program.clone(), given, device, profile.clone(), &out, None) {
-            Ok(t) => Ok(t),
-            // Bad usage is the same for every variant: stop.
-            Err(Failure::Usage(m)) => return Err(Failure::Usage(m)),
-            Err(Failure::Rejected(m)) => {
-                eprintln!("variant {n}: {}", m.trim_end());
-                Err(m.trim_end().to_string())
-            }
-        };
-        outcomes.push(Outcome { candidate: c, dir, tuned, confirmed: None });
+        outcomes.push(tune_candidate(a, format!("variant_{n:02}"), c, given, device, &profile)?);
+    }
+    let mut kernels = Vec::new();
+    if let Some(c) = per_kernel(a, &p, k, &sizes, &opts, &outcomes, (given, device, &profile), &mut kernels)? {
+        let n = outcomes.len();
+        outln!("variant {n}: {}, structure {}", c.description, c.signature);
+        outcomes.push(tune_candidate(a, format!("variant_{n:02}"), c, given, device, &profile)?);
     }
     confirm(a, device, &mut outcomes);
-    report(a, &sizes, &found.report, &outcomes)
+    report(a, &sizes, &found.report, &outcomes, kernels)
+}
+
+/// Tunes one candidate program in `DIR/dir/` (its text in `variant.lift` there).
+fn tune_candidate(
+    a: &TuneArgs,
+    dir: String,
+    c: mapsat::variants::Candidate,
+    given: &Sizes,
+    device: DeviceSpec,
+    profile: &Profile,
+) -> CliResult<Outcome> {
+    let out = a.output.join(&dir);
+    let text = format!(
+        "// {dir} of {}: {}, structure {}.\n{}",
+        a.file.display(),
+        c.description,
+        c.signature,
+        ir::print(&c.program)
+    );
+    super::super::create_dir(&out)?;
+    let file = out.join("variant.lift");
+    super::super::write(&file, &text)?;
+    let vsrc = Source { name: file.display().to_string(), text };
+    let tuned = match tune_program(a, &vsrc, c.program.clone(), given, device, profile.clone(), &out, None) {
+        Ok(t) => Ok(t),
+        // Bad usage is the same for every variant: stop.
+        Err(Failure::Usage(m)) => return Err(Failure::Usage(m)),
+        Err(Failure::Rejected(m)) => {
+            eprintln!("{dir}: {}", m.trim_end());
+            Err(m.trim_end().to_string())
+        }
+    };
+    Ok(Outcome { candidate: c, dir, tuned, confirmed: None })
+}
+
+/// For a program of several kernels, one more candidate: each kernel rewritten on its own
+/// ([`mapsat::variants::kernels`]), its candidates tuned in `DIR/kernels/KERNEL/variant_NN/`,
+/// and the fastest correct one of each kernel joined into one program. The kernels' times do
+/// not depend on each other's choices, so that sequence is the fastest of those candidates.
+/// `None` for a program of one kernel, when a kernel has no correct candidate, or when the
+/// joined program is one of the `tuned` ones. Each kernel's candidates and their times are
+/// added to `summary` (for `variants.json`).
+#[allow(clippy::too_many_arguments)]
+fn per_kernel(
+    a: &TuneArgs,
+    p: &Program,
+    k: usize,
+    sizes: &Sizes,
+    opts: &Options,
+    tuned: &[Outcome],
+    (given, device, profile): (&Sizes, DeviceSpec, &Profile),
+    summary: &mut Vec<serde_json::Value>,
+) -> CliResult<Option<mapsat::variants::Candidate>> {
+    if ir::stages::count(p) < 2 || k < 2 {
+        return Ok(None);
+    }
+    let kernels = mapsat::variants::kernels(p, k, opts).map_err(rejected)?;
+    let mut choice = Vec::with_capacity(kernels.len());
+    let mut chosen = Vec::new();
+    for kernel in &kernels {
+        let name = &kernel.stage.program.name;
+        let total = kernel.candidates.list.len();
+        let mut outcomes = Vec::with_capacity(total);
+        for (n, c) in kernel.candidates.list.iter().enumerate() {
+            outln!("kernel {name} on its own, candidate {n} of {total}: {}, structure {}", c.description, c.signature);
+            outcomes.push(tune_candidate(
+                a,
+                format!("kernels/{name}/variant_{n:02}"),
+                c.clone(),
+                given,
+                device,
+                profile,
+            )?);
+        }
+        confirm(a, device, &mut outcomes);
+        let entries: Vec<serde_json::Value> = outcomes.iter().map(brief).collect();
+        summary.push(serde_json::json!({ "kernel": name, "candidates": entries, "fastest": best(&outcomes) }));
+        let Some(b) = best(&outcomes) else {
+            outln!(
+                "kernel {name} on its own: no candidate ran correctly; no program of kernels rewritten on their own"
+            );
+            return Ok(None);
+        };
+        chosen.push(format!("{name} {}", if b == 0 { "as written".to_string() } else { format!("variant {b}") }));
+        choice.push(b);
+    }
+    let program = match mapsat::variants::join(p, &kernels, &choice, sizes) {
+        Ok(q) => q,
+        Err(e) => {
+            outln!("the kernels' fastest candidates do not join into one program ({e})");
+            return Ok(None);
+        }
+    };
+    let text = ir::print(&program);
+    if tuned.iter().any(|o| ir::print(&o.candidate.program) == text) {
+        outln!("the kernels' fastest candidates joined are a program tuned already");
+        return Ok(None);
+    }
+    Ok(Some(mapsat::variants::Candidate {
+        signature: rw::extract::signature(&program),
+        cost: None,
+        description: format!("each kernel rewritten on its own, the fastest of each ({})", chosen.join(", ")),
+        stages: rw::stage_choice::of(p, &program),
+        program,
+    }))
 }
 
 /// Measures the best kernel of every variant again, in this process, interleaved: `ROUNDS`
@@ -168,8 +257,26 @@ fn best(outcomes: &[Outcome]) -> Option<usize> {
     })
 }
 
-/// The summary on standard output and in `DIR/variants.json`.
-fn report(a: &TuneArgs, sizes: &Sizes, rewrite: &rw::Report, outcomes: &[Outcome]) -> CliResult<()> {
+/// A kernel's candidate in `variants.json`: where it was tuned, what it is, its time.
+fn brief(o: &Outcome) -> serde_json::Value {
+    serde_json::json!({
+        "dir": o.dir,
+        "description": o.candidate.description,
+        "signature": o.candidate.signature,
+        "best_ms": time(o),
+        "measured_again": o.confirmed.is_some(),
+    })
+}
+
+/// The summary on standard output and in `DIR/variants.json` (with each kernel's candidates
+/// on their own, `kernels`, for a program of several kernels).
+fn report(
+    a: &TuneArgs,
+    sizes: &Sizes,
+    rewrite: &rw::Report,
+    outcomes: &[Outcome],
+    kernels: Vec<serde_json::Value>,
+) -> CliResult<()> {
     let winner = best(outcomes);
     let input_ms = outcomes.first().and_then(time);
     let again = outcomes.iter().any(|o| o.confirmed.is_some());
@@ -234,6 +341,7 @@ fn report(a: &TuneArgs, sizes: &Sizes, rewrite: &rw::Report, outcomes: &[Outcome
             "saturation_s": rewrite.time.as_secs_f64(),
         },
         "variants": entries,
+        "kernels_on_their_own": kernels,
         "ranked_by": if again { "the best kernels measured again together" } else { "each tune's best time" },
         "best": winner,
     });
