@@ -413,3 +413,29 @@ def f(a: [[f32]K]M, w: [[f32]K]N) : [[f32]N]M =
     let staged = |v: &Variant| mapsat_ir::print(&v.program).contains("toGlobal(");
     assert!(!variants.iter().any(staged), "{:?}", variants.iter().map(|v| &v.signature).collect::<Vec<_>>());
 }
+
+/// Two layers in one kernel, both weights in PyTorch's layout: `transpose-stage` stores each
+/// alone and both at once (two copies, one kernel each, before the product's), every one the
+/// same function as the input.
+#[test]
+fn two_layers_have_both_weights_stored_transposed() {
+    let p = checked(
+        "size M = 4, K = 8, H = 8, N = 4
+def mlp(x: [[f32]K]M, w1: [[f32]K]H, w2: [[f32]H]N) : [[f32]N]M =
+  map@A(fun(row =>
+    let h = map@B(fun(w => max(0.0, reduce(add, 0.0, map@C(fun(p => p.0 * p.1), zip(row, w))))), w1) in
+    map@D(fun(w => reduce(add, 0.0, map@F(fun(p => p.0 * p.1), zip(h, w)))), w2)), x)",
+    );
+    // The dot products' maps fused into their reductions first (what the rule reads).
+    let rules = Some(vec!["transpose-stage".into(), "reduce-map-fusion".into()]);
+    let variants = rewrite(&p, &Options { rules, variants: 8, ..Options::default() }).unwrap().variants;
+    let copies = |v: &Variant| mapsat_ir::print(&v.program).matches("toGlobal(").count();
+    let counts: Vec<usize> = variants.iter().map(copies).collect();
+    assert!(counts.contains(&1) && counts.contains(&2), "{counts:?}");
+    let sizes = Sizes::new().with("M", 3).with("K", 5).with("H", 6).with("N", 2);
+    for v in &variants {
+        common::same_function(&p, &v.program, &sizes).unwrap();
+    }
+    let both = variants.iter().find(|v| copies(v) == 2).unwrap();
+    assert_eq!(mapsat_ir::stages::count(&both.program), 3, "{}", mapsat_ir::print(&both.program));
+}

@@ -8,6 +8,9 @@
 //!              body[w := transpose(wt)]
 //! ```
 //!
+//! Each such matrix alone, and all of them at once (two layers of a network: one `let` each,
+//! outermost first).
+//!
 //! At the program's body only (a `toGlobal` `let` there is a kernel boundary,
 //! [`mapsat_ir::stages`]), for a parameter `w: [[S]K]N` (`S` numeric) that some map over the
 //! columns of a matrix product reads as its columns: `map@B(fun(col => .. reduce(h, z,
@@ -37,25 +40,49 @@ impl Rule for TransposeStage {
             return Vec::new();
         }
         let body = cx.repr(c);
-        let mut out = Vec::new();
+        let mut found = Vec::new();
         for (i, label) in read_by_columns(cx) {
             let Some(Type::Array(row, n)) = cx.eg.analysis.params.get(i as usize) else { continue };
             let Some((s, k)) = row.as_array().filter(|(s, _)| numeric(s).is_some()) else { continue };
-            let wt = Type::array(Type::array(s.clone(), n.clone()), k.clone());
-            let copy = Build::lam(Build::map(
-                &derived(&label, "_tc"),
-                Build::lam(Build::var(0, Some(s.clone()))),
-                Build::var(0, Some(Type::array(s.clone(), n.clone()))),
-            ));
-            let value = Build::map(&derived(&label, "_t"), copy, Build::call(Prim::Transpose, vec![param(i)]));
-            let value = Build::call(Prim::To(AddressSpace::Global), vec![value]);
-            let mut rebuilt = RecExpr::default();
-            let root = Id::from(body.as_ref().len() - 1);
-            substitute(&body, root, 0, (i, &wt), &mut rebuilt);
-            out.push(Build::Node(Lift::Let([Id::from(0usize); 2]), vec![value, Build::Expr(rebuilt)]));
+            let row = Type::array(s.clone(), n.clone());
+            found.push(Copied { param: i, label, scalar: s.clone(), wt: Type::array(row.clone(), k.clone()), row });
+        }
+        // Each matrix alone, and (the smallest form of the body has none yet) all at once.
+        let mut out: Vec<Build> = found.iter().map(|w| staged(&body, std::slice::from_ref(w))).collect();
+        if found.len() > 1 {
+            out.push(staged(&body, &found));
         }
         out
     }
+}
+
+/// A parameter `w: [[S]K]N` to store transposed: its position, the label of a map reading its
+/// columns, `S`, and the types of a row of its copy (`[S]N`) and of the copy (`[[S]N]K`).
+struct Copied {
+    param: u32,
+    label: String,
+    scalar: Type,
+    row: Type,
+    wt: Type,
+}
+
+/// `let wt_1 = .. in .. let wt_k = .. in body[w_j := transpose(wt_j)]` for the closed `body`.
+fn staged(body: &RecExpr<Lift>, ws: &[Copied]) -> Build {
+    let mut rebuilt = RecExpr::default();
+    let root = Id::from(body.as_ref().len() - 1);
+    substitute(body, root, 0, ws, &mut rebuilt);
+    let mut out = Build::Expr(rebuilt);
+    for w in ws.iter().rev() {
+        let copy = Build::lam(Build::map(
+            &derived(&w.label, "_tc"),
+            Build::lam(Build::var(0, Some(w.scalar.clone()))),
+            Build::var(0, Some(w.row.clone())),
+        ));
+        let value = Build::map(&derived(&w.label, "_t"), copy, Build::call(Prim::Transpose, vec![param(w.param)]));
+        let value = Build::call(Prim::To(AddressSpace::Global), vec![value]);
+        out = Build::Node(Lift::Let([Id::from(0usize); 2]), vec![value, out]);
+    }
+    out
 }
 
 /// True when class `v` is a copy of a transpose, the value of the `let` this rule adds:
@@ -110,26 +137,28 @@ fn as_param(cx: &Ctx, c: Id) -> Option<u32> {
     cx.eg[c].nodes.iter().find_map(|n| if let Lift::Param(i) = n { Some(*i) } else { None })
 }
 
-/// Node `id` of the closed term `e`, `depth` binders down, added to `out` with parameter
-/// `param.0` read as `transpose(wt)`, `wt` (of type `param.1`) bound just outside the term.
-fn substitute(e: &RecExpr<Lift>, id: Id, depth: u32, param: (u32, &Type), out: &mut RecExpr<Lift>) -> Id {
+/// Node `id` of the closed term `e`, `depth` binders down, added to `out` with each parameter
+/// of `ws` read as `transpose(wt)`, the `wt`s bound just outside the term in that order (the
+/// last innermost).
+fn substitute(e: &RecExpr<Lift>, id: Id, depth: u32, ws: &[Copied], out: &mut RecExpr<Lift>) -> Id {
     match &e[id] {
-        Lift::Param(i) if *i == param.0 => {
-            let wt = out.add(Lift::Var(depth, Some(param.1.clone())));
+        Lift::Param(i) if ws.iter().any(|w| w.param == *i) => {
+            let j = ws.iter().position(|w| w.param == *i).unwrap_or_default();
+            let wt = out.add(Lift::Var(depth + (ws.len() - 1 - j) as u32, Some(ws[j].wt.clone())));
             let t = out.add(Lift::Prim(Prim::Transpose));
             out.add(Lift::App([t, wt]))
         }
         Lift::Lam(ann, [b]) => {
-            let b = substitute(e, *b, depth + 1, param, out);
+            let b = substitute(e, *b, depth + 1, ws, out);
             out.add(Lift::Lam(ann.clone(), [b]))
         }
         Lift::Let([v, b]) => {
-            let v = substitute(e, *v, depth, param, out);
-            let b = substitute(e, *b, depth + 1, param, out);
+            let v = substitute(e, *v, depth, ws, out);
+            let b = substitute(e, *b, depth + 1, ws, out);
             out.add(Lift::Let([v, b]))
         }
         n => {
-            let n = n.clone().map_children(|c| substitute(e, c, depth, param, out));
+            let n = n.clone().map_children(|c| substitute(e, c, depth, ws, out));
             out.add(n)
         }
     }
