@@ -374,3 +374,39 @@ fn resuming_a_tune_that_never_started_starts_it() {
     assert!(out.status.success(), "{}", text(&out));
     assert_eq!(trials(&dir.join("tune.jsonl")).len(), 3, "{}", text(&out));
 }
+
+/// A tune whose output folder holds the input program under the name of the mapped program it
+/// writes (`-o .` beside `dot.lift`), or whose log is named as a file of the report: nothing
+/// is overwritten, the error says so, and the log resumed elsewhere writes the report.
+#[test]
+fn a_tune_never_overwrites_its_input_or_its_log() {
+    if !opencl() {
+        return;
+    }
+    let dir = scratch("tune", "keep");
+    std::fs::create_dir_all(&dir).unwrap();
+    let src = dir.join("dot.lift");
+    let original = std::fs::read_to_string(root().join("examples/dot.lift")).unwrap();
+    std::fs::write(&src, &original).unwrap();
+    let base = ["tune", src.to_str().unwrap(), "--trials", "2", "--batch", "2", "--random-trials", "0", "--runs", "1"];
+    let out = mapsat(&[&base[..], &["-o", dir.to_str().unwrap()]].concat());
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out));
+    assert!(text(&out).contains("would overwrite") && !text(&out).contains("panicked"), "{}", text(&out));
+    assert_eq!(std::fs::read_to_string(&src).unwrap(), original);
+    // The log of that tune, resumed into another folder, writes the report without measuring.
+    let log = dir.join("tune.jsonl");
+    let measured = trials(&log).len();
+    let other = dir.join("out");
+    let resume = ["--log", log.to_str().unwrap(), "--resume", "-o", other.to_str().unwrap()];
+    let out = mapsat(&[&base[..], &resume].concat());
+    assert!(out.status.success(), "{}", text(&out));
+    assert_eq!(trials(&log).len(), measured);
+    assert!(other.join("dot.lift").is_file());
+    // A log named as a file of the report is kept.
+    let clash = dir.join("clash");
+    let log = clash.join("report.json");
+    let out = mapsat(&[&base[..], &["--log", log.to_str().unwrap(), "-o", clash.to_str().unwrap()]].concat());
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out));
+    assert_eq!(trials(&log).len(), 2, "the log is intact");
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -438,7 +438,7 @@ fn tune_one(
         let mut bar = Bar { bar: None };
         tune::tune(&task, device, &opts, &files, &mut bar).map_err(tune_error)?
     };
-    let written = tune::report::write(&task, &result, out).map_err(tune_error)?;
+    let written = tune::report::write(&task, &result, out, &[&a.file, log]).map_err(tune_error)?;
     let model_path = PathBuf::from(format!("{}.model.json", log.display()));
     let model = match &result.model {
         Some(m) => {

@@ -315,8 +315,15 @@ pub fn plot(guided: &[Trial], random: &[Trial], title: &str) -> Result<String, S
     Ok(svg)
 }
 
-/// Writes the output folder (see the module documentation); the paths written.
-pub fn write(task: &Task, r: &TuneResult, dir: &Path) -> Result<Vec<PathBuf>, TuneError> {
+/// True when `a` and `b` name one existing file.
+fn same_file(a: &Path, b: &Path) -> bool {
+    matches!((a.canonicalize(), b.canonicalize()), (Ok(x), Ok(y)) if x == y)
+}
+
+/// Writes the output folder (see the module documentation); the paths written. Nothing is
+/// written when one of them is one of the files to `keep` (the input program, the log): an
+/// error names it.
+pub fn write(task: &Task, r: &TuneResult, dir: &Path, keep: &[&Path]) -> Result<Vec<PathBuf>, TuneError> {
     let io = |p: &Path, e: String| TuneError::Io(format!("cannot write {}: {e}", p.display()));
     std::fs::create_dir_all(dir).map_err(|e| io(dir, e.to_string()))?;
     let summary = Summary::of(task, r);
@@ -349,6 +356,13 @@ pub fn write(task: &Task, r: &TuneResult, dir: &Path) -> Result<Vec<PathBuf>, Tu
     let title = format!("{} on {}", task.program.name, r.device_name.split(" (").next().unwrap_or(""));
     let svg = plot(&r.guided, &r.random, &title).map_err(|e| io(&dir.join("progress.svg"), e))?;
     files.push((dir.join("progress.svg"), svg));
+    if let Some((p, k)) = files.iter().find_map(|(p, _)| keep.iter().find(|k| same_file(p, k)).map(|k| (p, k))) {
+        return Err(TuneError::Io(format!(
+            "the report is not written: {} would overwrite {} (the log keeps every measurement: another output folder with `--log` naming this log and `--resume` writes the report without measuring again)",
+            p.display(),
+            k.display()
+        )));
+    }
     let mut out = Vec::new();
     for (p, text) in files {
         std::fs::write(&p, text).map_err(|e| io(&p, e.to_string()))?;
