@@ -105,6 +105,11 @@ fn bad_input_and_usage() {
     assert!(String::from_utf8_lossy(&out.stderr).contains("--variants must be at least 1"));
     let out = mapsat(&["rewrite", "examples/dot.lift", "--split", "1", "-o", d]);
     assert_eq!(out.status.code(), Some(2));
+    for limit in ["0", "1e20", "nan"] {
+        let out = mapsat(&["rewrite", "examples/dot.lift", "--time-limit", limit, "-o", d]);
+        assert_eq!(out.status.code(), Some(2), "{limit}");
+        assert!(String::from_utf8_lossy(&out.stderr).contains("--time-limit must be a positive number"), "{limit}");
+    }
     assert_eq!(mapsat(&["rewrite", "examples/dot.lift"]).status.code(), Some(2), "-o is required");
     assert_eq!(mapsat(&["rewrite", "examples/dot.lift", "--size", "Q=3", "-o", d]).status.code(), Some(2));
     assert!(!dir.exists(), "nothing written on an error");

@@ -247,6 +247,25 @@ fn profile_file_is_the_builtin_profile() {
 }
 
 #[test]
+fn a_profile_with_work_item_limits_as_large_as_an_i64_holds_is_read() {
+    // Powers of two up to such a limit: 2^62 was followed by a wrapped 2^63, without end.
+    let dir = std::env::temp_dir().join(format!("mapsat-space-huge-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let profile = std::fs::read_to_string(root().join("ir/profiles/pocl-cpu.toml")).unwrap();
+    let huge = profile.replace(
+        "max_work_item_sizes = [4096, 4096, 4096]",
+        "max_work_item_sizes = [4611686018427387904, 9223372036854775807, 1]",
+    );
+    assert_ne!(huge, profile);
+    let path = dir.join("huge.toml");
+    std::fs::write(&path, huge).unwrap();
+    let with = mapsat(&["space", LISTING1, "--target", path.to_str().unwrap(), "--json"]).exits(0).json();
+    let without = mapsat(&["space", LISTING1, "--target", "pocl-cpu", "--json"]).exits(0).json();
+    assert_eq!(with["maps"], without["maps"]);
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
 fn random_baseline() {
     // Blur: 2 maps, so 12^2 = 144 assignments, of which `count` are valid. 2000 uniform draws
     // find about 2000 * count / 144 valid ones (a fixed seed; the band is 5 standard deviations).

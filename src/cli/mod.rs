@@ -322,6 +322,14 @@ impl Source {
 }
 
 /// Creates an output folder.
+/// A time limit given in seconds: positive and at most what a `Duration` holds.
+fn seconds(flag: &str, s: f64) -> CliResult<std::time::Duration> {
+    match std::time::Duration::try_from_secs_f64(s) {
+        Ok(d) if !d.is_zero() => Ok(d),
+        _ => Err(Failure::Usage(format!("{flag} must be a positive number of seconds, got {s}"))),
+    }
+}
+
 fn create_dir(path: &Path) -> CliResult<()> {
     std::fs::create_dir_all(path)
         .map_err(|e| Failure::Rejected(format!("error: cannot create {}: {e}", path.display())))

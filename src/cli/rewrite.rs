@@ -4,7 +4,6 @@ use super::{all_sizes, CliResult, Failure, SizeArgs, Source};
 use mapsat::ir;
 use mapsat::rewrite::{self as rw, Budget, Options, Outcome};
 use std::path::Path;
-use std::time::Duration;
 
 /// The command's arguments.
 #[derive(clap::Args)]
@@ -47,9 +46,7 @@ pub fn rewrite(a: &RewriteArgs) -> CliResult<()> {
     if a.variants == 0 {
         return Err(Failure::Usage("--variants must be at least 1".into()));
     }
-    if !(a.time_limit.is_finite() && a.time_limit > 0.0) {
-        return Err(Failure::Usage(format!("--time-limit must be a positive number of seconds, got {}", a.time_limit)));
-    }
+    let time = super::seconds("--time-limit", a.time_limit)?;
     if let Some(bad) = a.split.iter().find(|n| **n < 2) {
         return Err(Failure::Usage(format!("--split factors must be at least 2, got {bad}")));
     }
@@ -60,12 +57,7 @@ pub fn rewrite(a: &RewriteArgs) -> CliResult<()> {
     ir::check::check_with_sizes(&p, &sizes).map_err(|e| src.reject(&e))?;
     let opts = Options {
         sizes: sizes.clone(),
-        budget: Budget {
-            nodes: a.node_limit,
-            iterations: a.iter_limit,
-            time: Duration::from_secs_f64(a.time_limit),
-            ..Budget::default()
-        },
+        budget: Budget { nodes: a.node_limit, iterations: a.iter_limit, time, ..Budget::default() },
         variants: a.variants,
         split_factors: if a.split.is_empty() { rw::SPLIT_FACTORS.to_vec() } else { a.split.clone() },
         new_tile_sizes: !a.no_new_tiles,

@@ -13,7 +13,6 @@ use mapsat_tuner::tune::task::{Candidate, Task};
 use mapsat_tuner::tune::worker::Fault;
 use mapsat_tuner::tune::{self, Files, Progress, TuneError, TuneOptions};
 use std::path::{Path, PathBuf};
-use std::time::Duration;
 
 mod variants;
 
@@ -223,20 +222,13 @@ pub fn tune(a: &TuneArgs) -> CliResult<()> {
             "--log: with --variants each variant keeps its log, DIR/variant_NN/tune.jsonl".into(),
         ));
     }
-    if !(a.rewrite_time_limit.is_finite() && a.rewrite_time_limit > 0.0) {
-        return Err(Failure::Usage(format!(
-            "--rewrite-time-limit must be a positive number of seconds, got {}",
-            a.rewrite_time_limit
-        )));
-    }
+    super::seconds("--rewrite-time-limit", a.rewrite_time_limit)?;
     let src = Source::read(&a.file)?;
     let p = src.parse()?;
     mapsat::ir::check::check(&p).map_err(|e| src.reject(&e))?;
     let given = given_sizes(&p, &a.sizes)?;
     let device: DeviceSpec = a.device.parse().map_err(|e: measure::MeasureError| Failure::Usage(e.to_string()))?;
-    if !(a.timeout > 0.0 && a.timeout.is_finite()) {
-        return Err(Failure::Usage("--timeout must be a positive number of seconds".into()));
-    }
+    super::seconds("--timeout", a.timeout)?;
     if a.resume && a.model.is_some() {
         return Err(Failure::Usage("--model starts a tune from a prior model; --resume continues one".into()));
     }
@@ -419,7 +411,7 @@ fn tune_one(
         batch: a.batch,
         seed: a.seed,
         runs: a.runs,
-        timeout: Duration::from_secs_f64(a.timeout),
+        timeout: super::seconds("--timeout", a.timeout)?,
         prior,
         fault,
         ..TuneOptions::default()

@@ -36,11 +36,8 @@ fn local_sizes(g: &Gen, out: &mut Out) -> Vec<Vec<i64>> {
         let max_d = max_d as i64;
         let mut cand: Vec<i64> =
             (0..g.len()).filter_map(|i| g.info(i).extent).flat_map(|n| g.local_divisors(n)).collect();
-        let mut p2 = 1;
-        while p2 <= max_d {
-            cand.push(p2);
-            p2 *= 2;
-        }
+        // The powers of two up to the limit (which may be as large as i64 allows).
+        cand.extend((0..63).map(|k| 1i64 << k).take_while(|p| *p <= max_d));
         cand.retain(|&v| v >= 1 && v <= max_d);
         cand.sort_unstable();
         cand.dedup();

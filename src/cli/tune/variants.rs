@@ -13,7 +13,6 @@ use mapsat::rewrite::{self as rw, Budget, Options};
 use mapsat_tuner::measure::{self, DeviceSpec};
 use mapsat_tuner::tune::report::fmt_ms;
 use std::path::Path;
-use std::time::Duration;
 
 /// One variant's outcome.
 struct Outcome {
@@ -44,7 +43,7 @@ pub(super) fn tune_variants(
         sizes: sizes.clone(),
         budget: Budget {
             nodes: a.rewrite_node_limit,
-            time: Duration::from_secs_f64(a.rewrite_time_limit),
+            time: crate::cli::seconds("--rewrite-time-limit", a.rewrite_time_limit)?,
             ..Budget::default()
         },
         ..Options::default()
