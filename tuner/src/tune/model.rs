@@ -80,6 +80,25 @@ impl TrainingSet {
         self.rows.extend(rows);
     }
 
+    /// Why the set is not one [`TrainingSet::add_group`] builds, if it is not: rows of the
+    /// features' width, finite values, one relevance per row, groups that cover the rows.
+    pub fn validate(&self) -> Result<(), String> {
+        if let Some(r) = self.rows.iter().find(|r| r.len() != NAMES.len()) {
+            return Err(format!("a row of {} features, not {}", r.len(), NAMES.len()));
+        }
+        if self.rows.iter().flatten().chain(&self.relevance).any(|x| !x.is_finite()) {
+            return Err("a value that is not a finite number".into());
+        }
+        if self.relevance.len() != self.rows.len() {
+            return Err(format!("{} relevances for {} rows", self.relevance.len(), self.rows.len()));
+        }
+        let covered = self.groups.iter().try_fold(0u64, |n, g| n.checked_add(*g).filter(|_| *g > 0));
+        if covered != Some(self.rows.len() as u64) {
+            return Err(format!("groups {:?} do not cover {} rows", self.groups, self.rows.len()));
+        }
+        Ok(())
+    }
+
     /// Both sets, this one's groups first.
     pub fn merged(&self, other: &TrainingSet) -> TrainingSet {
         let mut out = self.clone();
@@ -154,7 +173,11 @@ impl Learned {
         std::fs::write(path, text).map_err(|e| err(e.to_string()))
     }
 
-    /// Reads a model written by [`Learned::save`], refusing one of another feature layout.
+    /// Reads a model written by [`Learned::save`], refusing one of another feature layout or
+    /// whose training data do not agree with themselves. The model is trained again from those
+    /// data (training is deterministic: the same model as saved): the saved trees are not
+    /// trusted, since a file edited or damaged elsewhere could index features that do not
+    /// exist or loop.
     pub fn load(path: &Path) -> Result<Learned, ModelError> {
         let err = |m: String| ModelError::File { path: path.display().to_string(), message: m };
         let text = std::fs::read_to_string(path).map_err(|e| err(e.to_string()))?;
@@ -165,7 +188,8 @@ impl Learned {
                 m.features_version
             )));
         }
-        Ok(m)
+        m.data.validate().map_err(|e| err(format!("not a valid mapsat cost model: {e}")))?;
+        Learned::fit(m.data).map_err(|e| err(e.to_string()))
     }
 }
 
@@ -277,6 +301,46 @@ mod tests {
         // Hand-computed: ranks (1,2,3,4) and (2,1,4,3): d² = 4, rho = 1 - 6*4/(4*15) = 0.6.
         assert!((spearman(&[1.0, 2.0, 3.0, 4.0], &[2.0, 1.0, 4.0, 3.0]) - 0.6).abs() < 1e-12);
         assert_eq!(spearman(&[1.0], &[1.0]), 0.0);
+    }
+
+    /// A model file whose trees were damaged (a feature index beyond the rows, as an edit or
+    /// another version could leave) loads as the model of its data; data that do not agree
+    /// with themselves are refused, never handed to the booster.
+    #[test]
+    fn a_damaged_model_file_is_retrained_or_refused() {
+        let mut t = TrainingSet::default();
+        let rows: Vec<Vec<f64>> =
+            (0..12).map(|i| (0..NAMES.len()).map(|j| ((i * 7 + j * 3) % 11) as f64).collect()).collect();
+        let times: Vec<Option<f64>> = (0..12).map(|i| Some(1.0 + ((i * 5) % 12) as f64)).collect();
+        t.add_group(rows.clone(), &times);
+        let model = Learned::fit(t).unwrap();
+        let dir = std::env::temp_dir().join(format!("mapsat-model-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("m.json");
+        model.save(&path).unwrap();
+        let mut json: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+        fn damage(v: &mut serde_json::Value) {
+            match v {
+                serde_json::Value::Object(m) => m.iter_mut().for_each(|(k, v)| match k.as_str() {
+                    "split_feature" => *v = serde_json::json!(99999),
+                    _ => damage(v),
+                }),
+                serde_json::Value::Array(a) => a.iter_mut().for_each(damage),
+                _ => {}
+            }
+        }
+        damage(&mut json["booster"]);
+        std::fs::write(&path, json.to_string()).unwrap();
+        let loaded = Learned::load(&path).unwrap();
+        assert_eq!(loaded.score(&rows), model.score(&rows));
+        for (field, bad) in [("groups", serde_json::json!([999])), ("relevance", serde_json::json!([1.0]))] {
+            let mut j = json.clone();
+            j["data"][field] = bad;
+            std::fs::write(&path, j.to_string()).unwrap();
+            let e = Learned::load(&path).err().expect("refused").to_string();
+            assert!(e.contains("not a valid mapsat cost model"), "{e}");
+        }
+        let _ = std::fs::remove_dir_all(&dir);
     }
 
     #[test]
