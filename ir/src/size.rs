@@ -132,9 +132,13 @@ impl Size {
         let mut terms = self.terms.clone();
         for (m, c) in &other.terms {
             let e = terms.entry(m.clone()).or_insert(0);
-            // Saturating: a size too large for 64 bits stays too large (and is refused by the
-            // checker's bounds, `check::check_with_sizes`) instead of wrapping to a small one.
-            *e = e.saturating_add(*c);
+            // Saturating, and sticky: a size too large for 64 bits stays too large (and is
+            // refused by the checker's bounds, `check::check_with_sizes`) instead of wrapping
+            // to a small one, or cancelling against another (N^4 - N^3 at N = 2^21 is not 0).
+            *e = match overflowed(*e) || overflowed(*c) {
+                true => i64::MAX,
+                false => e.saturating_add(*c),
+            };
             if *e == 0 {
                 terms.remove(m);
             }
@@ -495,6 +499,11 @@ impl Size {
     }
 }
 
+/// True for a coefficient saturated by an overflow (either sign).
+fn overflowed(c: i64) -> bool {
+    c == i64::MAX || c <= -i64::MAX
+}
+
 fn interval_mul(a: (Option<i64>, Option<i64>), b: (Option<i64>, Option<i64>)) -> (Option<i64>, Option<i64>) {
     // Only the non-negative case is needed to be precise; otherwise give up on bounds.
     match (a, b) {
@@ -655,6 +664,18 @@ mod tests {
 
     fn n() -> Size {
         Size::var("N")
+    }
+
+    /// Values too large for 64 bits stay too large: `N^4 - N^3 + 2` at `N = 2^21` does not
+    /// cancel to 2 (each power saturated), nor wraps.
+    #[test]
+    fn an_overflowed_size_stays_too_large() {
+        let e = n().mul(&n()).mul(&n()).mul(&n()).sub(&n().mul(&n()).mul(&n())).add(&Size::constant(2));
+        let values = HashMap::from([("N".to_string(), Size::constant(1 << 21))]);
+        assert_eq!(e.substitute(&values).as_const(), Some(i64::MAX));
+        let small = HashMap::from([("N".to_string(), Size::constant(3))]);
+        assert_eq!(e.substitute(&small).as_const(), Some(81 - 27 + 2));
+        assert_eq!(Size::constant(i64::MAX).sub(&Size::constant(i64::MAX)).as_const(), Some(i64::MAX));
     }
 
     /// A 2-D map flattened into one dimension: its `H' * W'` elements (expanded) split by `W'`
