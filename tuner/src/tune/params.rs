@@ -118,6 +118,23 @@ pub fn random_point(ts: &[Tunable], rng: &mut impl Rng) -> Sizes {
     ts.iter().map(|t| (t.name.clone(), t.values[rng.gen_range(0..t.values.len())])).collect()
 }
 
+/// Points spread over the whole grid of the tunables' values: every point when there are at
+/// most `n`, else `n` of them at an even stride, in a fixed order.
+pub fn spread_points(ts: &[Tunable], n: usize) -> impl Iterator<Item = Sizes> + '_ {
+    let total = ts.iter().try_fold(1usize, |acc, t| acc.checked_mul(t.values.len())).unwrap_or(usize::MAX);
+    let stride = total.div_ceil(n.max(1)).max(1);
+    (0..total.min(n)).map(move |k| {
+        let mut index = k.saturating_mul(stride);
+        ts.iter()
+            .map(|t| {
+                let v = t.values[index % t.values.len()];
+                index /= t.values.len();
+                (t.name.clone(), v)
+            })
+            .collect()
+    })
+}
+
 /// The program's defaults as a point, when every tunable has one among its values.
 pub fn default_point(ts: &[Tunable]) -> Option<Sizes> {
     ts.iter().map(|t| Some((t.name.clone(), t.default?))).collect()
@@ -138,6 +155,18 @@ pub fn neighbour(ts: &[Tunable], at: &Sizes, rng: &mut impl Rng) -> Option<Sizes
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn spread_points_cover_a_small_grid_and_thin_a_large_one() {
+        let t = |name: &str, n: i64| Tunable { name: name.into(), values: (1..=n).collect(), default: None };
+        let ts = [t("a", 2), t("b", 3), t("c", 4)];
+        let all: std::collections::HashSet<String> = spread_points(&ts, 100).map(|p| p.to_string()).collect();
+        assert_eq!(all.len(), 24);
+        let some: Vec<Sizes> = spread_points(&ts, 5).collect();
+        assert_eq!(some.len(), 5);
+        assert_eq!(some.iter().map(|p| p.to_string()).collect::<std::collections::HashSet<_>>().len(), 5);
+        assert_eq!(spread_points(&[], 10).count(), 1, "no tunable: the one empty point");
+    }
 
     #[test]
     fn tunables_are_ranged_sizes_outside_parameter_types() {

@@ -51,6 +51,10 @@ const POOL_TRIES: usize = 16;
 /// Random points tried before concluding that no point has a valid mapping.
 const POINT_TRIES: usize = 200;
 
+/// Points of the grid tried in order, after [`POINT_TRIES`] random ones, where valid points are
+/// sparse (tile sizes that divide a prime or odd size): at most this many, spread over it.
+const GRID_POINTS: usize = 4096;
+
 /// One candidate of a task.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub struct Candidate {
@@ -135,6 +139,8 @@ pub struct Task {
     /// Hash of the program, its problem sizes, the options and the device profile.
     pub hash: String,
     points: RefCell<HashMap<Sizes, Option<Rc<Point>>>>,
+    /// [`Task::shaped_points`], once computed.
+    shaped: RefCell<Option<Vec<Sizes>>>,
     seed: u64,
 }
 
@@ -190,6 +196,7 @@ impl Task {
             result_shape: Vec::new(),
             pool: Vec::new(),
             points: RefCell::new(HashMap::new()),
+            shaped: RefCell::new(None),
             seed,
         };
         task.first_point = task.find_first_point()?;
@@ -217,8 +224,12 @@ impl Task {
             }
         }
         let mut rng = rand::rngs::StdRng::seed_from_u64(self.seed);
-        for _ in 0..POINT_TRIES {
-            let p = params::random_point(&self.tunables, &mut rng);
+        let random: Vec<Sizes> = (0..POINT_TRIES).map(|_| params::random_point(&self.tunables, &mut rng)).collect();
+        let grid: Vec<Sizes> = params::spread_points(&self.tunables, GRID_POINTS).collect();
+        for p in random.into_iter().chain(grid) {
+            if !shape_fixed && self.shape_at(&p).is_none() {
+                continue;
+            }
             if !shape_fixed {
                 self.result_shape = self.shape_at(&p).unwrap_or_default();
                 self.points.borrow_mut().clear();
@@ -434,14 +445,30 @@ impl Task {
     /// A random valid candidate: a random point, a mapping valid there, a random work-group
     /// size (`None` when no point has a valid mapping).
     pub fn random_candidate(&self, rng: &mut impl Rng) -> Option<Candidate> {
-        for _ in 0..POINT_TRIES {
-            let tuning = params::random_point(&self.tunables, rng);
+        for k in 0..2 * POINT_TRIES {
+            // Past the random draws, points of the grid where the result has its shape (the
+            // valid points may be a few of many).
+            let tuning = match k < POINT_TRIES {
+                true => params::random_point(&self.tunables, rng),
+                false => self.shaped_points().choose(rng)?.clone(),
+            };
             let Some(p) = self.point(&tuning) else { continue };
             let m = self.mapping_at(&p, rng)?;
             let Some(local) = self.random_local(&p.space, &m, rng) else { continue };
             return Some(Candidate { tuning, codes: m.codes, local });
         }
         None
+    }
+
+    /// The points of the grid ([`GRID_POINTS`] at most) at which the result has its shape.
+    fn shaped_points(&self) -> std::cell::Ref<'_, Vec<Sizes>> {
+        if self.shaped.borrow().is_none() {
+            let shaped = params::spread_points(&self.tunables, GRID_POINTS)
+                .filter(|p| self.shape_at(p).is_some_and(|s| s == self.result_shape))
+                .collect();
+            *self.shaped.borrow_mut() = Some(shaped);
+        }
+        std::cell::Ref::map(self.shaped.borrow(), |s| s.as_ref().expect("computed above"))
     }
 
     /// A valid candidate next to `c`: one tunable moved, one map's code changed, or the
