@@ -403,6 +403,21 @@ fn a_tune_never_overwrites_its_input_or_its_log() {
     assert!(out.status.success(), "{}", text(&out));
     assert_eq!(trials(&log).len(), measured);
     assert!(other.join("dot.lift").is_file());
+    // A program named `report`: its kernel's manifest is not the tune's report.
+    let named = dir.join("named");
+    std::fs::create_dir_all(&named).unwrap();
+    let report = named.join("report.lift");
+    std::fs::write(&report, original.replace("def dot(", "def report(")).unwrap();
+    let args =
+        ["tune", report.to_str().unwrap(), "--trials", "2", "--batch", "2", "--random-trials", "0", "--runs", "1"];
+    let out = mapsat(&[&args[..], &["-o", named.join("out").to_str().unwrap()]].concat());
+    assert!(out.status.success(), "{}", text(&out));
+    let manifest: Value =
+        serde_json::from_str(&std::fs::read_to_string(named.join("out/report_kernel.json")).unwrap()).unwrap();
+    assert_eq!(manifest["entry"], "report");
+    let summary: Value =
+        serde_json::from_str(&std::fs::read_to_string(named.join("out/report.json")).unwrap()).unwrap();
+    assert!(summary["best_ms"].as_f64().unwrap() > 0.0);
     // A log named as a file of the report is kept.
     let clash = dir.join("clash");
     let log = clash.join("report.json");

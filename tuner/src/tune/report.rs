@@ -330,10 +330,12 @@ pub fn write(task: &Task, r: &TuneResult, dir: &Path, keep: &[&Path]) -> Result<
     let mut files: Vec<(PathBuf, String)> = Vec::new();
     if let (Some(b), Some(t)) = (&r.best, &r.best_trial) {
         files.push((dir.join(&b.manifest.source), b.source.clone()));
-        files.push((
-            dir.join(format!("{}.json", b.manifest.entry)),
-            serde_json::to_string_pretty(&b.manifest).unwrap_or_default() + "\n",
-        ));
+        // A kernel named `report` keeps its manifest beside the tune's `report.json`.
+        let manifest = match b.manifest.entry.as_str() {
+            "report" => "report_kernel.json".to_string(),
+            entry => format!("{entry}.json"),
+        };
+        files.push((dir.join(manifest), serde_json::to_string_pretty(&b.manifest).unwrap_or_default() + "\n"));
         let q = task.mapped_program(&b.candidate).map_err(|e| TuneError::Program(e.to_string()))?;
         let header = format!(
             "// The fastest kernel mapsat tune found for `{}` on {}: {}, {:.2} GFLOP/s.\n// Mapping {}; tunable sizes `{}`; work group {:?}.\n",
