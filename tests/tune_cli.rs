@@ -306,6 +306,12 @@ fn a_log_of_another_program_or_version_is_refused() {
     let out = mapsat(&[&["tune", edited.to_str().unwrap()][..], &base, &["--resume"]].concat());
     assert_eq!(out.status.code(), Some(1), "{}", text(&out));
     assert!(text(&out).contains("another version of program `matmul_tiled`"), "{}", text(&out));
+    // The same program with other options: those are named, not the text.
+    for option in ["--strict-math", "--no-fusion"] {
+        let out = mapsat(&[&["tune", "examples/matmul_tiled.lift", option][..], &base, &["--resume"]].concat());
+        assert_eq!(out.status.code(), Some(1), "{}", text(&out));
+        assert!(text(&out).contains("with other options (the program's text is the same"), "{}", text(&out));
+    }
     // A log of another format version.
     let text_now = std::fs::read_to_string(&log).unwrap();
     std::fs::write(&log, text_now.replacen("\"format\":1", "\"format\":99", 1)).unwrap();

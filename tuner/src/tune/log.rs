@@ -36,6 +36,10 @@ pub struct Header {
     pub device: String,
     /// The device profile's name.
     pub profile: String,
+    /// Hash of the program's text alone (logs written before it have none): tells an edited
+    /// program from other options (fusion, `--strict-math`, the profile's figures).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub text: Option<String>,
 }
 
 /// Which search produced a trial.
@@ -248,6 +252,19 @@ fn check_header(found: &Header, want: &Header) -> Result<(), String> {
     if found.format != want.format {
         return Err(format!("the log has format {}, this mapsat writes format {}", found.format, want.format));
     }
+    let same_text = matches!((&found.text, &want.text), (Some(a), Some(b)) if a == b);
+    if found.program == want.program && found.sizes == want.sizes && found.task != want.task && same_text {
+        if found.device != want.device || found.profile != want.profile {
+            return Err(format!(
+                "the log was written for device {} (profile {}), not {} (profile {})",
+                found.device, found.profile, want.device, want.profile
+            ));
+        }
+        return Err(format!(
+            "the log was written for program `{}` at {} with other options (the program's text is the same;              `--strict-math`, `--no-fusion` or the device profile's figures differ); resume with the options              of the tune that wrote it, or tune into a new log",
+            found.program, found.sizes
+        ));
+    }
     if found.program == want.program && found.sizes == want.sizes && found.task != want.task {
         return Err(format!(
             "the log was written for another version of program `{}` at {} (its text differs: the task \
@@ -283,6 +300,7 @@ mod tests {
             sizes: Sizes::new().with("N", 4),
             device: "opencl:0:0".into(),
             profile: "pocl-cpu".into(),
+            text: Some("t".into()),
         }
     }
 

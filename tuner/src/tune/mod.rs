@@ -252,6 +252,7 @@ pub fn tune(
         sizes: task.problem.clone(),
         device: device.to_string(),
         profile: task.profile.name.clone(),
+        text: Some(task.text_hash()),
     };
     // Resuming a tune killed before it wrote its log (a later kernel of a pipeline that had
     // not started) starts it.

@@ -546,6 +546,11 @@ impl Task {
         Some(Candidate { tuning, codes: m.codes, local })
     }
 
+    /// Hash of the program's text alone (the task's hash also covers its sizes and options).
+    pub fn text_hash(&self) -> String {
+        hex(mapsat_ir::print(&self.program).as_bytes())
+    }
+
     /// The task with its OpenCL kernels built with [`mapsat_codegen::REASSOCIATE`]: the device
     /// compiler may reorder floating-point sums (and vectorize them); every kernel is still
     /// checked against the interpreter within the tolerance.
