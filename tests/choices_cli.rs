@@ -58,6 +58,25 @@ fn the_space_offers_each_stage_choice_and_its_samples_are_explained_under_it() {
     }
 }
 
+/// Asked for more samples than the space has, `space --variants` gives every valid pair, each
+/// once, and says there are no more (the descents gave up after repeats, 126 of 191).
+#[test]
+fn sampling_more_than_the_space_has_gives_all_of_it() {
+    let out = mapsat(&["space", SEPBLUR, "--variants", "8", "--sample", "1000"]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+    let total: u64 = counts(&stdout).values().sum();
+    let samples = samples(&stdout);
+    let distinct: std::collections::HashSet<&(String, String)> = samples.iter().collect();
+    assert_eq!(distinct.len(), samples.len());
+    assert_eq!(samples.len() as u64, total, "{stdout}");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains(&format!("note: {total} distinct (stage choice, mapping) pairs sampled of the 1000 asked")),
+        "{stderr}"
+    );
+}
+
 #[test]
 fn a_choice_not_offered_is_refused_and_a_bad_one_is_a_usage_error() {
     let out = mapsat(&["explain", SEPBLUR, "--stages", "h=private", "--mapping", "A=S"]);

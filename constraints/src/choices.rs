@@ -375,8 +375,8 @@ impl ChoiceSpace {
     /// `n` distinct valid points, spread over the alternatives: they take turns, in a seeded
     /// random order, and each draw is a random descent in the one solver under the
     /// alternative's selector (a random feasible code for each map of each kernel in turn).
-    /// Fewer than `n` when the alternatives have fewer points, or when an alternative's
-    /// descents stopped finding new ones (20 repeats in a row).
+    /// When an alternative's descents stop finding new points (20 repeats in a row), the
+    /// points not drawn yet are enumerated: fewer than `n` only when the space has fewer.
     pub fn sample(&self, n: usize, seed: u64) -> Result<Vec<Point>, Error> {
         let ctx = Context::new(&Config::new());
         let z = self.encoding(&ctx);
@@ -397,6 +397,22 @@ impl ChoiceSpace {
                     }
                     Some(_) => misses[k] += 1,
                     None => misses[k] = MISSES,
+                }
+            }
+        }
+        // Past the descents, the points none drew, one by one, each found blocked: fewer
+        // than `n` points are then the whole space.
+        let block = |p: &Point| {
+            let literals = z.literals(&ctx, &self.alternatives[p.alternative].choices, p);
+            z.solver.assert(&Bool::and(&ctx, &literals.iter().collect::<Vec<_>>()).not());
+        };
+        if out.len() < n {
+            out.iter().for_each(block);
+            while out.len() < n && z.check(&[])? {
+                let p = z.point()?;
+                block(&p);
+                if seen.insert(p.clone()) {
+                    out.push(p);
                 }
             }
         }

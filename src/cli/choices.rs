@@ -68,10 +68,23 @@ pub fn space(file: &Path, how: &How, k: usize, json: bool, sample: Option<usize>
     }
     outln!("valid (stage choice, mapping) pairs: {} ({ms:.1} ms)", mc::total(&counts));
     outln!("samples:");
-    for p in s.sample(sample.unwrap_or(6), seed).map_err(solver)? {
+    for p in samples(s, sample, seed)? {
         outln!("  {}: {}", s.describe(p.alternative), s.show(&p));
     }
     Ok(())
+}
+
+/// `asked` (6 by default) distinct samples, or all there are, saying so on stderr.
+fn samples(s: &mc::ChoiceSpace, asked: Option<usize>, seed: u64) -> CliResult<Vec<mc::Point>> {
+    let asked = asked.unwrap_or(6);
+    let out = s.sample(asked, seed).map_err(solver)?;
+    if out.len() < asked {
+        eprintln!(
+            "note: {} distinct (stage choice, mapping) pairs sampled of the {asked} asked: the space has no more",
+            out.len()
+        );
+    }
+    Ok(out)
 }
 
 /// What [`space`] prints, as JSON.
@@ -108,9 +121,7 @@ fn to_json(c: &Choices, sample: Option<usize>, seed: u64) -> CliResult<serde_jso
         })
         .collect();
     let (total, exact, std_error) = count_parts(mc::total(&counts));
-    let samples: Vec<serde_json::Value> = s
-        .sample(sample.unwrap_or(6), seed)
-        .map_err(solver)?
+    let samples: Vec<serde_json::Value> = samples(s, sample, seed)?
         .iter()
         .map(|p| serde_json::json!({ "stages": stages(p.alternative), "mapping": s.show(p) }))
         .collect();
