@@ -110,3 +110,46 @@ fn a_mapping_against_the_spaces_preferences_takes_a_local_size() {
     assert!(stderr.contains("--local [3, 4] is not valid") && stderr.contains("[4, 2, 1]"), "{stderr}");
     std::fs::remove_dir_all(dir).ok();
 }
+
+/// Each thread writes its block of a global temporary transposed (`transpose` of a tile of
+/// its own) and reads it back through another `transpose`: its own elements, in another order
+/// (the write's and the read's indices split a loop variable `x` into `x / 4` and `x % 4`). The
+/// space admits every such mapping; code generation refused them as needing a grid-wide
+/// synchronization (a rewrite variant of listing3, found by a tester). Every valid mapping now
+/// runs and agrees with the interpreter.
+#[test]
+fn a_block_written_transposed_and_read_back_transposed_needs_no_grid_synchronization() {
+    if !opencl() {
+        return;
+    }
+    let programs = [
+        "size n = 64, s0 = 16, s1 = 4
+def f(X: [f32]n, y: f32, z: f32) : [f32]n =
+  join(map@A(map@B(fun(a => a + z)),
+    map@A_f(fun(x => join(transpose(x))),
+      map@P(fun(x => transpose(map@C(map@D(fun(a => a * y)), split(s1, x)))), split(s0, X)))))",
+        // A tile of a tile, written transposed: `(4x + y) / 8 + ((2x + y / 2) % 4) * 4 + ...`.
+        "size n = 64, s0 = 16, s1 = 4, tB in 1..16 = 8
+def f(X: [f32]n, y: f32, z: f32) : [f32]n =
+  join(map@A(fun(x => join(transpose(join(map@B_i(map@B_i_i(map@B(fun(a => a + z))), x))))),
+    map@P(fun(x => split(2, transpose(split(tB, join(map@C(map@D(fun(a => a * y)), split(s1, x))))))), split(s0, X))))",
+    ];
+    for (k, text) in programs.into_iter().enumerate() {
+        let (dir, file) = program(&format!("transposed_block_{k}"), text);
+        let f = file.to_str().unwrap();
+        let out = mapsat(&["space", f, "--sample", "200"]);
+        assert!(out.status.success());
+        let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+        // The mappings with both global (those refused), at most 12.
+        let global = |m: &&str| m.starts_with("P=G") && m.contains(",A=G");
+        let mappings: Vec<&str> =
+            stdout.lines().map(str::trim).filter(|l| l.starts_with("P=")).filter(global).collect();
+        assert!(mappings.iter().any(|m| m.starts_with("P=G0") && m.contains("A=G0")), "{stdout}");
+        for m in mappings.into_iter().take(12) {
+            let run = mapsat(&["run", f, "--mapping", m, "--check", "--runs", "1"]);
+            let text = format!("{}{}", String::from_utf8_lossy(&run.stdout), String::from_utf8_lossy(&run.stderr));
+            assert!(run.status.success() && text.contains("check: ok"), "{m}: {text}");
+        }
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+}

@@ -64,6 +64,9 @@ pub(super) struct TempWrite {
     par: Vec<(LoopKind, i64, i64, VarId)>,
 }
 
+/// The largest block of a thread whose indices [`Lower::covers`] counts one by one.
+const ENUMERATED_BLOCK: i64 = 1 << 14;
+
 /// `e` as `c * var + rest`, `rest` free of `var`; `None` when `var` appears otherwise (in a
 /// division, a remainder or a clamp) or not at all.
 fn split_var(e: &Index, var: VarId) -> Option<(i64, Index)> {
@@ -286,11 +289,13 @@ impl Lower<'_> {
     }
 
     /// `u` (with the write's vector lanes) takes every value of `0..c` exactly once over the
-    /// write's own sequential loops: a mixed-radix number of them.
+    /// write's own sequential loops: a mixed-radix number of them, or, for a block of at most
+    /// [`ENUMERATED_BLOCK`] elements, any index of them that does, counted one by one (a
+    /// block written transposed: `x / 4 + (x % 4) * 4`, a tile of a tile).
     fn covers(&self, u: &Index, w: &TempWrite, c: i64) -> bool {
         let mut digits = vec![(1i64, i64::from(w.vec))];
         for (a, coef) in &u.terms {
-            let Atom::Var(x) = a else { return false };
+            let Atom::Var(x) = a else { return self.covers_counted(u, w, c) };
             let (lo, hi) = self.ranges.atom(a);
             if !w.own.contains(x) || lo != 0 {
                 return false;
@@ -306,6 +311,50 @@ impl Lower<'_> {
             next = coef.saturating_mul(extent);
         }
         u.constant == 0 && next == c
+    }
+
+    /// [`Lower::covers`] by counting: every value of the write's own loop variables in `u`
+    /// (each over `0..n`), the lanes `u .. u + vec` of each, hit every element of `0..c` once.
+    fn covers_counted(&self, u: &Index, w: &TempWrite, c: i64) -> bool {
+        let mut vars = BTreeSet::new();
+        u.vars(&mut vars);
+        let extents: Option<Vec<(VarId, i64)>> = vars
+            .iter()
+            .map(|x| match self.ranges.get(*x) {
+                Some((0, hi)) if w.own.contains(x) => Some((*x, hi + 1)),
+                _ => None,
+            })
+            .collect();
+        let Some(extents) = extents else { return false };
+        let count = extents.iter().try_fold(i64::from(w.vec), |n, (_, e)| n.checked_mul(*e));
+        if count != Some(c) || c > ENUMERATED_BLOCK {
+            return false;
+        }
+        let mut hit = vec![false; c as usize];
+        let mut values: BTreeMap<VarId, i64> = extents.iter().map(|(x, _)| (*x, 0)).collect();
+        loop {
+            let at = u.eval(&|x| values.get(&x).copied().unwrap_or(0));
+            for lane in 0..i64::from(w.vec) {
+                match usize::try_from(at + lane).ok().and_then(|i| hit.get_mut(i)) {
+                    Some(h) if !*h => *h = true,
+                    _ => return false,
+                }
+            }
+            // The next values, as a mixed-radix counter; done when it wraps around.
+            let mut carry = true;
+            for (x, e) in &extents {
+                let v = values.get_mut(x).expect("a variable of u");
+                *v += 1;
+                if *v < *e {
+                    carry = false;
+                    break;
+                }
+                *v = 0;
+            }
+            if carry {
+                return true;
+            }
+        }
     }
 
     /// A write of buffer `b` at `(flat index, vector width)`, remembered for global temporaries
