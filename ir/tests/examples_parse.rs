@@ -50,6 +50,7 @@ const EXPECTED_LABELS: &[(&str, &[&str])] = &[
     ("listing3", &["A", "B", "C", "D"]),
     ("matmul", &["A", "B", "C"]),
     ("linear", &["A", "B", "C"]),
+    ("mlp", &["A", "B", "C", "D", "E", "F"]),
     ("matmul_lowlevel", &["A", "B", "C", "D", "E", "F", "G", "H", "I"]),
     ("matmul_tiled", &["A", "B", "C", "D", "E", "F"]),
     ("stencil1d", &["A"]),

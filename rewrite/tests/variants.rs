@@ -50,6 +50,7 @@ examples! {
     dot: "dot.lift",
     listing1: "listing1.lift",
     linear: "linear.lift",
+    mlp: "mlp.lift",
     listing3: "listing3.lift",
     matmul: "matmul.lift",
     matmul_lowlevel: "matmul_lowlevel.lift",

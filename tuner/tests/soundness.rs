@@ -38,6 +38,7 @@ fn second_sizes(name: &str) -> Option<&'static [(&'static str, i64)]> {
         "listing3" => &[("n", 128)],
         "matmul" => &[("M", 4), ("K", 8), ("N", 12)],
         "linear" => &[("M", 5), ("K", 7), ("N", 12)],
+        "mlp" => &[("M", 5), ("K", 7), ("H", 12), ("N", 6)],
         "matmul_lowlevel" => &[("M", 16), ("K", 8), ("N", 8)],
         "matmul_outer" => &[("M", 12), ("K", 5), ("N", 32), ("tM", 3)],
         "matmul_tiled" => &[("M", 16), ("K", 8), ("N", 12)],
