@@ -10,7 +10,21 @@ mod common;
 
 use common::{mapsat, opencl, root, scratch, text, trials};
 use serde_json::Value;
-use std::path::Path;
+use std::path::{Path, PathBuf};
+
+/// Every file below `dir`.
+fn walk(dir: &Path) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    for e in std::fs::read_dir(dir).into_iter().flatten().flatten() {
+        let p = e.path();
+        if p.is_dir() {
+            out.extend(walk(&p));
+        } else {
+            out.push(p);
+        }
+    }
+    out
+}
 
 const MATMUL: &str = "examples/matmul.lift";
 
@@ -213,5 +227,30 @@ fn each_kernel_of_a_program_is_also_rewritten_on_its_own_and_the_fastest_of_each
         mapsat::ir::stages::count(&parse(&std::fs::read_to_string(dir.join("variant.lift")).unwrap()))
     };
     assert_eq!(joined["kernels"].as_array().unwrap().len(), count(0, chosen[0]) + count(1, chosen[1]), "{joined}");
+    // Resumed, nothing is measured twice and the same candidates are joined (measured again,
+    // another could be the fastest): those recorded in kernels/joined.json.
+    let record = out_dir.join("kernels/joined.json");
+    let recorded: Value = serde_json::from_str(&std::fs::read_to_string(&record).unwrap()).unwrap();
+    assert_eq!(recorded["choice"], serde_json::json!(chosen));
+    let logs: Vec<PathBuf> = walk(&out_dir).into_iter().filter(|p| p.ends_with("tune.jsonl")).collect();
+    let before: Vec<usize> = logs.iter().map(|l| trials(l).len()).collect();
+    let mut other = recorded.clone();
+    other["choice"] = serde_json::json!([(chosen[0] + 1) % 3, chosen[1]]);
+    std::fs::write(&record, other.to_string()).unwrap();
+    let out = mapsat(
+        &[&args[..], &["--random-trials", "0", "--runs", "1", "--resume", "-o", out_dir.to_str().unwrap()]].concat(),
+    );
+    assert!(
+        text(&out).contains(&format!(
+            "mlp_0_h {}",
+            match (chosen[0] + 1) % 3 {
+                0 => "as written".to_string(),
+                n => format!("variant {n}"),
+            }
+        )),
+        "{}",
+        text(&out)
+    );
+    assert_eq!(logs.iter().map(|l| trials(l).len()).collect::<Vec<_>>(), before);
     let _ = std::fs::remove_dir_all(&dir);
 }

@@ -172,6 +172,10 @@ impl<'a> Checker<'a> {
         if self.p.root.index() >= self.p.nodes.len() {
             return Err(TypeError::new(Span::default(), "the program has no body"));
         }
+        for q in &self.p.params {
+            let t = self.ty(&q.ty);
+            self.split_shaped(&t);
+        }
         let result = self.infer(self.p.root)?;
         if let Some(ret) = &self.p.ret {
             let ret = self.ty(ret);
@@ -209,6 +213,28 @@ impl<'a> Checker<'a> {
             }
             (Type::Fun(a1, r1), Type::Fun(a2, r2)) => self.same(a1, a2) && self.same(r1, r2),
             _ => a == b,
+        }
+    }
+
+    /// Records the division of each array of `t` shaped as `split(m, ..)` makes it,
+    /// `[[T]m](n/m)`, as exact, as the split's was: a kernel's parameter holding an earlier
+    /// kernel's result stored tiled (`join` of it is `n` long). Symbolically assumed, like
+    /// the split's; the sizes' values decide it (`check_with_sizes`: `m * (n/m)` is `n` there
+    /// or the lengths differ).
+    fn split_shaped(&mut self, t: &Type) {
+        match t {
+            Type::Array(e, q) => {
+                if let Some((_, m)) = e.as_array() {
+                    for (n, d) in q.divisions() {
+                        if d == *m && *q == n.div_in(&d, &self.ranges) {
+                            self.exact.push((n, d));
+                        }
+                    }
+                }
+                self.split_shaped(e);
+            }
+            Type::Tuple(ts) => ts.iter().for_each(|t| self.split_shaped(t)),
+            _ => {}
         }
     }
 
@@ -774,6 +800,23 @@ mod tests {
     fn conv_type() {
         let t = ty("def conv(inp: [[[f32]C]W]H, ks: [[[[f32]C]KW]KH]K) = mapND2@A(fun(win => map@B(fun(k => reduce(add, 0.0, map(fun(p => p.0 * p.1), joinND3(zipND3(win, k))))), ks)), slideND2(KH, 1, KW, 1, padND2(1, 1, 0.0, inp)))");
         assert_eq!(t, "[[[f32]K](W - KW + 3)](H - KH + 3)");
+    }
+
+    /// A parameter shaped as a split makes it (a kernel's input stored tiled by an earlier
+    /// kernel) joins back to the split's length; at sizes where the division is not exact, the
+    /// lengths differ.
+    #[test]
+    fn a_parameter_shaped_by_a_split_joins_back_to_its_length() {
+        let src = "size N, tA\ndef f(a: [[f32]tA](N/tA), x: [f32]N) = map(fun(p => p.0 + p.1), zip(join(a), x))";
+        assert_eq!(ty(src), "[f32]N");
+        let p = parse(src).unwrap();
+        let at = |n: i64| crate::Sizes::new().with("N", n).with("tA", 4);
+        assert!(check_with_sizes(&p, &at(12)).is_ok());
+        let e = check_with_sizes(&p, &at(10)).unwrap_err();
+        assert!(e.message.contains("zip of arrays of different lengths"), "{}", e.message);
+        // Not every division is a split's: `[f32](N/tA)` alone assumes nothing.
+        let other = "size N, tA\ndef f(a: [f32](N/tA), x: [f32]N) = map(fun(p => p.0 + p.1), zip(a, x))";
+        assert!(ty(other).starts_with("error: zip of arrays of different lengths"), "{}", ty(other));
     }
 
     /// A program `f(x: f32, y: f32)` whose arena a test then breaks.

@@ -219,6 +219,29 @@ def mlp_0_h(x: [[f32]K]M, w1: [[f32]K]H) =
         same_function(&p, &q);
     }
 
+    /// A stage stored tiled (`join(map(.., split(tA, ..)))`: the map stored, read through the
+    /// `join`): the later kernel, a program of its own, takes the tiled array as a parameter and
+    /// still type-checks (its `join` is as long as the split's input).
+    #[test]
+    fn a_stage_stored_tiled_is_read_through_its_join_by_the_next_kernel() {
+        let src = "size N = 64, tA in 1..64 = 8
+def v(x: [f32]N, y: [f32]N) : [f32]N =
+  let a = toGlobal(map@A(fun(p => p.0 * 2.0 + p.1), zip(x, y))) in
+  map@B(fun(p => p.0 * p.1 + 1.0), zip(a, x))";
+        let p = crate::parse(src).unwrap();
+        let stages = split(&p).unwrap();
+        let tiled = crate::parse(
+            "size N = 64, tA in 1..64 = 8
+def v_0_a(x: [f32]N, y: [f32]N) = join(map@A(map@A_i(fun(p => p.0 * 2.0 + p.1)), split(tA, zip(x, y))))",
+        )
+        .unwrap();
+        let q = join(&p, &stages, &[tiled, stages[1].program.clone()]).unwrap();
+        for s in split(&q).unwrap() {
+            crate::check::check(&s.program).unwrap_or_else(|e| panic!("{}: {}", s.program.name, e.message));
+        }
+        same_function(&p, &q);
+    }
+
     #[test]
     fn sizes_declared_differently_are_refused() {
         let p = crate::parse(MLP).unwrap();

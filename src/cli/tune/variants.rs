@@ -115,7 +115,8 @@ fn tune_candidate(
 /// not depend on each other's choices, so that sequence is the fastest of those candidates.
 /// `None` for a program of one kernel, when a kernel has no correct candidate, or when the
 /// joined program is one of the `tuned` ones. Each kernel's candidates and their times are
-/// added to `summary` (for `variants.json`).
+/// added to `summary` (for `variants.json`). The choice is recorded in
+/// `DIR/kernels/joined.json`; `--resume` joins the recorded candidates.
 #[allow(clippy::too_many_arguments)]
 fn per_kernel(
     a: &TuneArgs,
@@ -131,35 +132,32 @@ fn per_kernel(
         return Ok(None);
     }
     let kernels = mapsat::variants::kernels(p, k, opts).map_err(rejected)?;
-    let mut choice = Vec::with_capacity(kernels.len());
-    let mut chosen = Vec::new();
+    let mut fastest = Vec::with_capacity(kernels.len());
     for kernel in &kernels {
-        let name = &kernel.stage.program.name;
-        let total = kernel.candidates.list.len();
-        let mut outcomes = Vec::with_capacity(total);
-        for (n, c) in kernel.candidates.list.iter().enumerate() {
-            outln!("kernel {name} on its own, candidate {n} of {total}: {}, structure {}", c.description, c.signature);
-            outcomes.push(tune_candidate(
-                a,
-                format!("kernels/{name}/variant_{n:02}"),
-                c.clone(),
-                given,
-                device,
-                profile,
-            )?);
-        }
-        confirm(a, device, &mut outcomes);
+        let outcomes = tune_kernel(a, kernel, (given, device, profile))?;
         let entries: Vec<serde_json::Value> = outcomes.iter().map(brief).collect();
+        let name = &kernel.stage.program.name;
         summary.push(serde_json::json!({ "kernel": name, "candidates": entries, "fastest": best(&outcomes) }));
-        let Some(b) = best(&outcomes) else {
-            outln!(
-                "kernel {name} on its own: no candidate ran correctly; no program of kernels rewritten on their own"
-            );
-            return Ok(None);
-        };
-        chosen.push(format!("{name} {}", if b == 0 { "as written".to_string() } else { format!("variant {b}") }));
-        choice.push(b);
+        fastest.push(best(&outcomes));
     }
+    let Some(found) = fastest.into_iter().collect::<Option<Vec<usize>>>() else {
+        outln!("a kernel on its own has no candidate that ran correctly: no program of kernels rewritten on their own");
+        return Ok(None);
+    };
+    // Resumed, the candidates the interrupted tune chose: measured again, another may be the
+    // fastest, and the joined program's log is of that one.
+    let names: Vec<&str> = kernels.iter().map(|k| k.stage.program.name.as_str()).collect();
+    let record = a.output.join("kernels").join("joined.json");
+    let recorded = a.resume.then(|| recorded_choice(&record, &names)).flatten();
+    let choice =
+        recorded.filter(|c| c.iter().zip(&kernels).all(|(i, k)| *i < k.candidates.list.len())).unwrap_or(found);
+    let json = serde_json::json!({ "kernels": names, "choice": choice });
+    super::super::write(&record, &(json.to_string() + "\n"))?;
+    let chosen: Vec<String> = names
+        .iter()
+        .zip(&choice)
+        .map(|(name, b)| format!("{name} {}", if *b == 0 { "as written".to_string() } else { format!("variant {b}") }))
+        .collect();
     let program = match mapsat::variants::join(p, &kernels, &choice, sizes) {
         Ok(q) => q,
         Err(e) => {
@@ -254,6 +252,34 @@ fn best(outcomes: &[Outcome]) -> Option<usize> {
     (0..outcomes.len()).filter(|i| time(&outcomes[*i]).is_some()).min_by(|i, j| {
         time(&outcomes[*i]).unwrap_or(f64::INFINITY).total_cmp(&time(&outcomes[*j]).unwrap_or(f64::INFINITY))
     })
+}
+
+/// Tunes each candidate of one kernel on its own, in `DIR/kernels/KERNEL/variant_NN/`, their
+/// best kernels then measured again together.
+fn tune_kernel(
+    a: &TuneArgs,
+    kernel: &mapsat::variants::Kernel,
+    (given, device, profile): (&Sizes, DeviceSpec, &Profile),
+) -> CliResult<Vec<Outcome>> {
+    let name = &kernel.stage.program.name;
+    let total = kernel.candidates.list.len();
+    let mut outcomes = Vec::with_capacity(total);
+    for (n, c) in kernel.candidates.list.iter().enumerate() {
+        outln!("kernel {name} on its own, candidate {n} of {total}: {}, structure {}", c.description, c.signature);
+        let dir = format!("kernels/{name}/variant_{n:02}");
+        outcomes.push(tune_candidate(a, dir, c.clone(), given, device, profile)?);
+    }
+    confirm(a, device, &mut outcomes);
+    Ok(outcomes)
+}
+
+/// The candidates an earlier tune of these kernels joined (`DIR/kernels/joined.json`), if it
+/// recorded them.
+fn recorded_choice(path: &Path, names: &[&str]) -> Option<Vec<usize>> {
+    let v: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(path).ok()?).ok()?;
+    let same = v["kernels"].as_array()?.iter().map(|n| n.as_str()).eq(names.iter().map(|n| Some(*n)));
+    let choice: Option<Vec<usize>> = v["choice"].as_array()?.iter().map(|c| Some(c.as_u64()? as usize)).collect();
+    choice.filter(|c| same && c.len() == names.len())
 }
 
 /// A kernel's candidate in `variants.json`: where it was tuned, what it is, its time.
