@@ -90,15 +90,27 @@ pub fn to_program(template: &Program, term: &Term) -> Program {
     p
 }
 
+/// The binder names of a program added to an e-graph: a lambda's by its class, a `let`'s by
+/// the class of its value. Not a `let`'s by its own class: a rule may add another `let` to it,
+/// binding another value (`transpose-stage`'s copy of weights in the class of a program whose
+/// body was `let h = ..`), which is not that binder.
+#[derive(Clone, Debug, Default)]
+pub struct Names {
+    /// Lambdas' parameter names, by the lambda's class.
+    pub lambdas: BTreeMap<Id, String>,
+    /// `let` binders' names, by the class of the bound value.
+    pub lets: BTreeMap<Id, String>,
+}
+
 /// Adds a checked program's body to an e-graph, giving each class the checker's type where the
-/// analysis alone does not know it. Returns the root's class and the binder names by class.
-pub fn add_program(eg: &mut LiftGraph, p: &Program, info: &TypeInfo) -> (Id, BTreeMap<Id, String>) {
+/// analysis alone does not know it. Returns the root's class and the binder names.
+pub fn add_program(eg: &mut LiftGraph, p: &Program, info: &TypeInfo) -> (Id, Names) {
     let term = to_term(p, info);
     let keep = reachable(p);
     let types: Vec<Option<&mapsat_ir::Type>> =
         (0..p.nodes.len()).filter(|k| keep[*k]).map(|k| info.of(NodeId(k as u32))).collect();
     let mut ids: Vec<Id> = Vec::with_capacity(term.expr.len());
-    let mut names = BTreeMap::new();
+    let mut names = Names::default();
     for (k, lift) in term.expr.as_ref().iter().enumerate() {
         let id = eg.add(lift.clone().map_children(|c| ids[usize::from(c)]));
         // A primitive or a partial application may be shared at several types (the checker
@@ -113,7 +125,11 @@ pub fn add_program(eg: &mut LiftGraph, p: &Program, info: &TypeInfo) -> (Id, BTr
             }
         }
         if let Some(n) = &term.names[k] {
-            names.entry(id).or_insert_with(|| n.clone());
+            let (map, key) = match lift {
+                Lift::Let([v, _]) => (&mut names.lets, ids[usize::from(*v)]),
+                _ => (&mut names.lambdas, id),
+            };
+            map.entry(key).or_insert_with(|| n.clone());
         }
         ids.push(id);
     }

@@ -51,8 +51,8 @@ pub struct Source<'a> {
     pub template: &'a Program,
     /// The root class.
     pub root: Id,
-    /// Binder names by class.
-    pub names: &'a BTreeMap<Id, String>,
+    /// Binder names.
+    pub names: &'a crate::convert::Names,
     /// Sizes at which variants are checked (new tile sizes included).
     pub sizes: &'a Sizes,
     /// New tile sizes, declared in the variants that use them.
@@ -72,7 +72,10 @@ const CANDIDATES: usize = 400;
 pub fn variants(eg: &LiftGraph, src: &Source, k: usize) -> (Vec<Variant>, usize) {
     let mut rejected = 0;
     let ext = Extractor::new(eg, StaticCost);
-    let names: BTreeMap<Id, &String> = src.names.iter().map(|(c, n)| (eg.find(*c), n)).collect();
+    let canonical = |m: &BTreeMap<Id, String>| -> BTreeMap<Id, String> {
+        m.iter().map(|(c, n)| (eg.find(*c), n.clone())).collect()
+    };
+    let names = crate::convert::Names { lambdas: canonical(&src.names.lambdas), lets: canonical(&src.names.lets) };
     let builder = Builder { eg, ext: &ext, names: &names };
     let mut found: BTreeMap<String, Variant> = BTreeMap::new();
     let mut frontier: Vec<BTreeMap<Id, Lift>> = vec![BTreeMap::new()];
@@ -419,7 +422,8 @@ fn sig(p: &Program, id: mapsat_ir::NodeId, out: &mut String) {
 struct Builder<'a> {
     eg: &'a LiftGraph,
     ext: &'a Extractor<'a, StaticCost, Lift, crate::analysis::Meta>,
-    names: &'a BTreeMap<Id, &'a String>,
+    /// Binder names, by canonical classes.
+    names: &'a crate::convert::Names,
 }
 
 impl Builder<'_> {
@@ -443,6 +447,7 @@ impl Builder<'_> {
             _ => self.ext.find_best_node(c).clone(),
         };
         stack.push(c);
+        let name = self.binder(c, &node);
         let node = match node {
             // `toX(e)`: `e` must be a map or reduce application (other forms of its class, added
             // by rules where it is read elsewhere, are not taken here).
@@ -454,15 +459,20 @@ impl Builder<'_> {
             node => node.map_children(|ch| self.go(self.eg.find(ch), forced, t, visited, stack)),
         };
         stack.pop();
-        self.push(c, node, t)
+        self.push(name, node, t)
     }
 
-    /// Adds `node` of class `c` to the term, with its binder name.
-    fn push(&self, c: Id, node: Lift, t: &mut Term) -> Id {
-        let name = match node {
-            Lift::Lam(..) | Lift::Let(..) => self.names.get(&c).map(|s| s.to_string()),
+    /// The binder name of `node`, of class `c` (its children still classes).
+    fn binder(&self, c: Id, node: &Lift) -> Option<String> {
+        match node {
+            Lift::Lam(..) => self.names.lambdas.get(&c).cloned(),
+            Lift::Let([v, _]) => self.names.lets.get(&self.eg.find(*v)).cloned(),
             _ => None,
-        };
+        }
+    }
+
+    /// Adds `node` to the term, with its binder name.
+    fn push(&self, name: Option<String>, node: Lift, t: &mut Term) -> Id {
         t.names.push(name);
         t.expr.add(node)
     }
@@ -499,6 +509,7 @@ impl Builder<'_> {
             return self.go(c, forced, t, visited, stack);
         };
         visited.push(c);
+        let name = self.binder(c, &node);
         let node = match node {
             Lift::App([f, a]) => {
                 let f = self.go_applied(self.eg.find(f), depth - 1, forced, t, visited, stack);
@@ -506,6 +517,6 @@ impl Builder<'_> {
             }
             n => n,
         };
-        self.push(c, node, t)
+        self.push(name, node, t)
     }
 }

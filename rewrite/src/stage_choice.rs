@@ -66,15 +66,42 @@ fn producers(p: &Program) -> Vec<(String, AddressSpace, Vec<String>)> {
         .collect()
 }
 
-/// Every `toM(e)` of `p` in pre-order: `M` and the label of `e`'s outermost map.
+/// Every `toM(e)` of `p` in pre-order: `M` and the label of `e`'s outermost map. Not a copy
+/// of a parameter stored transposed (`transpose-stage`'s, whose labels derive from those of
+/// the map reading it, which may be a producer's): it computes no producer.
 fn staged(p: &Program) -> Vec<(AddressSpace, String)> {
     preorder(p, p.root)
         .into_iter()
         .filter_map(|id| {
             let (space, e) = to_space(p, id)?;
+            (!transposed_parameter(p, e)).then_some(())?;
             Some((space, labels(p, e).into_iter().next()?))
         })
         .collect()
+}
+
+/// True when `e` is `map(fun(r => map(fun(x => x), r)), transpose(w))` for a parameter `w`,
+/// or that with `map(fun(x => x))` for the row's function.
+fn transposed_parameter(p: &Program, e: NodeId) -> bool {
+    let map_of = |id: NodeId| match p.spine(id) {
+        (head, args) if matches!(p.node(head), Node::Prim(Prim::Map { .. })) && args.len() == 2 => {
+            Some((args[0], args[1]))
+        }
+        _ => None,
+    };
+    let body = |f: NodeId| match p.node(f) {
+        Node::Lam(b, _) => Some(*b),
+        _ => None,
+    };
+    let Some((f, xs)) = map_of(e) else { return false };
+    let transposed = matches!(p.spine(xs), (t, a) if matches!(p.node(t), Node::Prim(Prim::Transpose))
+        && a.len() == 1 && matches!(p.node(a[0]), Node::Param(_)));
+    let identity = |g: NodeId| body(g).is_some_and(|x| matches!(p.node(x), Node::Var(0)));
+    let copies_rows = match p.spine(f) {
+        (m, a) if matches!(p.node(m), Node::Prim(Prim::Map { .. })) && a.len() == 1 => identity(a[0]),
+        _ => body(f).and_then(map_of).is_some_and(|(g, r)| matches!(p.node(r), Node::Var(0)) && identity(g)),
+    };
+    transposed && copies_rows
 }
 
 /// `(M, e)` when `id` is `toM(e)`.
@@ -121,6 +148,30 @@ def sharpen(img: [[f32]W]H, amount: f32) : [[f32]W]H =
     fn choices(variant: &str) -> String {
         let input = mapsat_ir::parse(INPUT).unwrap();
         describe(&of(&input, &mapsat_ir::parse(variant).unwrap()))
+    }
+
+    /// A copy of weights stored transposed for a consumer whose labels are a producer's
+    /// (`transpose-stage`) does not make that producer global.
+    #[test]
+    fn a_transposed_copy_of_a_parameter_is_no_producer() {
+        let input = mapsat_ir::parse(
+            "size N = 4
+def f(x: [f32]N, w: [[f32]N]N) =
+  let h = toGlobal(map@A(fun(v => v * 2.0), x)) in
+  map@B(fun(c => reduce(add, 0.0, map@C(fun(p => p.0 * p.1), zip(h, c)))), w)",
+        )
+        .unwrap();
+        for copy in ["map@A_tc(fun(v => v))", "fun(r => map@A_tc(fun(v => v), r))"] {
+            let variant = mapsat_ir::parse(&format!(
+                "size N = 4
+def f(x: [f32]N, w: [[f32]N]N) =
+  let t = toGlobal(map@A_t({copy}, transpose(w))) in
+  map@B(fun(c => reduce(add, 0.0, map@C(fun(p => p.0 * p.1), zip(map@A(fun(v => v * 2.0), x), c)))), transpose(t))"
+            ))
+            .unwrap();
+            assert_eq!(describe(&of(&input, &variant)), "h inline", "{copy}");
+        }
+        assert_eq!(describe(&of(&input, &input)), "h global");
     }
 
     #[test]

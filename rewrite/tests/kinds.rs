@@ -439,3 +439,31 @@ def mlp(x: [[f32]K]M, w1: [[f32]K]H, w2: [[f32]H]N) : [[f32]N]M =
     let both = variants.iter().find(|v| copies(v) == 2).unwrap();
     assert_eq!(mapsat_ir::stages::count(&both.program), 3, "{}", mapsat_ir::print(&both.program));
 }
+
+/// A program whose body is a producer's `let h = ..`: the copy of weights `transpose-stage`
+/// adds there binds another value, and is not named `h` (the kernel it makes was named as the
+/// producer's, and the variant's stage choices said `h` was computed).
+#[test]
+fn a_transposed_copy_is_not_named_as_the_producer_before_it() {
+    let p = checked(
+        "size M = 4, K = 8, N = 4
+def f(x: [[f32]K]M, w: [[f32]K]N) : [[f32]N]M =
+  let h = toGlobal(map@A(fun(r => map@G(fun(v => v * 2.0), r)), x)) in
+  map@B(fun(row => map@D(fun(c => reduce(add, 0.0, map@F(fun(p => p.0 * p.1), zip(row, c)))), w)), h)",
+    );
+    let rules = ["transpose-stage", "reduce-map-fusion", "let-inline", "map-fusion", "beta"];
+    let opts = Options { rules: Some(rules.map(String::from).to_vec()), variants: 16, ..Options::default() };
+    let variants = rewrite(&p, &opts).unwrap().variants;
+    let copies: Vec<&Variant> =
+        variants.iter().filter(|v| mapsat_ir::print(&v.program).contains("transpose(w)")).collect();
+    assert!(!copies.is_empty(), "{:?}", variants.iter().map(|v| &v.signature).collect::<Vec<_>>());
+    for v in copies {
+        let names: Vec<String> =
+            mapsat_ir::stages::split(&v.program).unwrap().iter().map(|s| s.program.name.clone()).collect();
+        assert!(names.iter().filter(|n| n.ends_with("_h")).count() <= 1, "{names:?}\n{}", mapsat_ir::print(&v.program));
+        // `h` is global exactly when a kernel of its own computes it.
+        let h_global = v.stages.iter().any(|s| s.binder == "h" && s.choice == mapsat_ir::choice::Choice::Global);
+        let h_kernel = names.iter().any(|n| n.ends_with("_h"));
+        assert_eq!(h_global, h_kernel, "{names:?}: {:?}", v.stages);
+    }
+}
