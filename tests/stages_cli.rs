@@ -354,6 +354,55 @@ def f(x: [f32]N) =
     std::fs::remove_dir_all(dir).ok();
 }
 
+/// The widths in a tune's log, by kernel.
+fn tuned_widths(log: &std::path::Path) -> std::collections::BTreeSet<i64> {
+    let log = std::fs::read_to_string(log).unwrap();
+    let records = log.lines().filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok());
+    records.filter_map(|r| r["tuning"]["vw"].as_i64()).collect()
+}
+
+/// A width only a first kernel uses, whose result holds no vectors (a sum of squares of each
+/// row, read as vectors): tuned with that kernel (it was fixed at its default for every kernel
+/// but the last). One that a boundary carries as vectors stays fixed: both kernels read it.
+#[test]
+fn a_width_one_kernel_alone_uses_is_tuned_with_it() {
+    let dir = temp("first-width");
+    std::fs::create_dir_all(&dir).unwrap();
+    let programs = [
+        (
+            "own",
+            "size M = 16, K = 64, vw in 2..16 = 4
+def f(xs: [[f32]K]M) : [f32]M =
+  let a = toGlobal(map@A(fun(row => reduce(add, 0.0, asScalar(map@B(fun(v => v * v), asVector(vw, row))))), xs)) in
+  map@C(fun(v => v + 1.0), a)",
+        ),
+        (
+            "carried",
+            "size N = 48, vw in 2..16 = 4
+def f(x: [f32]N) : [f32]N =
+  let a = toGlobal(map@A(fun(v => v * vectorFromScalar(vw, 2.0)), asVector(vw, x))) in
+  asScalar(map@C(fun(v => v + vectorFromScalar(vw, 1.0)), a))",
+        ),
+    ];
+    if !opencl() {
+        return;
+    }
+    for (name, text_) in programs {
+        let src = dir.join(format!("{name}.lift"));
+        std::fs::write(&src, text_).unwrap();
+        let d = dir.join(name);
+        let args = ["tune", src.to_str().unwrap(), "--trials", "12", "--random-trials", "8", "--runs", "1"];
+        let out = mapsat(&[&args[..], &["-o", d.to_str().unwrap()]].concat());
+        assert_eq!(out.status.code(), Some(0), "{}{}", text(&out.stdout), text(&out.stderr));
+        let first = tuned_widths(&d.join("f_0_a").join("tune.jsonl"));
+        match name {
+            "own" => assert!(first.len() > 1, "{first:?}"),
+            _ => assert!(first.is_empty() && tuned_widths(&d.join("f").join("tune.jsonl")).is_empty()),
+        }
+    }
+    std::fs::remove_dir_all(dir).ok();
+}
+
 /// A kernel with no map, only a reduction (a norm's sum of squares as a stage of its own, as
 /// the rewrite stage fuses it): its reductions run in one work item, with the empty mapping,
 /// so the pipeline runs with a mapping of its other kernel's maps (it was refused: "nothing to

@@ -289,11 +289,11 @@ pub(super) fn tune_program(
             "--log: a program of several kernels keeps one log per kernel, DIR/KERNEL/tune.jsonl".into(),
         ));
     }
-    // The vector widths of the kernels before the last fixed at the given sizes (their
-    // defaults where not given), not tuned: a boundary's type may have them, and each kernel
-    // tuned on its own would choose its own. A width only the last kernel uses is tuned with it.
-    let widths: std::collections::BTreeSet<String> = match stages::split(&p) {
-        Ok(all) => all[..all.len() - 1].iter().flat_map(|s| mapsat::ir::widths::vars(&s.program)).collect(),
+    // The vector widths shared by kernels, or in a boundary's type, fixed at the given sizes
+    // (their defaults where not given), not tuned: each kernel tuned on its own would choose
+    // its own. A width one kernel alone uses is tuned with it.
+    let widths = match stages::split(&p) {
+        Ok(all) => shared_widths(&all),
         Err(_) => mapsat::ir::widths::vars(&p),
     };
     let mut given = given.clone();
@@ -334,6 +334,35 @@ pub(super) fn tune_program(
     let best = tuned(&device_name, &summaries, &files);
     write_pipeline(&p, out, &summaries, &files, &best)?;
     Ok(best)
+}
+
+/// The vector widths (`asVector(vw, ..)`) that several of the kernels `all` use, or that a
+/// kernel uses whose result, read by a later one, holds vectors (their lanes are the width).
+fn shared_widths(all: &[stages::Stage]) -> std::collections::BTreeSet<String> {
+    let used: Vec<_> = all.iter().map(|s| mapsat::ir::widths::vars(&s.program)).collect();
+    fn vectors(t: &mapsat::ir::Type) -> bool {
+        use mapsat::ir::Type;
+        match t {
+            Type::Vector(..) => true,
+            Type::Array(e, _) => vectors(e),
+            Type::Tuple(ts) => ts.iter().any(vectors),
+            _ => false,
+        }
+    }
+    let carries = |k: usize| {
+        all.iter().any(|s| {
+            s.inputs.iter().zip(&s.program.params).any(|(i, q)| *i == stages::Input::Stage(k) && vectors(&q.ty))
+        })
+    };
+    let mut out = std::collections::BTreeSet::new();
+    for (k, vars) in used.iter().enumerate() {
+        for v in vars {
+            if carries(k) || used.iter().enumerate().any(|(j, o)| j != k && o.contains(v)) {
+                out.insert(v.clone());
+            }
+        }
+    }
+    out
 }
 
 /// `DIR/NAME.pipeline.json`: the tuned kernels in launch order, each with its time, mapping,

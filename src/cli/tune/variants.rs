@@ -67,10 +67,8 @@ pub(super) fn tune_variants(
         outcomes.push(tune_candidate(a, format!("variant_{n:02}"), c, given, device, &profile)?);
     }
     let mut kernels = Vec::new();
-    if let Some(c) = per_kernel(a, &p, k, &sizes, &opts, &outcomes, (given, device, &profile), &mut kernels)? {
-        let n = outcomes.len();
-        outln!("variant {n}: {}, structure {}", c.description, c.signature);
-        outcomes.push(tune_candidate(a, format!("variant_{n:02}"), c, given, device, &profile)?);
+    if let Some(o) = per_kernel(a, &p, k, &sizes, &opts, &outcomes, (given, device, &profile), &mut kernels)? {
+        outcomes.push(o);
     }
     confirm(a, device, &mut outcomes);
     report(a, &sizes, &found.report, &outcomes, kernels)
@@ -96,8 +94,10 @@ fn tune_candidate(
     super::super::create_dir(&out)?;
     let file = out.join("variant.lift");
     super::super::write(&file, &text)?;
+    // The program as its file has it (binder names as printed: its kernels' names).
+    let program = ir::parse(&text).unwrap_or_else(|_| c.program.clone());
     let vsrc = Source { name: file.display().to_string(), text };
-    let tuned = match tune_program(a, &vsrc, c.program.clone(), given, device, profile.clone(), &out, None) {
+    let tuned = match tune_program(a, &vsrc, program, given, device, profile.clone(), &out, None) {
         Ok(t) => Ok(t),
         // Bad usage is the same for every variant: stop.
         Err(Failure::Usage(m)) => return Err(Failure::Usage(m)),
@@ -109,14 +109,14 @@ fn tune_candidate(
     Ok(Outcome { candidate: c, dir, tuned, confirmed: None })
 }
 
-/// For a program of several kernels, one more candidate: each kernel rewritten on its own
+/// For a program of several kernels, one more variant: each kernel rewritten on its own
 /// ([`mapsat::variants::kernels`]), its candidates tuned in `DIR/kernels/KERNEL/variant_NN/`,
 /// and the fastest correct one of each kernel joined into one program. The kernels' times do
-/// not depend on each other's choices, so that sequence is the fastest of those candidates.
-/// `None` for a program of one kernel, when a kernel has no correct candidate, or when the
-/// joined program is one of the `tuned` ones. Each kernel's candidates and their times are
-/// added to `summary` (for `variants.json`). The choice is recorded in
-/// `DIR/kernels/joined.json`; `--resume` joins the recorded candidates.
+/// not depend on each other's choices, so that sequence is the fastest of those candidates:
+/// the variant is those candidates' tuned kernels, its time the sum of theirs (not tuned
+/// again). `None` for a program of one kernel, when a kernel has no correct candidate, or when
+/// the joined program is one of the `tuned` ones. Each kernel's candidates and their times are
+/// added to `summary` (for `variants.json`).
 #[allow(clippy::too_many_arguments)]
 fn per_kernel(
     a: &TuneArgs,
@@ -127,56 +127,101 @@ fn per_kernel(
     tuned: &[Outcome],
     (given, device, profile): (&Sizes, DeviceSpec, &Profile),
     summary: &mut Vec<serde_json::Value>,
-) -> CliResult<Option<mapsat::variants::Candidate>> {
+) -> CliResult<Option<Outcome>> {
     if ir::stages::count(p) < 2 || k < 2 {
         return Ok(None);
     }
     let kernels = mapsat::variants::kernels(p, k, opts).map_err(rejected)?;
-    let mut fastest = Vec::with_capacity(kernels.len());
+    let mut all = Vec::with_capacity(kernels.len());
     for kernel in &kernels {
         let outcomes = tune_kernel(a, kernel, (given, device, profile))?;
         let entries: Vec<serde_json::Value> = outcomes.iter().map(brief).collect();
         let name = &kernel.stage.program.name;
         summary.push(serde_json::json!({ "kernel": name, "candidates": entries, "fastest": best(&outcomes) }));
-        fastest.push(best(&outcomes));
+        all.push(outcomes);
     }
-    let Some(found) = fastest.into_iter().collect::<Option<Vec<usize>>>() else {
+    let Some(choice) = choose(a, &kernels, &all)? else {
         outln!("a kernel on its own has no candidate that ran correctly: no program of kernels rewritten on their own");
         return Ok(None);
     };
-    // Resumed, the candidates the interrupted tune chose: measured again, another may be the
-    // fastest, and the joined program's log is of that one.
-    let names: Vec<&str> = kernels.iter().map(|k| k.stage.program.name.as_str()).collect();
-    let record = a.output.join("kernels").join("joined.json");
-    let recorded = a.resume.then(|| recorded_choice(&record, &names)).flatten();
-    let choice =
-        recorded.filter(|c| c.iter().zip(&kernels).all(|(i, k)| *i < k.candidates.list.len())).unwrap_or(found);
-    let json = serde_json::json!({ "kernels": names, "choice": choice });
-    super::super::write(&record, &(json.to_string() + "\n"))?;
-    let chosen: Vec<String> = names
-        .iter()
-        .zip(&choice)
-        .map(|(name, b)| format!("{name} {}", if *b == 0 { "as written".to_string() } else { format!("variant {b}") }))
-        .collect();
-    let program = match mapsat::variants::join(p, &kernels, &choice, sizes) {
+    let mut program = match mapsat::variants::join(p, &kernels, &choice, sizes) {
         Ok(q) => q,
         Err(e) => {
             outln!("the kernels' fastest candidates do not join into one program ({e})");
             return Ok(None);
         }
     };
+    rw::tiles::pin_defaults(&mut program, sizes);
     let text = ir::print(&program);
     if tuned.iter().any(|o| ir::print(&o.candidate.program) == text) {
         outln!("the kernels' fastest candidates joined are a program tuned already");
         return Ok(None);
     }
-    Ok(Some(mapsat::variants::Candidate {
+    let parts: Vec<&Outcome> = all.iter().zip(&choice).map(|(o, c)| &o[*c]).collect();
+    let chosen: Vec<String> = parts.iter().map(|o| o.dir.clone()).collect();
+    let candidate = mapsat::variants::Candidate {
         signature: rw::extract::signature(&program),
         cost: None,
         description: format!("each kernel rewritten on its own, the fastest of each ({})", chosen.join(", ")),
         stages: rw::stage_choice::of(p, &program),
         program,
-    }))
+    };
+    let dir = format!("variant_{:02}", tuned.len());
+    outln!("{dir}: {}, structure {}", candidate.description, candidate.signature);
+    let note = format!(
+        "{dir} of {}: {}, structure {}; its kernels were tuned in those folders",
+        a.file.display(),
+        candidate.description,
+        candidate.signature
+    );
+    super::super::create_dir(&a.output.join(&dir))?;
+    super::super::write(&a.output.join(&dir).join("variant.lift"), &format!("// {note}.\n{text}"))?;
+    let tuned = assembled(&parts).ok_or_else(|| "a chosen candidate has no tuned kernel".to_string());
+    Ok(Some(Outcome { candidate, dir, tuned, confirmed: None }))
+}
+
+/// The candidate of each kernel to join: the fastest correct one (`None` when a kernel has
+/// none), recorded in `DIR/kernels/joined.json`; resumed, the recorded ones (measured again,
+/// another could be the fastest).
+fn choose(a: &TuneArgs, kernels: &[mapsat::variants::Kernel], all: &[Vec<Outcome>]) -> CliResult<Option<Vec<usize>>> {
+    let Some(found) = all.iter().map(|o| best(o)).collect::<Option<Vec<usize>>>() else { return Ok(None) };
+    let names: Vec<&str> = kernels.iter().map(|k| k.stage.program.name.as_str()).collect();
+    let record = a.output.join("kernels").join("joined.json");
+    let recorded = a.resume.then(|| recorded_choice(&record, &names)).flatten();
+    let fits = |c: &Vec<usize>| c.iter().zip(all).all(|(i, o)| o.get(*i).is_some_and(|o| time(o).is_some()));
+    let choice = recorded.filter(fits).unwrap_or(found);
+    let json = serde_json::json!({ "kernels": names, "choice": choice });
+    super::super::write(&record, &(json.to_string() + "\n"))?;
+    Ok(Some(choice))
+}
+
+/// The tuned kernels of `parts` (one candidate per kernel, in order) as one program's: their
+/// times summed (each measured again with its kernel's other candidates where that ran).
+fn assembled(parts: &[&Outcome]) -> Option<Tuned> {
+    let (mut ms, mut mflop) = (0.0, 0.0);
+    let mut out = Tuned {
+        device: String::new(),
+        best_ms: None,
+        gflops: 0.0,
+        mapping: String::new(),
+        lifts: Vec::new(),
+        locals: Vec::new(),
+    };
+    let mut mappings = Vec::new();
+    for o in parts {
+        let t = o.tuned.as_ref().ok()?;
+        let (m, g) = o.confirmed.unwrap_or((t.best_ms?, t.gflops));
+        ms += m;
+        mflop += g * m;
+        mappings.push(t.mapping.clone());
+        out.device = t.device.clone();
+        out.lifts.extend(t.lifts.iter().cloned());
+        out.locals.extend(t.locals.iter().cloned());
+    }
+    out.best_ms = (ms > 0.0).then_some(ms);
+    out.gflops = if ms > 0.0 { mflop / ms } else { 0.0 };
+    out.mapping = mappings.join(",");
+    Some(out)
 }
 
 /// Measures the best kernel of every variant again, in this process, interleaved: `ROUNDS`
