@@ -19,9 +19,9 @@ use std::collections::HashMap;
 /// `p` with its stages (`split(p)`) replaced by `programs`, one per stage, each with the
 /// parameters of the stage it replaces. Sizes the replacements declare and `p` does not are
 /// declared after `p`'s (`p`'s declarations stand for its own); an error when two declare a
-/// new name differently. A stage's result in
-/// views (`join(map(..))`, a tiled map) is stored without them, read through them. The result
-/// is to be checked: a stage whose result is no map or reduce under its views cannot be stored.
+/// new name differently. A stage's result in views (`join(map(..))`, a tiled map) is stored
+/// without them, read through them. The result is to be checked: a stage whose result is no
+/// map or reduce under its views cannot be stored.
 pub fn join(p: &Program, stages: &[Stage], programs: &[Program]) -> Result<Program, String> {
     if stages.len() != programs.len() || stages.is_empty() {
         return Err(format!("{} stages, {} programs to put in their place", stages.len(), programs.len()));

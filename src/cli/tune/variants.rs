@@ -2,8 +2,10 @@
 //! (`mapsat::variants`), each tuned as one program in `DIR/variant_NN/`, and the fastest
 //! correct kernel over all of them. Each tune's best time was measured in its own tune; so that
 //! a change of load between tunes does not choose the winner, the best kernels of all variants
-//! are then measured again together, interleaved ([`confirm`]), and ranked by those times. The
-//! summary is on standard output and in `DIR/variants.json`.
+//! are then measured again together, interleaved ([`confirm`]), and ranked by those times. For
+//! a program of several kernels, each kernel is also rewritten and tuned on its own, and the
+//! fastest candidate of each joined into one more variant ([`per_kernel`]). The summary is on
+//! standard output and in `DIR/variants.json`.
 
 use super::{rejected, tune_program, TuneArgs, Tuned};
 use crate::cli::{all_sizes, CliResult, Failure, Source};
@@ -339,7 +341,7 @@ fn brief(o: &Outcome) -> serde_json::Value {
 }
 
 /// The summary on standard output and in `DIR/variants.json` (with each kernel's candidates
-/// on their own, `kernels`, for a program of several kernels).
+/// on their own, `kernels_on_their_own`, for a program of several kernels).
 fn report(
     a: &TuneArgs,
     sizes: &Sizes,
