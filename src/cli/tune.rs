@@ -356,11 +356,9 @@ fn shared_widths(all: &[stages::Stage]) -> std::collections::BTreeSet<String> {
     };
     let mut out = std::collections::BTreeSet::new();
     for (k, vars) in used.iter().enumerate() {
-        for v in vars {
-            if carries(k) || used.iter().enumerate().any(|(j, o)| j != k && o.contains(v)) {
-                out.insert(v.clone());
-            }
-        }
+        let carried = carries(k);
+        let shared = |v: &&String| used.iter().enumerate().any(|(j, o)| j != k && o.contains(*v));
+        out.extend(vars.iter().filter(|v| carried || shared(v)).cloned());
     }
     out
 }

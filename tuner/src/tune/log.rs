@@ -252,27 +252,7 @@ fn check_header(found: &Header, want: &Header) -> Result<(), String> {
     if found.format != want.format {
         return Err(format!("the log has format {}, this mapsat writes format {}", found.format, want.format));
     }
-    let same_text = matches!((&found.text, &want.text), (Some(a), Some(b)) if a == b);
-    if found.program == want.program && found.sizes == want.sizes && found.task != want.task && same_text {
-        if found.device != want.device || found.profile != want.profile {
-            return Err(format!(
-                "the log was written for device {} (profile {}), not {} (profile {})",
-                found.device, found.profile, want.device, want.profile
-            ));
-        }
-        return Err(format!(
-            "the log was written for program `{}` at {} with other options (the program's text is the same;              `--strict-math`, `--no-fusion` or the device profile's figures differ); resume with the options              of the tune that wrote it, or tune into a new log",
-            found.program, found.sizes
-        ));
-    }
-    if found.program == want.program && found.sizes == want.sizes && found.task != want.task {
-        return Err(format!(
-            "the log was written for another version of program `{}` at {} (its text differs: the task \
-             hash is {}, this program's is {}); tune into a new log, or resume with the program the log was written for",
-            found.program, found.sizes, found.task, want.task
-        ));
-    }
-    if found.task != want.task || found.program != want.program {
+    if found.program != want.program || found.sizes != want.sizes {
         return Err(format!(
             "the log was written for another task (program `{}` at {}), not `{}` at {}",
             found.program, found.sizes, want.program, want.sizes
@@ -284,7 +264,22 @@ fn check_header(found: &Header, want: &Header) -> Result<(), String> {
             found.device, found.profile, want.device, want.profile
         ));
     }
-    Ok(())
+    if found.task == want.task {
+        return Ok(());
+    }
+    match (&found.text, &want.text) {
+        (Some(a), Some(b)) if a == b => Err(format!(
+            "the log was written for program `{}` at {} with other options (the program's text is the same; \
+             `--strict-math`, `--no-fusion` or the device profile's figures differ); resume with the options \
+             of the tune that wrote it, or tune into a new log",
+            found.program, found.sizes
+        )),
+        _ => Err(format!(
+            "the log was written for another version of program `{}` at {} (its text differs: the task \
+             hash is {}, this program's is {}); tune into a new log, or resume with the program the log was written for",
+            found.program, found.sizes, found.task, want.task
+        )),
+    }
 }
 
 #[cfg(test)]

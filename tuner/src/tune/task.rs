@@ -140,7 +140,7 @@ pub struct Task {
     pub hash: String,
     points: RefCell<HashMap<Sizes, Option<Rc<Point>>>>,
     /// [`Task::shaped_points`], once computed.
-    shaped: RefCell<Option<Vec<Sizes>>>,
+    shaped: std::cell::OnceCell<Vec<Sizes>>,
     seed: u64,
 }
 
@@ -196,7 +196,7 @@ impl Task {
             result_shape: Vec::new(),
             pool: Vec::new(),
             points: RefCell::new(HashMap::new()),
-            shaped: RefCell::new(None),
+            shaped: std::cell::OnceCell::new(),
             seed,
         };
         task.first_point = task.find_first_point()?;
@@ -461,14 +461,12 @@ impl Task {
     }
 
     /// The points of the grid ([`GRID_POINTS`] at most) at which the result has its shape.
-    fn shaped_points(&self) -> std::cell::Ref<'_, Vec<Sizes>> {
-        if self.shaped.borrow().is_none() {
-            let shaped = params::spread_points(&self.tunables, GRID_POINTS)
+    fn shaped_points(&self) -> &[Sizes] {
+        self.shaped.get_or_init(|| {
+            params::spread_points(&self.tunables, GRID_POINTS)
                 .filter(|p| self.shape_at(p).is_some_and(|s| s == self.result_shape))
-                .collect();
-            *self.shaped.borrow_mut() = Some(shaped);
-        }
-        std::cell::Ref::map(self.shaped.borrow(), |s| s.as_ref().expect("computed above"))
+                .collect()
+        })
     }
 
     /// A valid candidate next to `c`: one tunable moved, one map's code changed, or the
