@@ -29,7 +29,9 @@
 //!    untiled matmul (`examples/matmul.lift`, 256^3) and conv (`examples/conv.lift`, 28x28,
 //!    32 -> 32; and `examples/conv_windows.lift`, the same conv as windows times the columns
 //!    of HWIO weights), and a fully-connected layer with a bias and a relu, its weights in
-//!    PyTorch's layout (`examples/linear.lift`, 256^3), 32 guided trials per variant: variant 0 is the
+//!    PyTorch's layout (`examples/linear.lift`, 256^3), and two such layers with a relu between
+//!    them (`examples/mlp.lift`, 256^3; its variants include each kernel rewritten and tuned on
+//!    its own, the fastest candidates joined), 32 guided trials per variant: variant 0 is the
 //!    untransformed program tuned with the same trials (the variants' best kernels are ranked
 //!    after being measured again together). The two best kernels (the input's and the best
 //!    variant's) are then run again back to back (`mapsat run --check --reassociate
@@ -37,7 +39,8 @@
 //!
 //! `MAPSAT_QUALITY_SEEDS` sets the seeds (default `1,2,3`), `MAPSAT_QUALITY_SECTIONS` the sections
 //! to run (default `1,2,3,4`), `MAPSAT_QUALITY_VARIANTS` the K of section 4 (default 7),
-//! `MAPSAT_PYTHON` the Python with numpy.
+//! `MAPSAT_QUALITY_PROGRAMS` the programs of section 4 (their names' first words, `mlp,linear`;
+//! default all), `MAPSAT_PYTHON` the Python with numpy.
 #![allow(missing_docs)]
 
 use mapsat_codegen::Dialect;
@@ -318,8 +321,11 @@ fn variants_against_input(k: &str) {
         ("conv 28x28 32->32", "examples/conv.lift", "inH=28,inW=28,inChs=32,outChs=32"),
         ("conv_windows 28x28 32->32", "examples/conv_windows.lift", "inH=28,inW=28,inChs=32,outChs=32"),
         ("linear 256^3", "examples/linear.lift", "M=256,K=256,N=256"),
+        ("mlp 256^3", "examples/mlp.lift", "M=256,K=256,H=256,N=256"),
     ];
-    for (name, file, sizes) in programs {
+    let only = std::env::var("MAPSAT_QUALITY_PROGRAMS").unwrap_or_default();
+    let chosen = |name: &str| only.is_empty() || only.split(',').any(|o| name.starts_with(o.trim()));
+    for (name, file, sizes) in programs.into_iter().filter(|(name, ..)| chosen(name)) {
         let tag = format!("variants-{}", name.split(' ').next().unwrap());
         let dir = tune(&tag, file, sizes, &["--variants", k, "--trials", "32", "--random-trials", "0", "--seed", "1"]);
         let s: Value =

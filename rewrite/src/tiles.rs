@@ -64,10 +64,10 @@ pub fn new_tile_sizes(p: &Program, info: &TypeInfo, sizes: &Sizes, factors: &[i6
 }
 
 /// The tile size of the map labelled `label` over `len` elements, named `t` and its label (not
-/// in `taken`); `None` when no factor divides `len`.
+/// in `taken`), with [`default_tile`] as its default; `None` when `len` has no such divisor.
 fn tile(label: &str, len: Option<i64>, factors: &[i64], taken: &mut BTreeSet<String>) -> Option<Tile> {
     let len = len?;
-    let n = factors.iter().copied().filter(|n| *n > 1 && *n < len && len % n == 0).max()?;
+    let n = default_tile(len, factors)?;
     let base = format!("t{label}");
     let name = (0..).map(|i| if i == 0 { base.clone() } else { format!("{base}_{i}") }).find(|c| !taken.contains(c))?;
     taken.insert(name.clone());
@@ -76,6 +76,15 @@ fn tile(label: &str, len: Option<i64>, factors: &[i64], taken: &mut BTreeSet<Str
         size: SizeVar { name, min: 1, max: Some(len), default: Some(n) },
         reduction: None,
     })
+}
+
+/// A tile size's default: the largest factor that divides `len` (and is less), or else, for a
+/// length no factor divides (49 rows of a 7x7 image, 27), its largest divisor up to the largest
+/// factor (7, 9); `None` for a prime length.
+fn default_tile(len: i64, factors: &[i64]) -> Option<i64> {
+    let divides = |n: &i64| *n > 1 && *n < len && len % n == 0;
+    let largest = factors.iter().copied().max()?;
+    factors.iter().copied().filter(divides).max().or_else(|| (2..=largest).rev().find(divides))
 }
 
 /// The tile size of a reduction over `xs` (of type `ty`), named `t` and the size variable of its

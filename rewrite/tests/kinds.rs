@@ -365,6 +365,30 @@ def mm(a: [[f32]K]M, b: [[f32]N]K) : [[f32]N]M =
     );
 }
 
+/// A matmul whose rows no power of two divides (49, the pixels of a 7x7 image): the tile size
+/// of its rows defaults to a divisor of theirs (7), so it still gets the outer product; the same
+/// function as the input at the divisors of 49.
+#[test]
+fn outer_product_of_rows_no_power_of_two_divides() {
+    let src = "size M = 49, K = 16, N = 16
+def mm(a: [[f32]K]M, b: [[f32]N]K) : [[f32]N]M =
+  map@A(fun(row => map@B(fun(col =>
+    reduce(add, 0.0, map@C(fun(p => p.0 * p.1), zip(row, col)))), transpose(b))), a)";
+    let p = checked(src);
+    let variants = rewrite(&p, &Options::default()).unwrap().variants;
+    let outer = |v: &&Variant| {
+        let t = mapsat_ir::print(&v.program).split_whitespace().collect::<String>();
+        t.contains("sizetAin1..49=7") && t.contains("split(tA,a)") && t.contains("toPrivate(reduce(")
+    };
+    let found: Vec<&Variant> = variants.iter().filter(outer).collect();
+    assert!(!found.is_empty(), "{:?}", variants.iter().map(|v| &v.signature).collect::<Vec<_>>());
+    for v in found {
+        for t in [1, 7, 49] {
+            common::same_function(&p, &v.program, &Sizes::new().with("tA", t)).unwrap();
+        }
+    }
+}
+
 /// A fully-connected layer with its weights in PyTorch's layout, one row per output
 /// (`w: [[f32]K]N`), with and without a bias (on either side of the zip): a variant stores them transposed by a kernel of
 /// their own (`let x = toGlobal(..transpose(w))`, `transpose-stage`) and computes the outer

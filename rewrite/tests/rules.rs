@@ -10,12 +10,18 @@ use mapsat_rewrite::{rewrite, Budget, Options};
 /// Runs only `rules` for `iterations` at `sizes` and checks every variant (up to 32) against the
 /// input. Returns how many times the first rule applied.
 fn run(src: &str, rules: &[&str], iterations: usize, sizes: &Sizes, factors: &[i64]) -> usize {
+    run_with(src, rules, iterations, sizes, factors, true)
+}
+
+/// [`run`], with or without new tunable tile sizes.
+fn run_with(src: &str, rules: &[&str], iterations: usize, sizes: &Sizes, factors: &[i64], tiles: bool) -> usize {
     let p: Program = mapsat_ir::parse(src).unwrap();
     let opts = Options {
         sizes: sizes.clone(),
         budget: Budget { iterations, ..Budget::default() },
         variants: 32,
         split_factors: factors.to_vec(),
+        new_tile_sizes: tiles,
         rules: Some(rules.iter().map(|r| r.to_string()).collect()),
         ..Options::default()
     };
@@ -100,10 +106,15 @@ fn partial_reduce_keeps_the_function() {
 #[test]
 fn a_split_that_does_not_divide_is_not_applied() {
     let n12 = Sizes::new().with("N", 12);
-    assert_eq!(run(SUM, &["partial-reduce"], 3, &n12, &[8, 5]), 0);
-    assert_eq!(run(MAP2, &["split-join"], 3, &n12, &[8, 5]), 0);
+    assert_eq!(run_with(SUM, &["partial-reduce"], 3, &n12, &[8, 5], false), 0);
+    assert_eq!(run_with(MAP2, &["split-join"], 3, &n12, &[8, 5], false), 0);
     // A factor as large as the length is no split either.
-    assert_eq!(run(SUM, &["partial-reduce"], 3, &n12, &[12]), 0);
+    assert_eq!(run_with(SUM, &["partial-reduce"], 3, &n12, &[12], false), 0);
+    // A new tile size is split by where no factor divides: its default is a divisor up to the
+    // largest factor (6), and the variants keep the function at N = 12 (checked by `run`).
+    assert!(run(SUM, &["partial-reduce"], 3, &n12, &[8, 5]) > 0);
+    assert!(run(MAP2, &["split-join"], 3, &n12, &[8, 5]) > 0);
+    assert_eq!(run(SUM, &["partial-reduce"], 3, &Sizes::new().with("N", 13), &[8, 5]), 0);
 }
 
 #[test]
