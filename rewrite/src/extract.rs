@@ -150,7 +150,8 @@ pub fn variants(eg: &LiftGraph, src: &Source, k: usize) -> (Vec<Variant>, usize)
 }
 
 /// The cheapest of each distinct number of kernels (the stage choices: stages kept in global
-/// memory, or inlined into their consumers) first, then of each kind ([`kinds_of`]: tiled,
+/// memory, or inlined into their consumers) and the cheapest outer product (kind `BV`) first,
+/// then of each kind ([`kinds_of`]: tiled,
 /// locally staged) not yet offered, then of each distinct tiling and staging (sequence of
 /// split factors and `toX`), then of each distinct signature, then the cheapest others; the
 /// best by cost always first. A variant with a transpose of a transpose is left out, and one
@@ -167,10 +168,12 @@ fn choose(found: BTreeMap<String, Variant>, k: usize) -> Vec<Variant> {
     let kept =
         all.into_iter().filter(|(_, v)| !transposes_a_transpose(&v.program) && (has_map(&v.program) || !mappable));
     for (_, v) in kept {
-        let new_kind = kinds_of(&v).into_iter().filter(|k| kinds.insert(k.clone())).count() > 0;
-        let tier = if stages.insert(mapsat_ir::stages::count(&v.program)) {
+        let new_kinds: Vec<String> = kinds_of(&v).into_iter().filter(|k| kinds.insert(k.clone())).collect();
+        // A new number of kernels, and the first outer product (the fastest form of every
+        // product measured), come first.
+        let tier = if stages.insert(mapsat_ir::stages::count(&v.program)) || new_kinds.iter().any(|k| k == "BV") {
             0
-        } else if new_kind {
+        } else if !new_kinds.is_empty() {
             1
         } else if tilings.insert(tiling(&v.signature)) {
             2

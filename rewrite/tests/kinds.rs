@@ -231,6 +231,55 @@ fn the_windowed_conv_has_an_outer_product_variant_among_the_default_ones() {
     }
 }
 
+/// `examples/conv.lift` (the paper's convolution: OHWI weights, a dot product over 3-D windows
+/// with `joinND3(zipND3(..))`): a default variant stores the flattened filters transposed in a
+/// kernel of their own (`conv-windows`) and computes the outer product of the flattened windows
+/// with their columns (`conv_outer.lift`'s form, by hand), the same function at several block
+/// sizes and widths.
+#[test]
+fn the_ohwi_conv_has_an_outer_product_variant_among_the_default_ones() {
+    let (p, variants) = default_variants_of("conv.lift");
+    let outer = |v: &&Variant| {
+        let t = mapsat_ir::print(&v.program).split_whitespace().collect::<String>();
+        t.contains("toGlobal(map@B_t(map@B_tc(fun(x=>x)),transpose(map@B_j(fun(x=>join(join(x))),ks))))")
+            && t.contains("split(tA_1,map@A_1_j(fun(x2=>join(join(x2))),join(")
+            && t.contains("toPrivate(reduce(")
+    };
+    let found: Vec<&Variant> = variants.iter().filter(outer).collect();
+    assert!(!found.is_empty(), "{:?}", variants.iter().map(|v| &v.signature).collect::<Vec<_>>());
+    for v in found {
+        for (t, w) in [(1, 2), (2, 2), (8, 2)] {
+            common::same_function(&p, &v.program, &Sizes::new().with("tA_1", t).with("vw", w)).unwrap();
+        }
+        let sizes = Sizes::new().with("inH", 3).with("inW", 6).with("inChs", 2).with("outChs", 8).with("kerH", 1);
+        common::same_function(&p, &v.program, &sizes.with("tA_1", 3).with("vw", 4)).unwrap();
+    }
+}
+
+/// `conv-windows` on a 1-D convolution (one map over windows of `[[f32]C]3`, `zipND2`), and with
+/// the filter first in the zip (`zipND2(k, win)`, the pairs' order kept) and a max instead of a
+/// sum: the rewritten program computes the same function.
+#[test]
+fn conv_windows_rewrites_one_dimensional_and_filter_first_convolutions() {
+    for (zipped, op) in [("zipND2(win, k)", "add"), ("zipND2(k, win)", "max")] {
+        let src = format!(
+            "size W = 12, C = 3, O = 4
+def conv1d(xs: [[f32]C]W, ks: [[[f32]C]3]O) : [[f32]O](W - 2) =
+  map@A(fun(win => map@B(fun(k => reduce({op}, 0.0, map@C(fun(p => p.0 - 2.0 * p.1), joinND2({zipped})))), ks)),
+    slide(3, 1, xs))"
+        );
+        let p = checked(&src);
+        let opts = Options { rules: Some(vec!["conv-windows".into()]), ..Options::default() };
+        let out = rewrite(&p, &opts).unwrap();
+        assert_eq!(out.report.applied["conv-windows"], 1, "{src}");
+        let staged: Vec<&Variant> = out.variants.iter().filter(|v| mapsat_ir::stages::count(&v.program) == 2).collect();
+        assert!(!staged.is_empty(), "{:?}", out.variants.iter().map(|v| &v.signature).collect::<Vec<_>>());
+        for (v, w) in staged.iter().flat_map(|v| [(v, 12), (v, 7)]) {
+            common::same_function(&p, &v.program, &Sizes::new().with("W", w)).unwrap();
+        }
+    }
+}
+
 /// `examples/sum.lift` is a plain reduction: no map, nothing to map. Its variants are partial
 /// sums with a map over the chunks (`sum_partial.lift`'s form), which `mapsat tune --variants`
 /// can map; the fused forms without a map (`reduce` of `reduce`s) are left out.

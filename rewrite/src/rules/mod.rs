@@ -11,6 +11,7 @@
 //! each step calls the primitive rule's own rewrite function on the class the step before made,
 //! adds the term and merges it with that class.
 
+pub mod conv_windows;
 pub mod epilogue;
 pub mod fusion;
 pub mod interchange;
@@ -419,6 +420,7 @@ pub fn all() -> Vec<Box<dyn Rule>> {
         Box::new(stencil2d::Slide2dTiling),
         Box::new(stages::LetInline),
         Box::new(transpose_stage::TransposeStage),
+        Box::new(conv_windows::ConvWindows),
         Box::new(vectorize::VectorizeMap),
         Box::new(vectorize::AsScalarAsVector),
         Box::new(vectorize::AsVectorAsScalar),
