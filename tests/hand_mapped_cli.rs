@@ -153,3 +153,25 @@ def f(X: [f32]n, y: f32, z: f32) : [f32]n =
         let _ = std::fs::remove_dir_all(&dir);
     }
 }
+
+/// A transposed copy whose inner map is fused, stored through a `split`, as `mapsat tune`
+/// writes the copy kernel of a `transpose-stage` variant: `emit` and `run --check` take it
+/// (they refused it as having "no map that computes anything").
+#[test]
+fn a_fused_copy_stored_through_a_split_runs() {
+    let text = "size H = 5, W = 3
+def copyt(a: [[f32]W]H) : [[f32]H]W =
+  split(H, mapGlb@R(0, fun(x => x), join(transpose(a))))
+";
+    let (dir, file) = program("fused_copy", text);
+    let f = file.to_str().unwrap();
+    let out = mapsat(&["emit", f, "--target", "opencl", "-o", dir.join("out").to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+    if opencl() {
+        let out = mapsat(&["run", f, "--device", "opencl:0:0", "--check"]);
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        assert_eq!(out.status.code(), Some(0), "{stdout}{}", String::from_utf8_lossy(&out.stderr));
+        assert!(stdout.contains("check: ok"), "{stdout}");
+    }
+    std::fs::remove_dir_all(dir).ok();
+}

@@ -707,6 +707,10 @@ fn written_maps(p: &Program, e: NodeId) -> Vec<NodeId> {
     let (head, args) = p.spine(e);
     match p.node(head) {
         Node::Prim(Prim::Map { .. }) => vec![head],
+        // The result stored through a view (a fused copy, `split(n, map(fun(x => x), ..))`).
+        Node::Prim(q) if q.is_layout() && args.len() == q.arity() => {
+            args.last().map(|a| written_maps(p, *a)).unwrap_or_default()
+        }
         Node::Prim(Prim::Reduce { .. }) if args.len() == 3 => {
             let mut body = args[0];
             for _ in 0..2 {

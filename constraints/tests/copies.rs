@@ -24,3 +24,13 @@ fn the_maps_of_a_transposition_are_mapped_as_a_copy() {
 fn a_program_without_a_map_still_has_nothing_to_map() {
     assert!(matches!(space("size M = 4, N = 6\ndef t(x: [[f32]N]M) = transpose(x)"), Err(Error::NoMaps)));
 }
+
+/// A copy stored through a view, as `mapsat tune` writes a transposed copy whose inner map it
+/// fused (`split(H, mapGlb(0, fun(x => x), join(transpose(a))))`): its map is the copy, mapped
+/// as written.
+#[test]
+fn a_copy_stored_through_a_view_is_mapped() {
+    let src = "size H = 5, W = 3\ndef t(a: [[f32]W]H) = split(H, mapGlb@R(0, fun(x => x), join(transpose(a))))";
+    let s = space(src).expect("a space");
+    assert_eq!(s.labels(), ["R"]);
+}

@@ -80,12 +80,16 @@ fn tile(label: &str, len: Option<i64>, factors: &[i64], taken: &mut BTreeSet<Str
 
 /// A tile size's default: the largest factor that divides `len` (and is less), or else, for a
 /// length no factor divides (49 rows of a 7x7 image, 27), its largest divisor up to the largest
-/// factor (7, 9); `None` for a prime length.
+/// factor and at most [`LARGEST_FALLBACK`] (7, 9); `None` for a prime length.
 fn default_tile(len: i64, factors: &[i64]) -> Option<i64> {
     let divides = |n: &i64| *n > 1 && *n < len && len % n == 0;
-    let largest = factors.iter().copied().max()?;
+    let largest = factors.iter().copied().max()?.min(LARGEST_FALLBACK);
     factors.iter().copied().filter(divides).max().or_else(|| (2..=largest).rev().find(divides))
 }
+
+/// The largest divisor [`default_tile`] tries where no factor divides (a factor of `i64::MAX`
+/// would otherwise be a search without end).
+const LARGEST_FALLBACK: i64 = 64;
 
 /// The tile size of a reduction over `xs` (of type `ty`), named `t` and the size variable of its
 /// length (`tR` for another length); `None` when the length is not known, no factor divides it,

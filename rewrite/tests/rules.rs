@@ -115,6 +115,9 @@ fn a_split_that_does_not_divide_is_not_applied() {
     assert!(run(SUM, &["partial-reduce"], 3, &n12, &[8, 5]) > 0);
     assert!(run(MAP2, &["split-join"], 3, &n12, &[8, 5]) > 0);
     assert_eq!(run(SUM, &["partial-reduce"], 3, &Sizes::new().with("N", 13), &[8, 5]), 0);
+    // The largest factor bounds that search only up to 64: `i64::MAX` is no search without end.
+    assert_eq!(run(SUM, &["partial-reduce"], 3, &Sizes::new().with("N", 13), &[i64::MAX]), 0);
+    assert!(run(SUM, &["partial-reduce"], 3, &Sizes::new().with("N", 2 * 67), &[i64::MAX]) > 0);
 }
 
 #[test]
