@@ -299,3 +299,33 @@ fn intermediates_beyond_the_memory_budget_are_refused() {
     let out = mapsat_env(&args, "MAPSAT_INTERP_MEMORY", "1000000000");
     assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
 }
+
+/// `run` refuses an input of another element type or shape before the kernel runs, with or
+/// without `--check` (without, only the number of values was compared, and an `i32` file was
+/// read as `f32` bits).
+#[test]
+fn run_refuses_an_input_of_another_type_or_shape() {
+    let dir = std::env::temp_dir().join(format!("mapsat-input-kind-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("temp dir");
+    let program = temp_program("scale_input.lift", "size N = 6\ndef scale(x: [f32]N) = map@A(fun(v => v * 2.0), x)");
+    let wrong = [
+        ("i32.npy", mapsat_ir::interp::Tensor::i32(vec![6], vec![1; 6]), "expects shape [6] (f32), got [6] (i32)"),
+        ("f32_6x1.npy", mapsat_ir::interp::Tensor::f32(vec![6, 1], vec![1.0; 6]), "got [6, 1] (f32)"),
+    ];
+    for (name, t, message) in wrong {
+        let path = dir.join(name);
+        mapsat_ir::interp::write_npy(&path, &t).expect("write npy");
+        let input = format!("x={}", path.display());
+        for check in [false, true] {
+            let mut args =
+                vec!["run", program.to_str().unwrap(), "--mapping", "A=G0", "--input", &input, "--runs", "1"];
+            args.extend(check.then_some("--check"));
+            let out = mapsat(&args);
+            let stderr = String::from_utf8_lossy(&out.stderr);
+            assert_eq!(out.status.code(), Some(1), "{args:?}: {stderr}");
+            assert!(stderr.contains(message), "{stderr}");
+            assert!(out.stdout.is_empty(), "nothing was timed: {}", String::from_utf8_lossy(&out.stdout));
+        }
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}

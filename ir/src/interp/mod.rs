@@ -246,14 +246,16 @@ impl Tensor {
     /// whatever the tolerance of floating-point sums). Two NaNs, or two equal infinities, are
     /// equal; a NaN against a number, or an infinity against anything else, differs by infinity,
     /// a mismatch whatever the tolerance. Tensors of different shapes or element
-    /// types differ everywhere.
+    /// types differ everywhere. A tolerance that is NaN, infinite or negative counts as 0.
     pub fn compare(&self, want: &Tensor, rtol: f64, atol: f64) -> Comparison {
         if self.shape != want.shape || self.kind() != want.kind() || self.data.len() != want.data.len() {
             let n = self.data.len().max(want.data.len());
             return Comparison { ok: false, max_abs_diff: f64::INFINITY, mismatches: n, first_mismatch: None };
         }
+        // A tolerance that is no finite non-negative number (NaN would pass anything) is 0.
+        let valid = |t: f64| if t.is_finite() && t >= 0.0 { t } else { 0.0 };
         let (rtol, atol) = match want.kind() {
-            ScalarKind::F32 => (rtol, atol),
+            ScalarKind::F32 => (valid(rtol), valid(atol)),
             ScalarKind::I32 | ScalarKind::Bool => (0.0, 0.0),
         };
         let mut c = Comparison { ok: true, max_abs_diff: 0.0, mismatches: 0, first_mismatch: None };
@@ -370,8 +372,20 @@ pub fn concrete_shape(ty: &Type, sizes: &Sizes) -> Result<(ScalarKind, Vec<usize
     }
 }
 
-/// The value of a parameter, checking the input against the parameter's type.
-fn input_value(p: &Param, t: &Tensor, sizes: &Sizes) -> Result<Value, EvalError> {
+/// Checks `inputs` against the parameters of `p` at `sizes` (their number, each one's scalar
+/// kind, shape and number of values), as [`eval`] does before it evaluates: for a caller that
+/// hands them to a device.
+pub fn check_inputs(p: &Program, sizes: &Sizes, inputs: &[Tensor]) -> Result<(), EvalError> {
+    let p = &*crate::widths::specialize(p, sizes).map_err(EvalError::Shape)?;
+    if inputs.len() != p.params.len() {
+        return Err(EvalError::InputCount { expected: p.params.len(), got: inputs.len() });
+    }
+    p.params.iter().zip(inputs).try_for_each(|(q, t)| checked_input(q, t, sizes).map(|_| ()))
+}
+
+/// The shape of parameter `p` at `sizes`, which the input `t` has, with its scalar kind and
+/// number of values (an error naming the parameter otherwise).
+fn checked_input(p: &Param, t: &Tensor, sizes: &Sizes) -> Result<Vec<usize>, EvalError> {
     let bad = |message: String| EvalError::BadInput { name: p.name.clone(), message };
     let (kind, shape) = concrete_shape(&p.ty, sizes).map_err(|e| match e {
         EvalError::Shape(m) => bad(m),
@@ -389,6 +403,12 @@ fn input_value(p: &Param, t: &Tensor, sizes: &Sizes) -> Result<Value, EvalError>
     if checked_numel(shape.iter().copied()) != Some(t.data.len()) {
         return Err(bad(format!("the tensor holds {} values but its shape is {:?}", t.data.len(), t.shape)));
     }
+    Ok(shape)
+}
+
+/// The value of a parameter, checking the input against the parameter's type.
+fn input_value(p: &Param, t: &Tensor, sizes: &Sizes) -> Result<Value, EvalError> {
+    let shape = checked_input(p, t, sizes)?;
     let buf = match &t.data {
         TensorData::F32(v) => Buffer::F32(v.clone()),
         TensorData::I32(v) => Buffer::I32(v.clone()),

@@ -856,3 +856,34 @@ fn an_expected_infinity_is_matched_only_by_itself() {
         assert!(!c.ok && c.mismatches == 1 && c.max_abs_diff.is_infinite(), "{got:?}: {c:?}");
     }
 }
+
+/// A tolerance that is NaN, infinite or negative counts as 0: a NaN tolerance passed a result
+/// off by 99, a negative one failed identical tensors.
+#[test]
+fn a_tolerance_that_is_no_finite_non_negative_number_is_zero() {
+    let want = Tensor::f32(vec![2], vec![1.0, 2.0]);
+    let off = Tensor::f32(vec![2], vec![1.0, 101.0]);
+    for t in [f64::NAN, f64::INFINITY, -1.0] {
+        assert!(!off.compare(&want, t, t).ok, "{t}");
+        assert!(!off.compare(&want, 0.0, t).ok, "{t}");
+        assert!(want.compare(&want, t, t).ok, "{t}");
+    }
+}
+
+/// `check_inputs` refuses what `eval` refuses, before anything runs: another count, shape or
+/// element type.
+#[test]
+fn check_inputs_refuses_what_eval_refuses() {
+    let p = program("size N = 4\ndef f(xs: [f32]N, ks: [[f32]3]N) = xs");
+    let sizes = p.resolve_sizes(&Sizes::new()).unwrap();
+    let good = [f(&[4], iota(4)), f(&[4, 3], iota(12))];
+    assert_eq!(check_inputs(&p, &sizes, &good), Ok(()));
+    for bad in [
+        vec![f(&[4], iota(4)), f(&[3, 4], iota(12))],
+        vec![i(&[4], vec![0; 4]), f(&[4, 3], iota(12))],
+        vec![f(&[4], iota(4))],
+    ] {
+        let want = eval(&p, &sizes, &bad).unwrap_err();
+        assert_eq!(check_inputs(&p, &sizes, &bad), Err(want));
+    }
+}

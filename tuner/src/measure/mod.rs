@@ -160,9 +160,7 @@ pub fn run(
     let opts = Options { sizes: sizes.clone(), local, max_private_group_bytes, ..Options::default() };
     let (src, mut manifest) = mapsat_codegen::emit(p, &opts, device.dialect())?;
     manifest.build_options = mapsat_codegen::build_options(device.dialect(), cfg.reassociate);
-    if inputs.len() != p.params.len() {
-        return Err(MeasureError::Input(format!("{} inputs for {} parameters", inputs.len(), p.params.len())));
-    }
+    interp::check_inputs(p, &sizes, inputs).map_err(|e| MeasureError::Input(e.to_string()))?;
     let shape = result_shape(p, &sizes)?;
     let mut session = Session::open(device)?;
     let r = session.run(&src, &manifest, inputs, shape, cfg)?;
