@@ -54,8 +54,16 @@ fn a_tune_finds_a_correct_kernel_and_reports_it() {
     assert!(std::fs::read_to_string(dir.join("progress.svg")).unwrap().starts_with("<svg"));
     assert!(dir.join("tune.jsonl.model.json").is_file());
     assert!(std::fs::read_to_string(dir.join("report.md")).unwrap().contains("## Model accuracy"));
-    // The best kernel's program runs again, on its own, and agrees with the interpreter.
+    // The best kernel's program runs again, on its own, and agrees with the interpreter. Its
+    // header quotes the report's time (the confirmed one), not its time in the search.
     let lift = dir.join("conv_blocked.lift");
+    let header = std::fs::read_to_string(&lift).unwrap();
+    let quoted = format!(
+        "{}, {:.2} GFLOP/s.",
+        mapsat_tuner::tune::report::fmt_ms(report["best_ms"].as_f64().unwrap()),
+        report["best_gflops"].as_f64().unwrap()
+    );
+    assert!(header.lines().next().unwrap().ends_with(&quoted), "{quoted}\n{header}");
     let run = mapsat(&["run", lift.to_str().unwrap(), "--check", "--runs", "1"]);
     assert!(run.status.success() && text(&run).contains("check: ok"), "{}", text(&run));
     // It was built letting the compiler reassociate sums, and says so; so is `run --reassociate`.

@@ -341,8 +341,8 @@ pub fn write(task: &Task, r: &TuneResult, dir: &Path, keep: &[&Path]) -> Result<
             "// The fastest kernel mapsat tune found for `{}` on {}: {}, {:.2} GFLOP/s.\n// Mapping {}; tunable sizes `{}`; work group {:?}.\n",
             task.program.name,
             r.device_name,
-            fmt_ms(t.median_ms),
-            t.gflops,
+            fmt_ms(summary.best_ms),
+            summary.best_gflops,
             t.mapping,
             t.tuning,
             t.local
