@@ -222,6 +222,12 @@ impl Profile {
                     "rates: gflops and bandwidth_gbs must be positive, launch_us and group_us not negative",
                 ));
             }
+            let caches = [r.cache_bandwidth_gbs, r.l1_bandwidth_gbs, r.l2_bandwidth_gbs];
+            if !caches.iter().all(|x| x.is_finite() && *x >= 0.0) {
+                return Err(invalid(
+                    "rates: cache_bandwidth_gbs, l1_bandwidth_gbs and l2_bandwidth_gbs must be numbers, positive or 0 (unknown)",
+                ));
+            }
             if r.simd_width == 0 || r.line_bytes == 0 {
                 return Err(invalid("rates: simd_width and line_bytes must be positive"));
             }
@@ -366,6 +372,25 @@ mod tests {
         p.description = "a \"quoted\" name\non two lines # not a comment".into();
         let text = p.to_toml("h", &[]).unwrap();
         assert_eq!(Profile::from_toml(&text, "t").unwrap(), p);
+    }
+
+    /// Every rate is checked: a cache's bandwidth that is NaN or negative was taken as no cache.
+    #[test]
+    fn cache_rates_are_numbers_not_below_zero() {
+        let mut p = Profile::builtin("pocl-cpu").unwrap();
+        for bad in [f64::NAN, -1.0, f64::INFINITY] {
+            for field in 0..3 {
+                let r = p.rates.as_mut().unwrap();
+                let saved = (r.cache_bandwidth_gbs, r.l1_bandwidth_gbs, r.l2_bandwidth_gbs);
+                *[&mut r.cache_bandwidth_gbs, &mut r.l1_bandwidth_gbs, &mut r.l2_bandwidth_gbs][field] = bad;
+                let e = p.validate("t").unwrap_err().to_string();
+                assert!(e.contains("l1_bandwidth_gbs"), "{e}");
+                let r = p.rates.as_mut().unwrap();
+                (r.cache_bandwidth_gbs, r.l1_bandwidth_gbs, r.l2_bandwidth_gbs) = saved;
+            }
+        }
+        p.rates.as_mut().unwrap().l2_bandwidth_gbs = 0.0;
+        assert!(p.validate("t").is_ok(), "0: unknown");
     }
 
     #[test]
