@@ -25,6 +25,7 @@ impl Space {
     /// Maps that only rearrange data (layout maps, see [`Space::layout_maps`]) keep their
     /// abstract kind: code generation treats them as views.
     pub fn apply(&self, p: &Program, m: &Mapping) -> Result<Program, Error> {
+        self.check_codes(m)?;
         apply_mapping(p, &self.labels, &self.parents, &self.fused_lens, m)
     }
 }

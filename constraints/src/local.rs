@@ -32,7 +32,7 @@ impl Space {
         m: &Mapping,
         keep: impl Fn(&crate::Constraint) -> bool,
     ) -> Result<Vec<Vec<i64>>, Error> {
-        self.check_len(m.codes.len())?;
+        self.check_codes(m)?;
         let codes: Vec<Option<i64>> = m.codes.iter().map(|c| Some(c.to_int())).collect();
         let unset: Vec<Option<i64>> = vec![None; self.local_size_count()];
         let env = Env::new(&codes, &self.parents, &unset);
@@ -82,7 +82,7 @@ impl Space {
     /// Is `m` valid with the local sizes `ls` (as many as [`Space::local_size_count`])? Every
     /// constraint is evaluated once: the check [`Space::local_sizes`] makes for each vector.
     pub fn valid_with_local_sizes(&self, m: &Mapping, ls: &[i64]) -> Result<bool, Error> {
-        self.check_len(m.codes.len())?;
+        self.check_codes(m)?;
         if ls.len() != self.local_size_count() {
             return Err(Error::Apply(format!("{} local sizes for a space with {}", ls.len(), self.local_size_count())));
         }

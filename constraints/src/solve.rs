@@ -907,7 +907,7 @@ impl Space {
     /// core over tracked assertions for the constraints on tuning parameters). A mapping that
     /// does not have one code per map is an error.
     pub fn explain(&self, m: &Mapping) -> Result<Explanation, Error> {
-        self.check_len(m.codes.len())?;
+        self.check_codes(m)?;
         let codes: Vec<Option<i64>> = m.codes.iter().map(|c| Some(c.to_int())).collect();
         let no_ls: Vec<Option<i64>> = vec![None; self.local_size_count()];
         let env = Env::new(&codes, &self.parents, &no_ls);
@@ -990,7 +990,7 @@ impl Space {
     /// whether some constraint was left undecided (it involves tuning parameters). A mapping
     /// that does not have one code per map is an error.
     pub fn evaluate(&self, m: &Mapping) -> Result<(Vec<&Constraint>, bool), Error> {
-        self.check_len(m.codes.len())?;
+        self.check_codes(m)?;
         let codes: Vec<Option<i64>> = m.codes.iter().map(|c| Some(c.to_int())).collect();
         let no_ls: Vec<Option<i64>> = vec![None; self.local_size_count()];
         let env = Env::new(&codes, &self.parents, &no_ls);
@@ -1009,7 +1009,7 @@ impl Space {
     /// Is a full assignment valid? (Z3 on the codes; for tests and research code.) A mapping
     /// that does not have one code per map is an error.
     pub fn is_valid(&self, m: &Mapping) -> Result<bool, Error> {
-        self.check_len(m.codes.len())?;
+        self.check_codes(m)?;
         let ctx = Context::new(&Config::new());
         let mut z = Z3Ctx::new(self, &ctx, false);
         for (i, c) in m.codes.iter().enumerate() {

@@ -411,4 +411,14 @@ impl Space {
             Err(Error::MappingLength { given: n, maps: self.len() })
         }
     }
+
+    /// [`Space::check_len`], and every code one of [`Code::ALL`] (a hand-built `Code::Glb(7)`
+    /// has no dimension to map to).
+    pub(crate) fn check_codes(&self, m: &crate::Mapping) -> Result<(), Error> {
+        self.check_len(m.codes.len())?;
+        match m.codes.iter().zip(&self.labels).find(|(c, _)| !Code::ALL.contains(c)) {
+            Some((c, label)) => Err(Error::BadCode { label: label.clone(), code: c.to_string() }),
+            None => Ok(()),
+        }
+    }
 }

@@ -34,3 +34,20 @@ fn a_copy_stored_through_a_view_is_mapped() {
     let s = space(src).expect("a space");
     assert_eq!(s.labels(), ["R"]);
 }
+
+/// A hand-built code outside `Code::ALL` (`Glb(7)`) is refused by every entry point, naming its
+/// map: `explain` called it valid, and `apply` wrote `mapGlb@A(7, ..)`, which nothing reads.
+#[test]
+fn a_code_outside_the_codes_is_refused_everywhere() {
+    use mapsat_constraints::{Code, Mapping};
+    let src = "size N = 8\ndef f(xs: [[f32]N]N) = map@A(fun(r => map@B(fun(x => x * 2.0), r)), xs)";
+    let p = mapsat_ir::parse(src).expect("parse");
+    let s = Space::generate(&p, Options::default()).expect("a space");
+    let m = Mapping { codes: vec![Code::Glb(7), Code::Seq] };
+    let refused = |e: Error| assert!(e.to_string().contains("`G7` (for map `A`) is not a code"), "{e}");
+    refused(s.explain(&m).unwrap_err());
+    refused(s.evaluate(&m).unwrap_err());
+    refused(s.is_valid(&m).unwrap_err());
+    refused(s.apply(&p, &m).unwrap_err());
+    assert!(s.is_valid(&Mapping { codes: vec![Code::Glb(0), Code::Seq] }).expect("valid"));
+}
