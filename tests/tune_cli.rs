@@ -288,6 +288,14 @@ fn bad_input_is_refused_with_a_clear_message() {
     assert!(text(&out).contains("too large for the interpreter"), "{}", text(&out));
     assert!(!text(&out).contains("no mapping satisfies"), "{}", text(&out));
     assert!(!text(&out).contains("no valid mapping"), "{}", text(&out));
+    // A division by an input that the random inputs make 0: said to come from them.
+    let divide = dir.join("divide.lift");
+    std::fs::write(&divide, "size N = 64\ndef f(a: [i32]N, b: [i32]N) = map@A(fun(p => p.0 / p.1), zip(a, b))\n")
+        .unwrap();
+    let out = mapsat(&["tune", divide.to_str().unwrap(), "--target", "pocl-cpu", "-o", out_dir]);
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out));
+    assert!(text(&out).contains("on random inputs (seed 0"), "{}", text(&out));
+    assert!(text(&out).contains("division by zero"), "{}", text(&out));
 }
 
 #[test]

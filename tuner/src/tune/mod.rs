@@ -287,7 +287,12 @@ fn write_inputs(task: &Task, device: DeviceSpec, dir: &Path, opts: &TuneOptions)
     std::fs::create_dir_all(dir).map_err(|e| io(e.to_string()))?;
     let sizes = task.sizes_at(&task.reference_point());
     let inputs = interp::random_inputs(&task.program, &sizes, opts.seed).map_err(|e| io(e.to_string()))?;
-    let expected = interp::eval(&task.program, &sizes, &inputs).map_err(|e| TuneError::Program(e.to_string()))?;
+    let expected = interp::eval(&task.program, &sizes, &inputs).map_err(|e| {
+        TuneError::Program(format!(
+            "every kernel is checked against the interpreter on random inputs (seed {}: f32 in [-1, 1), i32 from -10 to 10, zeros included), and on these the program fails: {e}",
+            opts.seed
+        ))
+    })?;
     let mut paths = Vec::new();
     for (q, t) in task.program.params.iter().zip(&inputs) {
         let path = dir.join(format!("input_{}.npy", q.name));
