@@ -68,6 +68,11 @@ pub fn check_with_sizes(p: &Program, sizes: &crate::Sizes) -> TResult<TypeInfo> 
     validate(p)?;
     for s in &p.sizes {
         if let Some(v) = sizes.get(&s.name) {
+            // 2^63 - 1 is what an overflowed size saturates to: no size of its own.
+            if v == i64::MAX {
+                let message = format!("size `{}` = {v} is too large (sizes are at most 2^63 - 2)", s.name);
+                return Err(TypeError::new(Span::default(), message));
+            }
             if v < s.min || s.max.is_some_and(|m| v > m) {
                 let range = match s.max {
                     Some(m) => format!("{}..{m}", s.min),

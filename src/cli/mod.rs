@@ -357,7 +357,7 @@ fn given_sizes(p: &Program, args: &SizeArgs) -> CliResult<Sizes> {
         let v: i64 = value.trim().parse().map_err(|e: std::num::ParseIntError| {
             let why = match e.kind() {
                 std::num::IntErrorKind::PosOverflow | std::num::IntErrorKind::NegOverflow => {
-                    "is too large (sizes are at most 2^63 - 1)"
+                    "is too large (sizes are at most 2^63 - 2)"
                 }
                 _ => "is not an integer",
             };
