@@ -250,6 +250,17 @@ impl<'a> Checker<'a> {
         d == zero || (d.minimum_in(&zero, &self.ranges) == zero && d.maximum_in(&zero, &self.ranges) == zero)
     }
 
+    /// `n / m` for a length `n` that `m` divides (a split, a vector width), recorded as exact,
+    /// and so are the divisions by `m` its simplified form brings: `(N + 2)/2` reads `N/2 + 1`,
+    /// whose `N/2` is exact too, so that a join gives `N + 2` back (not those `n` has itself:
+    /// `2*(K/2) + 2` is even for an odd `K`).
+    fn exact_quotient(&mut self, n: &Size, m: &Size) -> Size {
+        self.exact.push((n.clone(), m.clone()));
+        let q = n.div_in(m, &self.ranges);
+        self.exact.extend(Size::tile_divisions(&q, n, m));
+        q
+    }
+
     /// Simplifies the sizes of a type with the exact divisions known so far.
     fn norm(&self, t: Type) -> Type {
         match t {
@@ -529,9 +540,8 @@ impl<'a> Checker<'a> {
                 let t = self.data(&args[0])?;
                 let (el, n) = self.array(&t, &args[0], "split")?;
                 self.divides(&n, &m, pspan, "split factor")?;
-                self.exact.push((n.clone(), m.clone()));
-                let r = Type::array(Type::array(el.clone(), m.clone()), n.div_in(&m, &self.ranges));
-                Ok((vec![t.clone()], r))
+                let q = self.exact_quotient(&n, &m);
+                Ok((vec![t.clone()], Type::array(Type::array(el.clone(), m.clone()), q)))
             }
             Prim::Join => {
                 let t = self.data(&args[0])?;
@@ -638,8 +648,8 @@ impl<'a> Checker<'a> {
                 }
                 let ws = Size::constant(i64::from(w.lanes));
                 self.divides(&n, &ws, pspan, "vector width")?;
-                self.exact.push((n.clone(), ws.clone()));
-                Ok((vec![t.clone()], Type::array(Type::Vector(*k, w.lanes), n.div_in(&ws, &self.ranges))))
+                let q = self.exact_quotient(&n, &ws);
+                Ok((vec![t.clone()], Type::array(Type::Vector(*k, w.lanes), q)))
             }
             Prim::AsScalar => {
                 let t = self.data(&args[0])?;
@@ -822,6 +832,23 @@ mod tests {
         // Not every division is a split's: `[f32](N/tA)` alone assumes nothing.
         let other = "size N, tA\ndef f(a: [f32](N/tA), x: [f32]N) = map(fun(p => p.0 + p.1), zip(a, x))";
         assert!(ty(other).starts_with("error: zip of arrays of different lengths"), "{}", ty(other));
+    }
+
+    /// A padded length split and joined back is that length: `(N + 2)/2` reads `N/2 + 1`, and
+    /// its `N/2` is exact as the split's division is (it was `2*(N/2) + 2`). A division the
+    /// length had before is not made exact: `2*(K/2)` padded by 2 and split by 2 stays
+    /// `2*(K/2) + 2` (`K` may be odd).
+    #[test]
+    fn a_split_of_a_padded_length_joins_back_to_it() {
+        let pad = "size N\ndef f(x: [f32]N) = map(fun(p => p.0 + p.1), zip(join(split(2, pad(1, 1, 0.0, x))), pad(1, 1, 0.0, x)))";
+        assert_eq!(ty(pad), "[f32](N + 2)");
+        let vectors = "size N\ndef f(x: [f32]N) : [f32](N + 2) = asScalar(asVector(2, pad(1, 1, 0.0, x)))";
+        assert_eq!(ty(vectors), "[f32](N + 2)");
+        let p = parse(pad).unwrap();
+        assert!(check_with_sizes(&p, &crate::Sizes::new().with("N", 6)).is_ok());
+        assert!(check_with_sizes(&p, &crate::Sizes::new().with("N", 7)).is_err());
+        let halves = "size K\ndef f(x: [f32](2 * (K / 2))) = join(split(2, pad(1, 1, 0.0, x)))";
+        assert_eq!(ty(halves), "[f32](2*(K/2) + 2)");
     }
 
     /// A program `f(x: f32, y: f32)` whose arena a test then breaks.
