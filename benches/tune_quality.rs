@@ -25,7 +25,7 @@
 //!    (`examples/matmul_tiled.lift`, and the outer-product `examples/matmul_outer.lift`) against
 //!    numpy's `a @ b` (`scripts/numpy_matmul.py`).
 //! 4. **Rewrite variants against the untransformed program** (issue #10). `mapsat tune
-//!    --variants K` (K = 7: conv's variant with its tiles in local memory is the sixth) of the
+//!    --variants K` (K = 7: conv's outer product, `conv-windows`, is the fourth) of the
 //!    untiled matmul (`examples/matmul.lift`, 256^3) and conv (`examples/conv.lift`, 28x28,
 //!    32 -> 32; and `examples/conv_windows.lift`, the same conv as windows times the columns
 //!    of HWIO weights), and a fully-connected layer with a bias and a relu, its weights in
