@@ -22,19 +22,21 @@ pub use mapsat_ir::choice::{describe, Choice, StageChoice};
 /// an input without `let x = toM(..)`).
 ///
 /// A producer whose maps all fused away (a `let s = toGlobal(reduce(..))` whose map was fused
-/// into the reduction) has no label left: it is found by its binder, kept as a `let` of the
-/// same name.
+/// into the reduction) has no label left, and one that had none (a plain reduction, which a
+/// variant may split into a map of partial sums) has no label to follow: each is found by its
+/// binder, kept as a `let` of the same name.
 pub fn of(input: &Program, variant: &Program) -> Vec<StageChoice> {
     let staged = staged(variant);
-    // Producers whose maps all fused away, by their binders.
-    let unlabelled: Vec<(AddressSpace, String)> =
-        producers(variant).into_iter().filter(|(_, _, labels)| labels.is_empty()).map(|(b, s, _)| (s, b)).collect();
+    let by_name = producers(variant);
     producers(input)
         .into_iter()
         .map(|(binder, _, labels)| {
             let by_label = staged.iter().find(|(_, outer)| labels.iter().any(|l| derives(outer, l)));
-            let by_binder = || unlabelled.iter().find(|(_, b)| *b == binder);
-            let choice = by_label.or_else(by_binder).map_or(Choice::Inline, |(space, _)| Choice::of(*space));
+            let by_binder = || {
+                let named = by_name.iter().find(|(b, _, l)| *b == binder && (l.is_empty() || labels.is_empty()));
+                named.map(|(_, space, _)| (*space, String::new()))
+            };
+            let choice = by_label.cloned().or_else(by_binder).map_or(Choice::Inline, |(space, _)| Choice::of(space));
             StageChoice { binder, choice }
         })
         .collect()
@@ -224,6 +226,24 @@ def norm(x: [f32]N) : [f32]N =
         let inlined = "size N = 13
 def norm(x: [f32]N) : [f32]N =
   map@B(fun(v => v / sqrt(reduce(fun(a, v => a + v * v), 0.0, x))), x)";
+        assert_eq!(describe(&of(&input, &mapsat_ir::parse(inlined).unwrap())), "s inline");
+    }
+
+    /// A plain reduction (no map, so no label) that a variant splits into a map of partial sums
+    /// is still the producer `s`, kept in global memory (it was called inline).
+    #[test]
+    fn a_producer_without_a_map_in_the_input_is_found_by_its_binder() {
+        let input = "size N = 64
+def sm(x: [f32]N) : [f32]N =
+  let s = toGlobal(reduce(add, 0.0, x)) in map@A(fun(v => v / s), x)";
+        let input = mapsat_ir::parse(input).unwrap();
+        let split = "size N = 64
+def sm(x: [f32]N) : [f32]N =
+  let s = toGlobal(reduce(add, 0.0, map@R16(reduce(add, 0.0), split(16, x)))) in map@A(fun(v => v / s), x)";
+        assert_eq!(describe(&of(&input, &mapsat_ir::parse(split).unwrap())), "s global");
+        let inlined = "size N = 64
+def sm(x: [f32]N) : [f32]N =
+  map@A(fun(v => v / reduce(add, 0.0, map@R16(reduce(add, 0.0), split(16, x)))), x)";
         assert_eq!(describe(&of(&input, &mapsat_ir::parse(inlined).unwrap())), "s inline");
     }
 
