@@ -268,3 +268,59 @@ fn each_kernel_of_a_program_is_also_rewritten_on_its_own_and_the_fastest_of_each
     }
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// A program named `variant`: its tuned kernel's mapped program is `variant.lift`, so each
+/// variant's program is kept as `variant_program.lift` beside it (the kernel was written over
+/// it, and `variants.json` named one file as both).
+#[test]
+fn a_program_named_variant_keeps_each_variants_program() {
+    if !opencl() {
+        return;
+    }
+    let dir = scratch("tune-variants", "named-variant");
+    let src = dir.join("variant.lift");
+    std::fs::write(&src, "size N = 16\ndef variant(xs: [f32]N) : [f32]N = map@A(fun(x => x * 2.0), xs)\n").unwrap();
+    let out_dir = dir.join("out");
+    let args = ["tune", src.to_str().unwrap(), "--variants", "2", "--trials", "2", "--random-trials", "1"];
+    let out = mapsat(&[&args[..], &["--runs", "1", "-o", out_dir.to_str().unwrap()]].concat());
+    assert!(out.status.success(), "{}", text(&out));
+    let summary: Value =
+        serde_json::from_str(&std::fs::read_to_string(out_dir.join("variants.json")).unwrap()).unwrap();
+    let v0 = &summary["variants"][0];
+    assert_eq!(v0["program"], "variant_00/variant_program.lift", "{summary}");
+    let program = std::fs::read_to_string(out_dir.join("variant_00/variant_program.lift")).unwrap();
+    assert!(program.contains("map@A(") && !program.contains("mapGlb"), "the input program:\n{program}");
+    assert_eq!(canonical(&out_dir.join("variant_00/variant_program.lift")), canonical(&src));
+    let kernel = std::fs::read_to_string(out_dir.join("variant_00/variant.lift")).unwrap();
+    assert!(kernel.starts_with("// The fastest kernel mapsat tune found"), "{kernel}");
+}
+
+/// A plain reduction kept as a kernel (`let s = toGlobal(reduce(..))`, no map, so the input
+/// itself cannot be tuned): the variant that rewrites each kernel on its own splits it into
+/// partial sums and keeps it global, and says so (it said "stages s inline", and that the
+/// input had no correct kernel).
+#[test]
+fn a_reduction_kernel_split_on_its_own_stays_a_global_stage() {
+    if !opencl() {
+        return;
+    }
+    let dir = scratch("tune-variants", "sum-stage");
+    let src = dir.join("sm.lift");
+    let program = "size N = 64\ndef sm(x: [f32]N) : [f32]N =\n  let s = toGlobal(reduce(add, 0.0, x)) in map@A(fun(v => v / s), x)\n";
+    std::fs::write(&src, program).unwrap();
+    let out_dir = dir.join("out");
+    let args = ["tune", src.to_str().unwrap(), "--variants", "2", "--trials", "2", "--random-trials", "1"];
+    let out = mapsat(&[&args[..], &["--runs", "1", "-o", out_dir.to_str().unwrap()]].concat());
+    assert!(out.status.success(), "{}", text(&out));
+    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert!(stdout.contains("the input program could not be tuned"), "{stdout}");
+    let summary: Value =
+        serde_json::from_str(&std::fs::read_to_string(out_dir.join("variants.json")).unwrap()).unwrap();
+    let joined = summary["variants"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|v| v["description"].as_str().is_some_and(|d| d.starts_with("each kernel rewritten on its own")));
+    let joined = joined.unwrap_or_else(|| panic!("no variant of kernels rewritten on their own: {summary}"));
+    assert_eq!(joined["stages"]["s"], "global", "{summary}");
+}

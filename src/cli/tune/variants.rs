@@ -76,7 +76,17 @@ pub(super) fn tune_variants(
     report(a, &sizes, &found.report, &outcomes, kernels)
 }
 
-/// Tunes one candidate program in `DIR/dir/` (its text in `variant.lift` there).
+/// The name of a variant's program file in its folder: `variant.lift`, or for a program named
+/// `variant`, whose tuned kernel's mapped program takes that name, `variant_program.lift`.
+fn program_file(p: &Program) -> &'static str {
+    if p.name == "variant" {
+        "variant_program.lift"
+    } else {
+        "variant.lift"
+    }
+}
+
+/// Tunes one candidate program in `DIR/dir/` (its text in [`program_file`] there).
 fn tune_candidate(
     a: &TuneArgs,
     dir: String,
@@ -94,7 +104,7 @@ fn tune_candidate(
         ir::print(&c.program)
     );
     super::super::create_dir(&out)?;
-    let file = out.join("variant.lift");
+    let file = out.join(program_file(&c.program));
     super::super::write(&file, &text)?;
     // The program as its file has it (binder names as printed: its kernels' names).
     let program = ir::parse(&text).unwrap_or_else(|_| c.program.clone());
@@ -143,7 +153,16 @@ fn per_kernel(
         all.push(outcomes);
     }
     let Some(choice) = choose(a, &kernels, &all)? else {
-        outln!("a kernel on its own has no candidate that ran correctly: no program of kernels rewritten on their own");
+        let without: Vec<&str> = kernels
+            .iter()
+            .zip(&all)
+            .filter(|(_, o)| best(o).is_none())
+            .map(|(k, _)| k.stage.program.name.as_str())
+            .collect();
+        outln!(
+            "no program of kernels rewritten on their own: no candidate of kernel {} could be tuned and ran correctly (see above)",
+            without.join(", ")
+        );
         return Ok(None);
     };
     let mut program = match mapsat::variants::join(p, &kernels, &choice, sizes) {
@@ -177,7 +196,8 @@ fn per_kernel(
         candidate.signature
     );
     super::super::create_dir(&a.output.join(&dir))?;
-    super::super::write(&a.output.join(&dir).join("variant.lift"), &format!("// {note}.\n{text}"))?;
+    let file = a.output.join(&dir).join(program_file(&candidate.program));
+    super::super::write(&file, &format!("// {note}.\n{text}"))?;
     let tuned = assembled(&parts).ok_or_else(|| "a chosen candidate has no tuned kernel".to_string());
     Ok(Some(Outcome { candidate, dir, tuned, confirmed: None }))
 }
@@ -362,7 +382,7 @@ fn report(
         let mut e = serde_json::json!({
             "variant": n,
             "dir": o.dir,
-            "program": format!("{}/variant.lift", o.dir),
+            "program": format!("{}/{}", o.dir, program_file(&c.program)),
             "description": c.description,
             "signature": c.signature,
             "static_cost": c.cost,
@@ -424,9 +444,10 @@ fn report(
             summary["best_gflops"] = serde_json::json!(gflops);
             let speedup = input_ms.map(|i| i / ms);
             summary["speedup_over_input"] = serde_json::json!(speedup);
-            let over = match speedup {
-                Some(s) => format!("{s:.2}x the input program's best"),
-                None => "the input program has no correct kernel".into(),
+            let over = match (speedup, outcomes.first().map(|o| &o.tuned)) {
+                (Some(s), _) => format!("{s:.2}x the input program's best"),
+                (None, Some(Err(_))) => "the input program could not be tuned (see above)".into(),
+                (None, _) => "the input program has no correct kernel".into(),
             };
             outln!("best: variant {w}, {}, {gflops:.2} GFLOP/s ({over})", fmt_ms(ms));
             for (l, local) in t.lifts.iter().zip(&t.locals) {

@@ -301,7 +301,8 @@ impl Task {
         match self.space_at(&sizes) {
             Err(e @ mapsat_constraints::Error::NoMaps) => format!(
                 "at {sizes}: {e}; it runs in one work item (`mapsat run`), and `mapsat tune --variants K` \
-                 tunes its rewrite variants (a reduction split into partial ones, mapped in parallel)"
+                 also tunes rewrite variants, such as a reduction split into partial ones mapped in parallel \
+                 where a tile size divides its length"
             ),
             Err(e) => format!("at {sizes}: {e}"),
             Ok(_) => format!("at {sizes} no mapping satisfies the constraints (see `mapsat space`)"),
