@@ -279,7 +279,7 @@ pub(super) fn tune_program(
 ) -> CliResult<Tuned> {
     if stages::count(&p) == 1 {
         let log = log.unwrap_or_else(|| out.join("tune.jsonl"));
-        let (task, result, written, model) = tune_one(a, p, given, device, profile, out, &log)?;
+        let (task, result, written, model) = tune_one(a, src, p, given, device, profile, out, &log)?;
         summarize(&task, &result, &written, model.as_deref());
         let s = tune::report::Summary::of(&task, &result);
         return Ok(tuned(&result.device_name, &[s], &[written]));
@@ -324,7 +324,7 @@ pub(super) fn tune_program(
         outln!("kernel {} of {n}: {name}", k + 1);
         let dir = out.join(&name);
         let log = dir.join("tune.jsonl");
-        let (task, result, written, model) = tune_one(a, s.program, given, device, profile.clone(), &dir, &log)?;
+        let (task, result, written, model) = tune_one(a, src, s.program, given, device, profile.clone(), &dir, &log)?;
         summarize(&task, &result, &written, model.as_deref());
         summaries.push(tune::report::Summary::of(&task, &result));
         device_name = result.device_name.clone();
@@ -418,9 +418,12 @@ fn mapped_lift(written: &[PathBuf]) -> Option<PathBuf> {
 }
 
 /// Tunes one kernel's program into `out`, logging to `log`: the task, the result, the files
-/// written and the learned model's file.
+/// written (never over the input, `a.file`, the program's own file, `src`, or the log) and the
+/// learned model's file.
+#[allow(clippy::too_many_arguments)]
 fn tune_one(
     a: &TuneArgs,
+    src: &Source,
     p: mapsat::ir::Program,
     given: &mapsat::ir::Sizes,
     device: DeviceSpec,
@@ -457,7 +460,8 @@ fn tune_one(
         let mut bar = Bar { bar: None };
         tune::tune(&task, device, &opts, &files, &mut bar).map_err(tune_error)?
     };
-    let written = tune::report::write(&task, &result, out, &[&a.file, log]).map_err(tune_error)?;
+    let written =
+        tune::report::write(&task, &result, out, &[&a.file, Path::new(&src.name), log]).map_err(tune_error)?;
     let model_path = PathBuf::from(format!("{}.model.json", log.display()));
     let model = match &result.model {
         Some(m) => {
@@ -509,26 +513,7 @@ fn summarize(task: &Task, r: &tune::TuneResult, written: &[PathBuf], model: Opti
     outln!("device: {}", r.device_name);
     match &s.best {
         Some(b) => {
-            // Without random valid trials there is no median to compare with; without
-            // floating-point operations (an `i32` program) the times are compared.
-            let median = match (s.median_valid_gflops > 0.0, s.median_valid_ms > 0.0) {
-                (true, _) => format!(
-                    "the median valid candidate: {:.2} GFLOP/s ({:.1}x, the best at {:.2} GFLOP/s in the same search)",
-                    s.median_valid_gflops, s.speedup_over_median, b.gflops
-                ),
-                (false, true) => format!(
-                    "the median valid candidate: {} ({:.1}x, the best at {} in the same search)",
-                    tune::report::fmt_ms(s.median_valid_ms),
-                    s.speedup_over_median,
-                    tune::report::fmt_ms(b.median_ms)
-                ),
-                _ => "no random valid trial to compare with".to_string(),
-            };
-            let speed = match s.best_gflops > 0.0 {
-                true => format!("{:.2} GFLOP/s", s.best_gflops),
-                false => "no floating-point operations".to_string(),
-            };
-            outln!("best: {}, {speed}; {median}", tune::report::fmt_ms(s.best_ms));
+            outln!("best: {}, {}; {}", tune::report::fmt_ms(s.best_ms), s.speed(s.best_gflops), s.against_median());
             outln!("  mapping {}", b.mapping);
             if !b.tuning.is_empty() {
                 outln!("  tunable sizes {}", b.tuning);
@@ -537,13 +522,7 @@ fn summarize(task: &Task, r: &tune::TuneResult, written: &[PathBuf], model: Opti
         }
         None => outln!("no candidate ran correctly (see the report)"),
     }
-    outln!(
-        "guided search best {:.2} GFLOP/s in {} trials; random valid sampling best {:.2} GFLOP/s in {} trials",
-        s.guided_best_gflops,
-        r.guided.len(),
-        s.random_best_gflops,
-        r.random.len()
-    );
+    outln!("{} ({} and {} trials)", s.phases(), r.guided.len(), r.random.len());
     for p in written {
         outln!("wrote {}", p.display());
     }

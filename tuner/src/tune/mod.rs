@@ -341,14 +341,18 @@ impl Run<'_, '_> {
         best
     }
 
-    /// Measures the best kernels of both phases again, together (see [`TuneOptions::confirm`]):
+    /// Measures the best kernels of both phases again, together (see [`TuneOptions::confirm`]),
+    /// with the median valid candidate ([`median_valid`]) that the best is compared with:
     /// interleaved, so that the guided search and random sampling are compared under the same
     /// conditions (times on a shared machine drift between phases).
     fn confirm(&mut self) -> Result<(), TuneError> {
         let opts = self.search.opts;
-        let best: Vec<Trial> = [Phase::Guided, Phase::Random].into_iter().flat_map(|p| self.best_of(p)).collect();
+        let mut best: Vec<Trial> = [Phase::Guided, Phase::Random].into_iter().flat_map(|p| self.best_of(p)).collect();
         if best.len() < 2 {
             return Ok(());
+        }
+        if let Some(m) = median_valid(&self.search.random).filter(|m| !best.iter().any(|b| b.kernel == m.kernel)) {
+            best.push(m.clone());
         }
         let task = self.search.task;
         // One measurement per distinct kernel and round: a kernel both phases found counts for both.
@@ -551,6 +555,14 @@ impl Run<'_, '_> {
         }
         Ok(())
     }
+}
+
+/// The median correct candidate of random valid sampling by time (of an even number, the
+/// slower of the middle two): what the best kernel is compared with.
+pub fn median_valid(random: &[Trial]) -> Option<&Trial> {
+    let mut valid: Vec<&Trial> = random.iter().filter(|t| t.ok()).collect();
+    valid.sort_by(|a, b| a.median_ms.total_cmp(&b.median_ms));
+    valid.get(valid.len() / 2).copied()
 }
 
 /// The result from the search's state: the best correct kernel (by its confirmed time when it

@@ -38,6 +38,10 @@ pub struct Summary {
     pub guided_best_gflops: f64,
     /// The best of random valid sampling, in GFLOP/s (confirmed).
     pub random_best_gflops: f64,
+    /// The best time of the guided search, in ms (confirmed; 0 without a correct trial).
+    pub guided_best_ms: f64,
+    /// The best time of random valid sampling, in ms (confirmed; 0 without a correct trial).
+    pub random_best_ms: f64,
     /// The best kernels of both phases measured again at the end, fastest first.
     pub confirmed: Vec<Confirmed>,
     /// The median correct candidate of random valid sampling by time, its GFLOP/s.
@@ -45,9 +49,12 @@ pub struct Summary {
     /// Its time in ms (0 without random valid trials): what a program without floating-point
     /// operations (an `i32` one, 0 GFLOP/s at every candidate) is compared by.
     pub median_valid_ms: f64,
-    /// The best kernel's speed over the median valid candidate's (the ratio of their times), both
-    /// as measured during the search (the best's confirmed time is from another round, possibly
-    /// under another load).
+    /// The median valid candidate measured again with the best kernels (interleaved), when
+    /// confirmation ran.
+    pub median_confirmed: Option<Confirmed>,
+    /// The best kernel's speed over the median valid candidate's (the ratio of their times):
+    /// both as measured again together when they were ([`Summary::median_confirmed`]), else both
+    /// as measured during the search.
     pub speedup_over_median: f64,
     /// The fastest trials of both phases.
     pub top: Vec<Trial>,
@@ -76,6 +83,14 @@ fn best_gflops_of(ts: &[Trial], confirmed: &[Confirmed], phase: Phase) -> f64 {
     ts.iter().filter(|t| t.ok()).map(|t| t.gflops).fold(0.0, f64::max)
 }
 
+/// The best time of a phase in ms: its confirmed best when confirmation ran, else its best
+/// trial's (0 without a correct trial).
+fn best_ms_of(ts: &[Trial], confirmed: &[Confirmed], phase: Phase) -> f64 {
+    let fastest = |ms: &mut dyn Iterator<Item = f64>| ms.filter(|m| *m > 0.0).min_by(f64::total_cmp);
+    let confirmed = fastest(&mut confirmed.iter().filter(|c| c.phase == phase).map(|c| c.median_ms));
+    confirmed.or_else(|| fastest(&mut ts.iter().filter(|t| t.ok()).map(|t| t.median_ms))).unwrap_or(0.0)
+}
+
 impl Summary {
     /// The summary of a tune's result.
     pub fn of(task: &Task, r: &TuneResult) -> Summary {
@@ -83,10 +98,9 @@ impl Summary {
             r.guided.iter().chain(&r.random).filter(|t| t.ok() && t.reused.is_none()).cloned().collect();
         all.sort_by(|a, b| a.median_ms.total_cmp(&b.median_ms));
         // The median valid candidate by time (one candidate: its time and its GFLOP/s).
-        let mut valid: Vec<&Trial> = r.random.iter().filter(|t| t.ok()).collect();
-        valid.sort_by(|a, b| a.median_ms.total_cmp(&b.median_ms));
-        let (median_valid_ms, median_valid) =
-            valid.get(valid.len() / 2).map_or((0.0, 0.0), |t| (t.median_ms, t.gflops));
+        let median = super::median_valid(&r.random);
+        let (median_valid_ms, median_valid) = median.map_or((0.0, 0.0), |t| (t.median_ms, t.gflops));
+        let median_confirmed = median.and_then(|m| r.confirmed.iter().find(|c| c.kernel == m.kernel)).cloned();
         let best = r.best_trial.clone();
         let confirmed = best.as_ref().and_then(|b| r.confirmed.iter().find(|c| c.kernel == b.kernel));
         let (best_ms, best_gflops) = match (confirmed, &best) {
@@ -103,15 +117,19 @@ impl Summary {
             task: r.task_hash.clone(),
             device: r.device_name.clone(),
             sizes: task.problem.clone(),
-            speedup_over_median: match &best {
-                Some(b) if median_valid_ms > 0.0 && b.median_ms > 0.0 => median_valid_ms / b.median_ms,
+            speedup_over_median: match (&best, confirmed, &median_confirmed) {
+                (Some(_), Some(b), Some(m)) if b.median_ms > 0.0 => m.median_ms / b.median_ms,
+                (Some(b), _, _) if median_valid_ms > 0.0 && b.median_ms > 0.0 => median_valid_ms / b.median_ms,
                 _ => 0.0,
             },
+            median_confirmed,
             best,
             best_ms,
             best_gflops,
             guided_best_gflops: best_gflops_of(&r.guided, &r.confirmed, Phase::Guided),
             random_best_gflops: best_gflops_of(&r.random, &r.confirmed, Phase::Random),
+            guided_best_ms: best_ms_of(&r.guided, &r.confirmed, Phase::Guided),
+            random_best_ms: best_ms_of(&r.random, &r.confirmed, Phase::Random),
             confirmed: r.confirmed.clone(),
             median_valid_gflops: median_valid,
             median_valid_ms,
@@ -145,34 +163,69 @@ impl Summary {
             return;
         };
         let random = self.counts.iter().filter(|(k, _)| k.starts_with("random")).map(|(_, v)| v).sum::<usize>();
-        let median = match (self.median_valid_gflops > 0.0, self.median_valid_ms > 0.0) {
-            (true, _) => format!(
-                "{:.1}x the median valid candidate during the search ({:.2} GFLOP/s there, {:.2} GFLOP/s over {random} random valid trials)",
-                self.speedup_over_median, b.gflops, self.median_valid_gflops,
-            ),
-            (false, true) => format!(
-                "{:.1}x the median valid candidate during the search ({} there, {} over {random} random valid trials)",
-                self.speedup_over_median,
-                fmt_ms(b.median_ms),
-                fmt_ms(self.median_valid_ms),
-            ),
-            _ => "no random valid trial to compare with".to_string(),
-        };
         let _ = writeln!(
             s,
-            "**Best kernel:** {}, {:.2} GFLOP/s ({} trial {}), {median}.\n",
+            "**Best kernel:** {}, {} ({} trial {}); {} (over {random} random valid trials).\n",
             fmt_ms(self.best_ms),
-            self.best_gflops,
+            self.speed(self.best_gflops),
             b.phase.name(),
             b.trial,
+            self.against_median(),
         );
         let _ =
             writeln!(s, "- mapping: `{}`\n- tunable sizes: `{}`\n- work group: `{:?}`\n", b.mapping, b.tuning, b.local);
-        let _ = writeln!(
-            s,
-            "Best of the guided search: {:.2} GFLOP/s; best of random valid sampling: {:.2} GFLOP/s.\n",
-            self.guided_best_gflops, self.random_best_gflops
-        );
+        let _ = writeln!(s, "{}.\n", self.phases());
+    }
+
+    /// True when the program computes floating-point operations (GFLOP/s mean something); an
+    /// `i32` program's candidates are compared by their times.
+    pub fn has_flops(&self) -> bool {
+        self.best_gflops > 0.0 || self.top.iter().any(|t| t.gflops > 0.0)
+    }
+
+    /// `gflops` as text, or "no floating-point operations" for a program without them.
+    pub fn speed(&self, gflops: f64) -> String {
+        match self.has_flops() {
+            true => format!("{gflops:.2} GFLOP/s"),
+            false => "no floating-point operations".to_string(),
+        }
+    }
+
+    /// The best kernel against the median valid candidate: its figure, the ratio of their
+    /// times, and where both were measured.
+    pub fn against_median(&self) -> String {
+        let figure = |gflops: f64, ms: f64| match self.has_flops() {
+            true => format!("{gflops:.2} GFLOP/s"),
+            false => fmt_ms(ms),
+        };
+        match (&self.median_confirmed, &self.best) {
+            (Some(m), Some(_)) if self.speedup_over_median > 0.0 => format!(
+                "the median valid candidate: {} ({:.1}x, both measured again together after the search)",
+                figure(m.gflops, m.median_ms),
+                self.speedup_over_median
+            ),
+            (_, Some(b)) if self.median_valid_ms > 0.0 => format!(
+                "the median valid candidate: {} ({:.1}x, the best at {} in the same search)",
+                figure(self.median_valid_gflops, self.median_valid_ms),
+                self.speedup_over_median,
+                figure(b.gflops, b.median_ms)
+            ),
+            _ => "no random valid trial to compare with".to_string(),
+        }
+    }
+
+    /// The best of each phase: GFLOP/s, or times for a program without floating-point operations.
+    pub fn phases(&self) -> String {
+        let best = |gflops: f64, ms: f64| match (self.has_flops(), ms > 0.0) {
+            (true, _) => format!("{gflops:.2} GFLOP/s"),
+            (false, true) => fmt_ms(ms),
+            (false, false) => "none".to_string(),
+        };
+        format!(
+            "best of the guided search: {}; best of random valid sampling: {}",
+            best(self.guided_best_gflops, self.guided_best_ms),
+            best(self.random_best_gflops, self.random_best_ms)
+        )
     }
 
     fn confirmed_section(&self, s: &mut String) {
@@ -249,16 +302,23 @@ impl Summary {
 }
 
 /// Best GFLOP/s so far after each trial (0 before the first correct one), as the corners of a
-/// step function.
-fn best_so_far(ts: &[Trial]) -> Vec<(usize, f64)> {
-    let mut best = 0.0f64;
+/// step function; with `flops` false (a program without floating-point operations), the best
+/// time so far in microseconds instead, from the first correct trial on.
+fn best_so_far(ts: &[Trial], flops: bool) -> Vec<(usize, f64)> {
+    let value = |t: &Trial| if flops { t.gflops } else { t.median_ms * 1e3 };
+    let better = |v: f64, best: Option<f64>| best.is_none_or(|b| if flops { v > b } else { v < b });
+    let mut best: Option<f64> = flops.then_some(0.0);
     let mut out = Vec::new();
     for (i, t) in ts.iter().enumerate() {
-        if t.ok() && t.gflops > best {
-            out.push((i + 1, best));
-            best = t.gflops;
+        if t.ok() && better(value(t), best) {
+            if let Some(b) = best {
+                out.push((i + 1, b));
+            }
+            best = Some(value(t));
         }
-        out.push((i + 1, best));
+        if let Some(b) = best {
+            out.push((i + 1, b));
+        }
     }
     out
 }
@@ -276,10 +336,13 @@ pub fn fmt_ms(ms: f64) -> String {
     }
 }
 
-/// The plot of best GFLOP/s so far against trials, as SVG text.
+/// The plot of best GFLOP/s so far against trials, as SVG text; of the best time so far for a
+/// program without floating-point operations.
 pub fn plot(guided: &[Trial], random: &[Trial], title: &str) -> Result<String, String> {
-    let (g, r) = (best_so_far(guided), best_so_far(random));
-    let max_x = g.len().max(r.len()).max(1);
+    let flops = guided.iter().chain(random).any(|t| t.ok() && t.gflops > 0.0);
+    let (g, r) = (best_so_far(guided, flops), best_so_far(random, flops));
+    let y_desc = if flops { "best GFLOP/s so far" } else { "best time so far (us)" };
+    let max_x = guided.len().max(random.len()).max(1);
     let max_y = g.iter().chain(&r).map(|p| p.1).fold(0.0, f64::max).max(1e-3) * 1.1;
     let mut svg = String::new();
     {
@@ -292,7 +355,7 @@ pub fn plot(guided: &[Trial], random: &[Trial], title: &str) -> Result<String, S
             .y_label_area_size(56)
             .build_cartesian_2d(0usize..max_x, 0.0..max_y)
             .map_err(|e| e.to_string())?;
-        chart.configure_mesh().x_desc("trials").y_desc("best GFLOP/s so far").draw().map_err(|e| e.to_string())?;
+        chart.configure_mesh().x_desc("trials").y_desc(y_desc).draw().map_err(|e| e.to_string())?;
         for (points, color, name) in [(&g, BLUE, "model-guided search"), (&r, RED, "random valid sampling")] {
             if points.is_empty() {
                 continue;
@@ -338,11 +401,11 @@ pub fn write(task: &Task, r: &TuneResult, dir: &Path, keep: &[&Path]) -> Result<
         files.push((dir.join(manifest), serde_json::to_string_pretty(&b.manifest).unwrap_or_default() + "\n"));
         let q = task.mapped_program(&b.candidate).map_err(|e| TuneError::Program(e.to_string()))?;
         let header = format!(
-            "// The fastest kernel mapsat tune found for `{}` on {}: {}, {:.2} GFLOP/s.\n// Mapping {}; tunable sizes `{}`; work group {:?}.\n",
+            "// The fastest kernel mapsat tune found for `{}` on {}: {}, {}.\n// Mapping {}; tunable sizes `{}`; work group {:?}.\n",
             task.program.name,
             r.device_name,
             fmt_ms(summary.best_ms),
-            summary.best_gflops,
+            summary.speed(summary.best_gflops),
             t.mapping,
             t.tuning,
             t.local
