@@ -247,7 +247,11 @@ impl<'a> Checker<'a> {
     fn same_size(&self, a: &Size, b: &Size) -> bool {
         let d = a.cancel_exact(&self.exact).sub(&b.cancel_exact(&self.exact));
         let zero = Size::constant(0);
-        d == zero || (d.minimum_in(&zero, &self.ranges) == zero && d.maximum_in(&zero, &self.ranges) == zero)
+        let is_zero = |d: &Size| {
+            *d == zero || (d.minimum_in(&zero, &self.ranges) == zero && d.maximum_in(&zero, &self.ranges) == zero)
+        };
+        // `(N - 1)/2 + 1` is `(N + 1)/2`: the two compared with their divisions' constants reduced.
+        is_zero(&d) || is_zero(&d.with_offsets_reduced())
     }
 
     /// `n / m` for a length `n` that `m` divides (a split, a vector width), recorded as exact,
@@ -849,6 +853,19 @@ mod tests {
         assert!(check_with_sizes(&p, &crate::Sizes::new().with("N", 7)).is_err());
         let halves = "size K\ndef f(x: [f32](2 * (K / 2))) = join(split(2, pad(1, 1, 0.0, x)))";
         assert_eq!(ty(halves), "[f32](2*(K/2) + 2)");
+    }
+
+    /// A stride-2 output length declared as `(N + 1)/2` is the `(N - 1)/2 + 1` windows of
+    /// `slide(1, 2, xs)` (it was refused as another type); `(N + 2)/2` is not.
+    #[test]
+    fn a_division_written_with_another_constant_is_the_same_size() {
+        let strided = |ret: &str| {
+            format!("size N = 8\ndef f(xs: [f32]N) : [f32]({ret}) = map(fun(w => at(0, w)), slide(1, 2, xs))")
+        };
+        assert_eq!(ty(&strided("(N + 1)/2")), "[f32]((N - 1)/2 + 1)");
+        assert!(ty(&strided("(N + 2)/2")).starts_with("error: the body has type"), "{}", ty(&strided("(N + 2)/2")));
+        let p = parse(&strided("(N + 1)/2")).unwrap();
+        assert!(check_with_sizes(&p, &crate::Sizes::new().with("N", 7)).is_ok());
     }
 
     /// A program `f(x: f32, y: f32)` whose arena a test then breaks.

@@ -399,6 +399,39 @@ impl Size {
         cur
     }
 
+    /// The same value with each division by a positive constant, `(x + k)/d`, written with its
+    /// constant `k` reduced to `0 <= k < d`: `(x + r)/d + q` for `k = q*d + r` (exact for floor
+    /// division). Two ways of writing one size then compare equal: `(N - 1)/2 + 1` and
+    /// `(N + 1)/2`, a stride-2 output length. Not the canonical form sizes print in.
+    pub fn with_offsets_reduced(&self) -> Size {
+        let mut out = Size::default();
+        for (m, &c) in &self.terms {
+            let mut term = Size::constant(c);
+            for (a, &p) in m {
+                let f = match a {
+                    Atom::Div(x, y) => Size::offset_reduced_div(x, y),
+                    a => Size::atom(a.clone()),
+                };
+                for _ in 0..p {
+                    term = term.mul(&f);
+                }
+            }
+            out = out.add(&term);
+        }
+        out
+    }
+
+    /// `x/y` as [`Size::with_offsets_reduced`] writes it.
+    fn offset_reduced_div(x: &Size, y: &Size) -> Size {
+        let whole = Size::atom(Atom::Div(x.clone(), y.clone()));
+        let Some(d) = y.as_const().filter(|d| *d > 0) else { return whole };
+        let k = x.terms.get(&Monomial::new()).copied().unwrap_or(0);
+        match floor_div(k, d) {
+            Some(q) if q != 0 => x.sub(&Size::constant(q * d)).div(y).add(&Size::constant(q)),
+            _ => whole,
+        }
+    }
+
     /// The divisions `x/y` that are atoms of this size's own terms (not those nested inside
     /// another atom), in order: the facts [`Size::cancel_exact`] takes when such a division is
     /// known to be exact.

@@ -83,6 +83,17 @@ proptest! {
         }
     }
 
+    /// Reducing the constants of divisions by constants (`(N - 1)/2 + 1` as `(N + 1)/2`) keeps
+    /// the value too.
+    #[test]
+    fn reduced_division_offsets_keep_value(e in expr(), env in [1i64..9, 1i64..9, 1i64..9]) {
+        let s = e.build();
+        let values: mapsat_ir::Sizes = VARS.iter().zip(env).map(|(k, v)| (k.to_string(), v)).collect();
+        if let Some(v) = s.eval(&values) {
+            prop_assert_eq!(s.with_offsets_reduced().eval(&values), Some(v), "{} as {}", s, s.with_offsets_reduced());
+        }
+    }
+
     /// Overlapped tiling: tiles `slide(c + w - 1, c, xs)` of an input of length `e`, with tile
     /// step the size variable `c`. The tile count's exact divisions (what the checker records)
     /// cancel `c * count` to a size of the same value wherever the step tiles the input, and
