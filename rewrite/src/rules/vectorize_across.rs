@@ -19,13 +19,9 @@ use mapsat_ir::{Size, Type};
 use std::collections::BTreeMap;
 
 /// The vector width [`VectorizeAcross`] tries (where it divides the number of columns), as the
-/// value at the sizes of the new tunable width when there is one; else [`FALLBACK_WIDTHS`].
+/// value at the sizes of the new tunable width when there is one; else 2 lanes, a literal width
+/// (the tunable width's default, 4, would not divide the columns).
 pub const WIDTH: u32 = 4;
-
-/// The literal widths tried, in order, where [`WIDTH`] does not divide the columns: 2 lanes (6
-/// or 10 outputs), then 3 for an odd multiple of 3 (3, 9 or 75 outputs; `vload3` reads them
-/// packed). A number of columns none divides (7, 25) gets no vectors across.
-pub const FALLBACK_WIDTHS: [u32; 2] = [2, 3];
 
 /// `vectorize-across`:
 ///
@@ -38,8 +34,7 @@ pub const FALLBACK_WIDTHS: [u32; 2] = [2, 3];
 /// with `c: [S]N` (a bias): each is read `w` values at a time beside them, `asVector(w, c)`,
 /// and `vcol` is then a tuple of vectors.
 ///
-/// Conditions: `b: [[S]N]K` with `S` numeric and `w` ([`WIDTH`], else one of
-/// [`FALLBACK_WIDTHS`]) dividing `N` (at the given sizes), and `b`
+/// Conditions: `b: [[S]N]K` with `S` numeric and `w` ([`WIDTH`], else 2) dividing `N` (at the given sizes), and `b`
 /// not only a transpose (its rows would be strided); the
 /// map's results are numeric scalars; and `body` lifts to `body_v`, where `vcol: [Sxw]K` holds
 /// the columns `j*w .. j*w+w-1` of `b`, one in each lane. Lifting retypes every value that
@@ -77,7 +72,7 @@ impl Rule for VectorizeAcross {
 /// `forms` ([`Ctx::repr_with`]); `None` when a condition fails.
 pub fn vectorize_across(cx: &Ctx, label: &str, g: Id, ys: Id, forms: &BTreeMap<Id, Lift>) -> Option<Build> {
     let calls = cx.calls(ys);
-    let (w, columns, vcol) = std::iter::once(WIDTH).chain(FALLBACK_WIDTHS).find_map(|lanes| {
+    let (w, columns, vcol) = [WIDTH, 2].into_iter().find_map(|lanes| {
         let w = width(cx, lanes);
         let (columns, vcol) = calls.iter().find_map(|(p, a)| match p {
             Prim::Transpose => vector_transpose(cx, label, a[0], &w),
