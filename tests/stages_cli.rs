@@ -5,6 +5,7 @@
 mod common;
 
 use common::{mapsat, opencl};
+use mapsat_tuner::tune::report::fmt_ms;
 use std::path::PathBuf;
 
 const SEPBLUR: &str = "examples/sepblur.lift";
@@ -128,6 +129,18 @@ fn tune_tunes_each_kernel() {
     assert_eq!(kernels.iter().map(|k| k["kernel"].as_str().unwrap()).collect::<Vec<_>>(), ["sepblur_0_h", "sepblur"]);
     let sum: f64 = kernels.iter().map(|k| k["best_ms"].as_f64().unwrap()).sum();
     assert!((pipeline["best_ms"].as_f64().unwrap() - sum).abs() < 1e-9, "{pipeline}");
+    // The kernels' median valid candidates in sequence: each as its best is compared with,
+    // measured again with it (it summed their search times).
+    let medians: f64 = ["sepblur_0_h", "sepblur"]
+        .iter()
+        .map(|k| {
+            let r: serde_json::Value =
+                serde_json::from_str(&std::fs::read_to_string(dir.join(k).join("report.json")).unwrap()).unwrap();
+            r["median_confirmed"]["median_ms"].as_f64().unwrap()
+        })
+        .sum();
+    let line = format!("the median valid candidates of the kernels, in sequence: {}", fmt_ms(medians));
+    assert!(stdout.contains(&line), "{line}\n{stdout}");
     // Each tuned kernel, run with its work group, computes its stage.
     for k in kernels {
         let local: Vec<String> = k["local"].as_array().unwrap().iter().map(|x| x.to_string()).collect();

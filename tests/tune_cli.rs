@@ -134,8 +134,29 @@ def mm(a: [[i32]K]M, b: [[i32]N]K) : [[i32]N]M =
     assert!(md.contains("best of the guided search: ") && !md.contains("best of the guided search: 0.00"), "{md}");
     let svg = std::fs::read_to_string(out_dir.join("progress.svg")).unwrap();
     assert!(svg.contains("best time so far (us)") && !svg.contains("GFLOP/s"), "the plot's axis");
+    assert!(!md.contains("| 0.00 |"), "a table's GFLOP/s column:\n{md}");
     let lift = std::fs::read_to_string(out_dir.join("mm.lift")).unwrap();
     assert!(lift.lines().next().unwrap().ends_with("no floating-point operations."), "{lift}");
+    let run = mapsat(&["run", out_dir.join("mm.lift").to_str().unwrap(), "--check", "--runs", "1"]);
+    assert!(text(&run).contains("; no floating-point operations") && !text(&run).contains("GFLOP/s"), "{}", text(&run));
+}
+
+/// A tune without random trials has no median to compare with, and no best of random sampling:
+/// "none", not "0.00 GFLOP/s".
+#[test]
+fn a_tune_without_random_trials_says_so() {
+    if !opencl() {
+        return;
+    }
+    let dir = scratch("tune", "no-random");
+    let args = ["tune", "examples/matmul.lift", "--size", "M=8,K=8,N=8", "--trials", "3", "--random-trials", "0"];
+    let out = mapsat(&[&args[..], &["--runs", "1", "-o", dir.to_str().unwrap()]].concat());
+    assert!(out.status.success(), "{}", text(&out));
+    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert!(stdout.contains("no random valid trial to compare with"), "{stdout}");
+    assert!(stdout.contains("best of random valid sampling: none"), "{stdout}");
+    let md = std::fs::read_to_string(dir.join("report.md")).unwrap();
+    assert!(md.contains("best of random valid sampling: none") && !md.contains("over 0 random"), "{md}");
 }
 
 #[test]

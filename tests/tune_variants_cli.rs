@@ -324,3 +324,22 @@ fn a_reduction_kernel_split_on_its_own_stays_a_global_stage() {
     let joined = joined.unwrap_or_else(|| panic!("no variant of kernels rewritten on their own: {summary}"));
     assert_eq!(joined["stages"]["s"], "global", "{summary}");
 }
+
+/// An input at `DIR/variant_00/variant.lift` is where its variant 0's program would be written:
+/// the tune stops with an error and the input is kept (it was written over).
+#[test]
+fn a_variant_program_is_never_written_over_the_input() {
+    if !opencl() {
+        return;
+    }
+    let dir = scratch("tune-variants", "input-inside");
+    let src = dir.join("variant_00").join("variant.lift");
+    std::fs::create_dir_all(src.parent().unwrap()).unwrap();
+    let program = "// my notes\nsize N = 16\ndef scale(xs: [f32]N) : [f32]N = map@A(fun(x => x * 2.0), xs)\n";
+    std::fs::write(&src, program).unwrap();
+    let args = ["tune", src.to_str().unwrap(), "--variants", "2", "--trials", "2", "--random-trials", "1"];
+    let out = mapsat(&[&args[..], &["--runs", "1", "-o", dir.to_str().unwrap()]].concat());
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out));
+    assert!(text(&out).contains("is the input program"), "{}", text(&out));
+    assert_eq!(std::fs::read_to_string(&src).unwrap(), program);
+}

@@ -125,7 +125,8 @@ pub(super) fn run(
         e => Failure::Rejected(format!("error: {e}")),
     })?;
     outln!("device: {}", r.device);
-    outln!("time: {:.4} ms (median of {}, min {:.4} ms); {:.2} GFLOP/s", r.median_ms, cfg.runs, r.min_ms, r.gflops());
+    let rate = mapsat_tuner::tune::report::fmt_gflops(r.gflops());
+    outln!("time: {:.4} ms (median of {}, min {:.4} ms); {rate}", r.median_ms, cfg.runs, r.min_ms);
     if let Some(c) = &r.check {
         if c.ok {
             outln!("check: ok (max abs diff {:.3e})", c.max_abs_diff);

@@ -9,6 +9,7 @@ use mapsat::ir::{self, stages, stages::Stage, Program, Sizes};
 use mapsat_codegen::kir::{Role, Space};
 use mapsat_codegen::{Dialect, Manifest};
 use mapsat_tuner::measure::{self, DeviceSpec, MappedStage, RunConfig};
+use mapsat_tuner::tune::report::fmt_gflops;
 use std::path::Path;
 
 /// The parts of `mapping` (`A=G0,B=S,...`) that name maps of each kernel, given each kernel's
@@ -166,7 +167,8 @@ pub(super) fn run(
     outln!("device: {}", last.device);
     let (mut total, mut flops) = (0.0, 0);
     for (s, r) in stages.iter().zip(&reports) {
-        outln!("kernel {}: {:.4} ms (median of {}), {:.2} GFLOP/s", s.program.name, r.median_ms, cfg.runs, r.gflops());
+        let rate = fmt_gflops(r.gflops());
+        outln!("kernel {}: {:.4} ms (median of {}), {rate}", s.program.name, r.median_ms, cfg.runs);
         total += r.median_ms;
         flops += r.flops;
         if let Some(c) = r.check.as_ref().filter(|c| !c.ok) {
@@ -176,7 +178,7 @@ pub(super) fn run(
             )));
         }
     }
-    outln!("time: {total:.4} ms ({} kernels); {:.2} GFLOP/s", reports.len(), measure::gflops(flops, total));
+    outln!("time: {total:.4} ms ({} kernels); {}", reports.len(), fmt_gflops(measure::gflops(flops, total)));
     if cfg.check {
         let want = ir::interp::eval(p, sizes, inputs).map_err(|e| Failure::Rejected(format!("error: {e}")))?;
         let c = last.output.compare(&want, cfg.rtol, cfg.atol);

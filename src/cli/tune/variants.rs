@@ -13,7 +13,7 @@ use mapsat::ir::profile::Profile;
 use mapsat::ir::{self, Program, Sizes};
 use mapsat::rewrite::{self as rw, Budget, Options};
 use mapsat_tuner::measure::{self, DeviceSpec};
-use mapsat_tuner::tune::report::fmt_ms;
+use mapsat_tuner::tune::report::{fmt_gflops, fmt_ms};
 use std::path::Path;
 
 /// One variant's outcome.
@@ -86,6 +86,19 @@ fn program_file(p: &Program) -> &'static str {
     }
 }
 
+/// Writes a variant's program to `file`, never over the input program (a tune whose input is
+/// `DIR/variant_00/variant.lift` stops with an error).
+fn write_program(a: &TuneArgs, file: &Path, text: &str) -> CliResult<()> {
+    let same = matches!((file.canonicalize(), a.file.canonicalize()), (Ok(x), Ok(y)) if x == y);
+    if same {
+        return Err(rejected(format!(
+            "the variant's program is not written: {} is the input program (choose another -o)",
+            file.display()
+        )));
+    }
+    super::super::write(file, text)
+}
+
 /// Tunes one candidate program in `DIR/dir/` (its text in [`program_file`] there).
 fn tune_candidate(
     a: &TuneArgs,
@@ -105,7 +118,7 @@ fn tune_candidate(
     );
     super::super::create_dir(&out)?;
     let file = out.join(program_file(&c.program));
-    super::super::write(&file, &text)?;
+    write_program(a, &file, &text)?;
     // The program as its file has it (binder names as printed: its kernels' names).
     let program = ir::parse(&text).unwrap_or_else(|_| c.program.clone());
     let vsrc = Source { name: file.display().to_string(), text };
@@ -197,7 +210,7 @@ fn per_kernel(
     );
     super::super::create_dir(&a.output.join(&dir))?;
     let file = a.output.join(&dir).join(program_file(&candidate.program));
-    super::super::write(&file, &format!("// {note}.\n{text}"))?;
+    write_program(a, &file, &format!("// {note}.\n{text}"))?;
     let tuned = assembled(&parts).ok_or_else(|| "a chosen candidate has no tuned kernel".to_string());
     Ok(Some(Outcome { candidate, dir, tuned, confirmed: None }))
 }
@@ -392,10 +405,10 @@ fn report(
         match &o.tuned {
             Ok(Tuned { best_ms: Some(ms), gflops, mapping, lifts, locals, .. }) => {
                 let again = match o.confirmed {
-                    Some((ms, g)) => format!("; measured again: {}, {g:.2} GFLOP/s", fmt_ms(ms)),
+                    Some((ms, g)) => format!("; measured again: {}, {}", fmt_ms(ms), fmt_gflops(g)),
                     None => String::new(),
                 };
-                outln!("  variant {n} {}: tune {}, {gflops:.2} GFLOP/s{again}{mark}", named(c), fmt_ms(*ms));
+                outln!("  variant {n} {}: tune {}, {}{again}{mark}", named(c), fmt_ms(*ms), fmt_gflops(*gflops));
                 e["tune_ms"] = serde_json::json!(ms);
                 e["tune_gflops"] = serde_json::json!(gflops);
                 let (ms, g) = o.confirmed.unwrap_or((*ms, *gflops));
@@ -449,7 +462,7 @@ fn report(
                 (None, Some(Err(_))) => "the input program could not be tuned (see above)".into(),
                 (None, _) => "the input program has no correct kernel".into(),
             };
-            outln!("best: variant {w}, {}, {gflops:.2} GFLOP/s ({over})", fmt_ms(ms));
+            outln!("best: variant {w}, {}, {} ({over})", fmt_ms(ms), fmt_gflops(gflops));
             for (l, local) in t.lifts.iter().zip(&t.locals) {
                 let local: Vec<String> = local.iter().map(i64::to_string).collect();
                 let local = if local.is_empty() { String::new() } else { format!(" --local {}", local.join(",")) };

@@ -163,11 +163,13 @@ impl Summary {
             return;
         };
         let random = self.counts.iter().filter(|(k, _)| k.starts_with("random")).map(|(_, v)| v).sum::<usize>();
+        let over =
+            if self.median_valid_ms > 0.0 { format!(" (over {random} random valid trials)") } else { String::new() };
         let _ = writeln!(
             s,
-            "**Best kernel:** {}, {} ({} trial {}); {} (over {random} random valid trials).\n",
+            "**Best kernel:** {}, {} ({} trial {}); {}{over}.\n",
             fmt_ms(self.best_ms),
-            self.speed(self.best_gflops),
+            fmt_gflops(self.best_gflops),
             b.phase.name(),
             b.trial,
             self.against_median(),
@@ -181,14 +183,6 @@ impl Summary {
     /// `i32` program's candidates are compared by their times.
     pub fn has_flops(&self) -> bool {
         self.best_gflops > 0.0 || self.top.iter().any(|t| t.gflops > 0.0)
-    }
-
-    /// `gflops` as text, or "no floating-point operations" for a program without them.
-    pub fn speed(&self, gflops: f64) -> String {
-        match self.has_flops() {
-            true => format!("{gflops:.2} GFLOP/s"),
-            false => "no floating-point operations".to_string(),
-        }
     }
 
     /// The best kernel against the median valid candidate: its figure, the ratio of their
@@ -214,12 +208,21 @@ impl Summary {
         }
     }
 
+    /// A table's GFLOP/s cell: `-` for a program without floating-point operations.
+    fn rate_cell(&self, gflops: f64) -> String {
+        if self.has_flops() {
+            format!("{gflops:.2}")
+        } else {
+            "-".to_string()
+        }
+    }
+
     /// The best of each phase: GFLOP/s, or times for a program without floating-point operations.
     pub fn phases(&self) -> String {
-        let best = |gflops: f64, ms: f64| match (self.has_flops(), ms > 0.0) {
-            (true, _) => format!("{gflops:.2} GFLOP/s"),
-            (false, true) => fmt_ms(ms),
-            (false, false) => "none".to_string(),
+        let best = |gflops: f64, ms: f64| match (ms > 0.0, self.has_flops()) {
+            (false, _) => "none".to_string(),
+            (true, true) => format!("{gflops:.2} GFLOP/s"),
+            (true, false) => fmt_ms(ms),
         };
         format!(
             "best of the guided search: {}; best of random valid sampling: {}",
@@ -238,8 +241,8 @@ impl Summary {
              end, together (interleaved); these medians rank them.\n\n| phase | trial | time | GFLOP/s | launches |\n|---|---|---|---|---|"
         );
         for c in &self.confirmed {
-            let (phase, time) = (c.phase.name(), fmt_ms(c.median_ms));
-            let _ = writeln!(s, "| {phase} | {} | {time} | {:.2} | {} |", c.trial, c.gflops, c.launches);
+            let (phase, time, rate) = (c.phase.name(), fmt_ms(c.median_ms), self.rate_cell(c.gflops));
+            let _ = writeln!(s, "| {phase} | {} | {time} | {rate} | {} |", c.trial, c.launches);
         }
         let _ = writeln!(s);
     }
@@ -254,8 +257,8 @@ impl Summary {
             let (time, predicted) = (fmt_ms(t.median_ms), fmt_ms(t.predicted_ms));
             let _ = writeln!(
                 s,
-                "| {time} | {:.2} | {predicted} | {} | `{}` | `{}` | `{:?}` |",
-                t.gflops,
+                "| {time} | {} | {predicted} | {} | `{}` | `{}` | `{:?}` |",
+                self.rate_cell(t.gflops),
                 t.phase.name(),
                 t.mapping,
                 t.tuning,
@@ -321,6 +324,16 @@ fn best_so_far(ts: &[Trial], flops: bool) -> Vec<(usize, f64)> {
         }
     }
     out
+}
+
+/// A rate in GFLOP/s as text, or "no floating-point operations" for a kernel without any (an
+/// `i32` or `bool` one, whose rate is 0).
+pub fn fmt_gflops(gflops: f64) -> String {
+    if gflops > 0.0 {
+        format!("{gflops:.2} GFLOP/s")
+    } else {
+        "no floating-point operations".to_string()
+    }
 }
 
 /// A time in milliseconds with a unit that keeps 3 significant digits.
@@ -405,7 +418,7 @@ pub fn write(task: &Task, r: &TuneResult, dir: &Path, keep: &[&Path]) -> Result<
             task.program.name,
             r.device_name,
             fmt_ms(summary.best_ms),
-            summary.speed(summary.best_gflops),
+            fmt_gflops(summary.best_gflops),
             t.mapping,
             t.tuning,
             t.local
