@@ -82,9 +82,11 @@ pub struct TuneOptions {
     /// Timed launches per kernel (their median is the kernel's time).
     pub runs: usize,
     /// Best kernels of each phase (this many by their fastest launch and as many again by their
-    /// median) measured again at the end of the tune, those of both phases together (interleaved, twice, with twice the timed launches each), ranked by the median
-    /// of all those launches: single measurements are noisy, the best of many noisy ones is
-    /// often a lucky one, and a shared machine's speed drifts between the phases.
+    /// median) measured again at the end of the tune, those of both phases together
+    /// (interleaved, twice, with twice the timed launches each) and with the median valid
+    /// candidate, ranked by the median of all those launches: single measurements are noisy,
+    /// the best of many noisy ones is often a lucky one, and a shared machine's speed drifts
+    /// between the phases.
     pub confirm: usize,
     /// Longest wait for one kernel's measurement (build included).
     pub timeout: Duration,
@@ -196,7 +198,7 @@ pub struct TuneResult {
     pub guided: Vec<Trial>,
     /// The random baseline's trials, in order.
     pub random: Vec<Trial>,
-    /// The confirmed best kernels of each phase, fastest first.
+    /// The confirmed best kernels of each phase (and the median valid candidate), fastest first.
     pub confirmed: Vec<Confirmed>,
     /// The fastest correct kernel of either phase (confirmed, when confirmation ran).
     pub best: Option<Built>,

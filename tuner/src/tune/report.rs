@@ -1,8 +1,9 @@
 //! What a tune leaves in its output folder: the best kernel (source, manifest, and the mapped
 //! program as `.lift` with its sizes as defaults, so that `mapsat run` reproduces it), a report
 //! in Markdown and JSON (the best candidates, the median valid candidate, where the time went,
-//! the models' accuracy), and an SVG plot of the best GFLOP/s so far against trials for the
-//! guided search and for random valid sampling.
+//! the models' accuracy), and an SVG plot of the best GFLOP/s so far (the best time, for a
+//! program without floating-point operations) against trials for the guided search and for
+//! random valid sampling.
 
 use super::log::{Phase, Trial};
 use super::task::Task;
