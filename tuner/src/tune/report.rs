@@ -165,7 +165,7 @@ impl Summary {
         };
         let random = self.counts.iter().filter(|(k, _)| k.starts_with("random")).map(|(_, v)| v).sum::<usize>();
         let over =
-            if self.median_valid_ms > 0.0 { format!(" (over {random} random valid trials)") } else { String::new() };
+            if self.median_valid_ms > 0.0 { format!(", of {random} random valid trials") } else { String::new() };
         let _ = writeln!(
             s,
             "**Best kernel:** {}, {} ({} trial {}); {}{over}.\n",
@@ -177,7 +177,7 @@ impl Summary {
         );
         let _ =
             writeln!(s, "- mapping: `{}`\n- tunable sizes: `{}`\n- work group: `{:?}`\n", b.mapping, b.tuning, b.local);
-        let _ = writeln!(s, "{}.\n", self.phases());
+        let _ = writeln!(s, "{}.\n", self.phases().replacen("best", "Best", 1));
     }
 
     /// True when the program computes floating-point operations (GFLOP/s mean something); an
@@ -238,8 +238,8 @@ impl Summary {
         }
         let _ = writeln!(
             s,
-            "## Best kernels measured again\n\nThe best kernels of both phases were measured again at the \
-             end, together (interleaved); these medians rank them.\n\n| phase | trial | time | GFLOP/s | launches |\n|---|---|---|---|---|"
+            "## Best kernels measured again\n\nThe best kernels of both phases, and the median valid \
+             candidate, were measured again at the end, together (interleaved); these medians rank them.\n\n| phase | trial | time | GFLOP/s | launches |\n|---|---|---|---|---|"
         );
         for c in &self.confirmed {
             let (phase, time, rate) = (c.phase.name(), fmt_ms(c.median_ms), self.rate_cell(c.gflops));
