@@ -269,6 +269,12 @@ fn each_kernel_of_a_program_is_also_rewritten_on_its_own_and_the_fastest_of_each
     let _ = std::fs::remove_dir_all(&dir);
 }
 
+/// `mapsat tune SRC --variants 2` with a few trials, into `out_dir`.
+fn tune_two_variants(src: &Path, out_dir: &Path) -> std::process::Output {
+    let args = ["tune", src.to_str().unwrap(), "--variants", "2", "--trials", "2", "--random-trials", "1"];
+    mapsat(&[&args[..], &["--runs", "1", "-o", out_dir.to_str().unwrap()]].concat())
+}
+
 /// A program named `variant`: its tuned kernel's mapped program is `variant.lift`, so each
 /// variant's program is kept as `variant_program.lift` beside it (the kernel was written over
 /// it, and `variants.json` named one file as both).
@@ -281,8 +287,7 @@ fn a_program_named_variant_keeps_each_variants_program() {
     let src = dir.join("variant.lift");
     std::fs::write(&src, "size N = 16\ndef variant(xs: [f32]N) : [f32]N = map@A(fun(x => x * 2.0), xs)\n").unwrap();
     let out_dir = dir.join("out");
-    let args = ["tune", src.to_str().unwrap(), "--variants", "2", "--trials", "2", "--random-trials", "1"];
-    let out = mapsat(&[&args[..], &["--runs", "1", "-o", out_dir.to_str().unwrap()]].concat());
+    let out = tune_two_variants(&src, &out_dir);
     assert!(out.status.success(), "{}", text(&out));
     let summary: Value =
         serde_json::from_str(&std::fs::read_to_string(out_dir.join("variants.json")).unwrap()).unwrap();
@@ -309,8 +314,7 @@ fn a_reduction_kernel_split_on_its_own_stays_a_global_stage() {
     let program = "size N = 64\ndef sm(x: [f32]N) : [f32]N =\n  let s = toGlobal(reduce(add, 0.0, x)) in map@A(fun(v => v / s), x)\n";
     std::fs::write(&src, program).unwrap();
     let out_dir = dir.join("out");
-    let args = ["tune", src.to_str().unwrap(), "--variants", "2", "--trials", "2", "--random-trials", "1"];
-    let out = mapsat(&[&args[..], &["--runs", "1", "-o", out_dir.to_str().unwrap()]].concat());
+    let out = tune_two_variants(&src, &out_dir);
     assert!(out.status.success(), "{}", text(&out));
     let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
     assert!(stdout.contains("the input program could not be tuned"), "{stdout}");
@@ -337,8 +341,7 @@ fn a_variant_program_is_never_written_over_the_input() {
     std::fs::create_dir_all(src.parent().unwrap()).unwrap();
     let program = "// my notes\nsize N = 16\ndef scale(xs: [f32]N) : [f32]N = map@A(fun(x => x * 2.0), xs)\n";
     std::fs::write(&src, program).unwrap();
-    let args = ["tune", src.to_str().unwrap(), "--variants", "2", "--trials", "2", "--random-trials", "1"];
-    let out = mapsat(&[&args[..], &["--runs", "1", "-o", dir.to_str().unwrap()]].concat());
+    let out = tune_two_variants(&src, &dir);
     assert_eq!(out.status.code(), Some(1), "{}", text(&out));
     assert!(text(&out).contains("is the input program"), "{}", text(&out));
     assert_eq!(std::fs::read_to_string(&src).unwrap(), program);

@@ -477,9 +477,7 @@ fn tune_one(
 /// kernels' times.
 fn summarize_stages(p: &mapsat::ir::Program, kernels: &[tune::report::Summary]) {
     let best_ms: f64 = kernels.iter().map(|s| s.best_ms).sum();
-    // Each kernel's median valid candidate as its best is compared with (measured again with it).
-    let median_ms: f64 =
-        kernels.iter().map(|s| s.median_confirmed.as_ref().map_or(s.median_valid_ms, |m| m.median_ms)).sum();
+    let median_ms: f64 = kernels.iter().map(|s| s.median_compared_ms()).sum();
     let mappings: Vec<String> = kernels.iter().filter_map(|s| s.best.as_ref().map(|b| b.mapping.clone())).collect();
     outln!("program {}: {} kernels, launched in order (each tuned kernel in DIR/KERNEL/)", p.name, kernels.len());
     let failed: Vec<&str> = kernels.iter().filter(|s| s.best.is_none()).map(|s| s.program.as_str()).collect();

@@ -218,6 +218,12 @@ impl Summary {
         }
     }
 
+    /// The median valid candidate's time as the best is compared with: measured again with it
+    /// when it was, else from the search (0 without random valid trials).
+    pub fn median_compared_ms(&self) -> f64 {
+        self.median_confirmed.as_ref().map_or(self.median_valid_ms, |m| m.median_ms)
+    }
+
     /// The best of each phase: GFLOP/s, or times for a program without floating-point operations.
     pub fn phases(&self) -> String {
         let best = |gflops: f64, ms: f64| match (ms > 0.0, self.has_flops()) {
@@ -393,7 +399,7 @@ pub fn plot(guided: &[Trial], random: &[Trial], title: &str) -> Result<String, S
 }
 
 /// True when `a` and `b` name one existing file.
-fn same_file(a: &Path, b: &Path) -> bool {
+pub fn same_file(a: &Path, b: &Path) -> bool {
     matches!((a.canonicalize(), b.canonicalize()), (Ok(x), Ok(y)) if x == y)
 }
 
