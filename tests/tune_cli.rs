@@ -316,6 +316,13 @@ fn bad_input_is_refused_with_a_clear_message() {
     let out = mapsat(&["tune", prog.to_str().unwrap(), "--target", "pocl-cpu", "-o", out_dir]);
     assert_eq!(out.status.code(), Some(1), "{}", text(&out));
     assert!(text(&out).contains("no valid mapping"), "{}", text(&out));
+    // A program with nothing to map: it runs in one work item, and rewrite variants may map it.
+    let sum = dir.join("sum.lift");
+    std::fs::write(&sum, "size N = 64\ndef f(xs: [f32]N) = reduce(add, 0.0, xs)\n").unwrap();
+    let out = mapsat(&["tune", sum.to_str().unwrap(), "--target", "pocl-cpu", "-o", out_dir]);
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out));
+    assert!(text(&out).contains("nothing to map; it runs in one work item"), "{}", text(&out));
+    assert!(text(&out).contains("`mapsat tune --variants K` also tunes rewrite variants"), "{}", text(&out));
     // A result too large for the interpreter that checks every candidate: said so, not "no
     // mapping satisfies the constraints" (`mapsat space` finds valid mappings).
     let size = ["--size", "H=100000,W=100000"];

@@ -318,6 +318,9 @@ fn a_reduction_kernel_split_on_its_own_stays_a_global_stage() {
     assert!(out.status.success(), "{}", text(&out));
     let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
     assert!(stdout.contains("the input program could not be tuned"), "{stdout}");
+    // Its reason, nothing to map, without the hint to tune rewrite variants: this run does.
+    assert!(text(&out).contains("kernel `sm_0_s` has nothing to map"), "{}", text(&out));
+    assert!(!text(&out).contains("--variants K"), "{}", text(&out));
     let summary: Value =
         serde_json::from_str(&std::fs::read_to_string(out_dir.join("variants.json")).unwrap()).unwrap();
     let joined = summary["variants"]
@@ -327,6 +330,26 @@ fn a_reduction_kernel_split_on_its_own_stays_a_global_stage() {
         .find(|v| v["description"].as_str().is_some_and(|d| d.starts_with("each kernel rewritten on its own")));
     let joined = joined.unwrap_or_else(|| panic!("no variant of kernels rewritten on their own: {summary}"));
     assert_eq!(joined["stages"]["s"], "global", "{summary}");
+}
+
+/// A plain sum has nothing to map, so the input cannot be tuned; its reason is given without
+/// the hint to tune rewrite variants (which the run does: one splits it into partial sums).
+#[test]
+fn a_sum_with_nothing_to_map_is_tuned_through_its_variants() {
+    if !opencl() {
+        return;
+    }
+    let dir = scratch("tune-variants", "plain-sum");
+    let src = dir.join("sum.lift");
+    std::fs::write(&src, "size N = 256\ndef sum(xs: [f32]N) = reduce(add, 0.0, xs)\n").unwrap();
+    let out_dir = dir.join("out");
+    let out = tune_two_variants(&src, &out_dir);
+    assert!(out.status.success(), "{}", text(&out));
+    assert!(text(&out).contains("nothing to map; it runs in one work item"), "{}", text(&out));
+    assert!(!text(&out).contains("--variants K"), "{}", text(&out));
+    let summary: Value =
+        serde_json::from_str(&std::fs::read_to_string(out_dir.join("variants.json")).unwrap()).unwrap();
+    assert!(summary["best"].as_u64().is_some_and(|w| w > 0), "{summary}");
 }
 
 /// An input at `DIR/variant_00/variant.lift` is where its variant 0's program would be written:

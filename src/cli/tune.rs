@@ -433,7 +433,13 @@ fn tune_one(
 ) -> CliResult<(Task, tune::TuneResult, Vec<PathBuf>, Option<PathBuf>)> {
     let prior = a.model.as_deref().map(Learned::load).transpose().map_err(rejected)?;
     let fault = a.inject_fault.as_deref().map(parse_fault).transpose()?;
-    let task = Task::new(p, given, profile, device.dialect(), !a.no_fusion, a.seed).map_err(tune_error)?;
+    let task = Task::new(p, given, profile, device.dialect(), !a.no_fusion, a.seed).map_err(|e| match e {
+        TuneError::NoMaps(_) if a.variants.is_none() => rejected(format!(
+            "{e}; `mapsat tune --variants K` also tunes rewrite variants, such as a reduction split into \
+             partial ones mapped in parallel where a tile size divides its length"
+        )),
+        e => tune_error(e),
+    })?;
     let task = if a.strict_math { task } else { task.reassociating() };
     let opts = TuneOptions {
         trials: a.trials,

@@ -246,6 +246,7 @@ impl Task {
                 "cannot tune at {}: {e} (every candidate is checked against the interpreter's result)",
                 self.sizes_at(&at)
             ))),
+            _ if self.has_no_maps(&at) => Err(TuneError::NoMaps(self.why_not(&at))),
             _ => Err(TuneError::NoValidMapping(self.why_not(&at))),
         }
     }
@@ -299,14 +300,14 @@ impl Task {
             );
         }
         match self.space_at(&sizes) {
-            Err(e @ mapsat_constraints::Error::NoMaps) => format!(
-                "at {sizes}: {e}; it runs in one work item (`mapsat run`), and `mapsat tune --variants K` \
-                 also tunes rewrite variants, such as a reduction split into partial ones mapped in parallel \
-                 where a tile size divides its length"
-            ),
             Err(e) => format!("at {sizes}: {e}"),
             Ok(_) => format!("at {sizes} no mapping satisfies the constraints (see `mapsat space`)"),
         }
+    }
+
+    /// Whether the program has no map to give a mapping to at a point.
+    fn has_no_maps(&self, at: &Sizes) -> bool {
+        matches!(self.space_at(&self.problem.or(at)), Err(mapsat_constraints::Error::NoMaps))
     }
 
     fn space_at(&self, sizes: &Sizes) -> Result<Space, mapsat_constraints::Error> {
