@@ -479,6 +479,11 @@ def f(x: [f32]N) =
     let out = mapsat(&["tune", f, "--trials", "2", "-o", dir.join("t").to_str().unwrap()]);
     assert_eq!(out.status.code(), Some(1));
     assert!(text(&out.stderr).contains("kernel `f` has nothing to map"), "{}", text(&out.stderr));
+    assert!(
+        text(&out.stderr).contains("`mapsat tune --variants K` also tunes rewrite variants"),
+        "{}",
+        text(&out.stderr)
+    );
     assert!(!dir.join("t").join("f_0_s").exists(), "no kernel is tuned first");
     std::fs::remove_dir_all(dir).ok();
 }

@@ -117,6 +117,10 @@ pub struct PredictArgs {
     strict_math: bool,
 }
 
+/// Said where a kernel has nothing to map, in a tune without `--variants`.
+const VARIANTS_HINT: &str = "; `mapsat tune --variants K` also tunes rewrite variants, such as a reduction \
+     split into partial ones mapped in parallel where a tile size divides its length";
+
 fn rejected(e: impl std::fmt::Display) -> Failure {
     Failure::Rejected(format!("error: {e}"))
 }
@@ -307,10 +311,11 @@ pub(super) fn tune_program(
     // Every kernel needs a map to tune: said before any kernel is tuned, not after.
     for s in &split {
         if super::mapping::no_maps(&s.program, &given.or(&s.program.default_sizes())) {
+            let variants = if a.variants.is_none() { VARIANTS_HINT } else { "" };
             return Err(rejected(format!(
                 "kernel `{}` has nothing to map (it only reduces or rearranges data), so there is nothing to tune in it: \
                  `mapsat run` runs it in one work item; to tune the program, leave out its kernel boundary \
-                 (`toGlobal`) or give that kernel a map",
+                 (`toGlobal`) or give that kernel a map{variants}",
                 s.program.name
             )));
         }
@@ -434,10 +439,7 @@ fn tune_one(
     let prior = a.model.as_deref().map(Learned::load).transpose().map_err(rejected)?;
     let fault = a.inject_fault.as_deref().map(parse_fault).transpose()?;
     let task = Task::new(p, given, profile, device.dialect(), !a.no_fusion, a.seed).map_err(|e| match e {
-        TuneError::NoMaps(_) if a.variants.is_none() => rejected(format!(
-            "{e}; `mapsat tune --variants K` also tunes rewrite variants, such as a reduction split into \
-             partial ones mapped in parallel where a tile size divides its length"
-        )),
+        TuneError::NoMaps(_) if a.variants.is_none() => rejected(format!("{e}{VARIANTS_HINT}")),
         e => tune_error(e),
     })?;
     let task = if a.strict_math { task } else { task.reassociating() };
