@@ -382,53 +382,10 @@ fn report(
     kernels: Vec<serde_json::Value>,
 ) -> CliResult<()> {
     let winner = best(outcomes);
-    let input_ms = outcomes.first().and_then(time);
     let again = outcomes.iter().any(|o| o.confirmed.is_some());
     let device = outcomes.iter().find_map(|o| o.tuned.as_ref().ok().map(|t| t.device.clone())).unwrap_or_default();
-    let rel = |p: &Path| p.strip_prefix(&a.output).unwrap_or(p).display().to_string();
     outln!("variants on {device} ({} guided and {} random trials each):", a.trials, a.random_trials);
-    let mut entries = Vec::new();
-    for (n, o) in outcomes.iter().enumerate() {
-        let c = &o.candidate;
-        let mark = if winner == Some(n) { " <- best" } else { "" };
-        let mut e = serde_json::json!({
-            "variant": n,
-            "dir": o.dir,
-            "program": format!("{}/{}", o.dir, program_file(&c.program)),
-            "description": c.description,
-            "signature": c.signature,
-            "static_cost": c.cost,
-            "stages": crate::cli::rewrite::stages_json(&c.stages),
-            "best": winner == Some(n),
-        });
-        match &o.tuned {
-            Ok(Tuned { best_ms: Some(ms), gflops, mapping, lifts, locals, .. }) => {
-                let again = match o.confirmed {
-                    Some((ms, g)) => format!("; measured again: {}, {}", fmt_ms(ms), fmt_gflops(g)),
-                    None => String::new(),
-                };
-                outln!("  variant {n} {}: tune {}, {}{again}{mark}", named(c), fmt_ms(*ms), fmt_gflops(*gflops));
-                e["tune_ms"] = serde_json::json!(ms);
-                e["tune_gflops"] = serde_json::json!(gflops);
-                let (ms, g) = o.confirmed.unwrap_or((*ms, *gflops));
-                e["best_ms"] = serde_json::json!(ms);
-                e["best_gflops"] = serde_json::json!(g);
-                e["measured_again"] = serde_json::json!(o.confirmed.is_some());
-                e["mapping"] = serde_json::json!(mapping);
-                e["kernels"] = serde_json::json!(lifts.iter().map(|p| rel(p)).collect::<Vec<_>>());
-                e["work_groups"] = serde_json::json!(locals);
-            }
-            Ok(_) => {
-                outln!("  variant {n} {}: no candidate ran correctly", named(c));
-                e["error"] = serde_json::json!("no candidate ran correctly");
-            }
-            Err(m) => {
-                outln!("  variant {n} {}: not tuned ({})", named(c), m.lines().next().unwrap_or(""));
-                e["error"] = serde_json::json!(m);
-            }
-        }
-        entries.push(e);
-    }
+    let entries: Vec<_> = outcomes.iter().enumerate().map(|(n, o)| entry(a, n, o, winner == Some(n))).collect();
     let mut summary = serde_json::json!({
         "input": a.file.display().to_string(),
         "sizes": sizes,
@@ -450,24 +407,7 @@ fn report(
         "best": winner,
     });
     if let Some(w) = winner {
-        if let Ok(t) = &outcomes[w].tuned {
-            let (ms, gflops) = outcomes[w].confirmed.unwrap_or((t.best_ms.unwrap_or(0.0), t.gflops));
-            summary["best_ms"] = serde_json::json!(ms);
-            summary["best_gflops"] = serde_json::json!(gflops);
-            let speedup = input_ms.map(|i| i / ms);
-            summary["speedup_over_input"] = serde_json::json!(speedup);
-            let over = match (speedup, outcomes.first().map(|o| &o.tuned)) {
-                (Some(s), _) => format!("{s:.2}x the input program's best"),
-                (None, Some(Err(_))) => "the input program could not be tuned (see above)".into(),
-                (None, _) => "the input program has no correct kernel".into(),
-            };
-            outln!("best: variant {w}, {}, {} ({over})", fmt_ms(ms), fmt_gflops(gflops));
-            for (l, local) in t.lifts.iter().zip(&t.locals) {
-                let local: Vec<String> = local.iter().map(i64::to_string).collect();
-                let local = if local.is_empty() { String::new() } else { format!(" --local {}", local.join(",")) };
-                outln!("  kernel {} (mapsat run FILE --reassociate{local})", l.display());
-            }
-        }
+        report_winner(&mut summary, outcomes, w);
     }
     let path = a.output.join("variants.json");
     let text = serde_json::to_string_pretty(&summary).map_err(rejected)? + "\n";
@@ -479,5 +419,71 @@ fn report(
             "error: no variant has a kernel that ran correctly (see {})",
             path.display()
         ))),
+    }
+}
+
+/// Variant `n`'s line on standard output and its entry in `variants.json`.
+fn entry(a: &TuneArgs, n: usize, o: &Outcome, best: bool) -> serde_json::Value {
+    let c = &o.candidate;
+    let mark = if best { " <- best" } else { "" };
+    let rel = |p: &Path| p.strip_prefix(&a.output).unwrap_or(p).display().to_string();
+    let mut e = serde_json::json!({
+        "variant": n,
+        "dir": o.dir,
+        "program": format!("{}/{}", o.dir, program_file(&c.program)),
+        "description": c.description,
+        "signature": c.signature,
+        "static_cost": c.cost,
+        "stages": crate::cli::rewrite::stages_json(&c.stages),
+        "best": best,
+    });
+    match &o.tuned {
+        Ok(Tuned { best_ms: Some(ms), gflops, mapping, lifts, locals, .. }) => {
+            let again = match o.confirmed {
+                Some((ms, g)) => format!("; measured again: {}, {}", fmt_ms(ms), fmt_gflops(g)),
+                None => String::new(),
+            };
+            outln!("  variant {n} {}: tune {}, {}{again}{mark}", named(c), fmt_ms(*ms), fmt_gflops(*gflops));
+            e["tune_ms"] = serde_json::json!(ms);
+            e["tune_gflops"] = serde_json::json!(gflops);
+            let (ms, g) = o.confirmed.unwrap_or((*ms, *gflops));
+            e["best_ms"] = serde_json::json!(ms);
+            e["best_gflops"] = serde_json::json!(g);
+            e["measured_again"] = serde_json::json!(o.confirmed.is_some());
+            e["mapping"] = serde_json::json!(mapping);
+            e["kernels"] = serde_json::json!(lifts.iter().map(|p| rel(p)).collect::<Vec<_>>());
+            e["work_groups"] = serde_json::json!(locals);
+        }
+        Ok(_) => {
+            outln!("  variant {n} {}: no candidate ran correctly", named(c));
+            e["error"] = serde_json::json!("no candidate ran correctly");
+        }
+        Err(m) => {
+            outln!("  variant {n} {}: not tuned ({})", named(c), m.lines().next().unwrap_or(""));
+            e["error"] = serde_json::json!(m);
+        }
+    }
+    e
+}
+
+/// The winner `w`'s time and speedup over the input in `summary`, and its line and kernels on
+/// standard output.
+fn report_winner(summary: &mut serde_json::Value, outcomes: &[Outcome], w: usize) {
+    let Ok(t) = &outcomes[w].tuned else { return };
+    let (ms, gflops) = outcomes[w].confirmed.unwrap_or((t.best_ms.unwrap_or(0.0), t.gflops));
+    summary["best_ms"] = serde_json::json!(ms);
+    summary["best_gflops"] = serde_json::json!(gflops);
+    let speedup = outcomes.first().and_then(time).map(|i| i / ms);
+    summary["speedup_over_input"] = serde_json::json!(speedup);
+    let over = match (speedup, outcomes.first().map(|o| &o.tuned)) {
+        (Some(s), _) => format!("{s:.2}x the input program's best"),
+        (None, Some(Err(_))) => "the input program could not be tuned (see above)".into(),
+        (None, _) => "the input program has no correct kernel".into(),
+    };
+    outln!("best: variant {w}, {}, {} ({over})", fmt_ms(ms), fmt_gflops(gflops));
+    for (l, local) in t.lifts.iter().zip(&t.locals) {
+        let local: Vec<String> = local.iter().map(i64::to_string).collect();
+        let local = if local.is_empty() { String::new() } else { format!(" --local {}", local.join(",")) };
+        outln!("  kernel {} (mapsat run FILE --reassociate{local})", l.display());
     }
 }
