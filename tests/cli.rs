@@ -335,3 +335,37 @@ fn run_refuses_an_input_of_another_type_or_shape() {
     }
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// No command writes its output over an input: `eval -o` over the program or an `--input`
+/// file, `rewrite -o DIR` over a program in DIR (variant 0 in canonical form replaced it); and
+/// `-o` naming a file where a folder is expected says so.
+#[test]
+fn outputs_never_overwrite_inputs() {
+    let dir = common::scratch("cli", "overwrite");
+    let program = "// my notes\nsize N = 8\ndef f(xs: [f32]N) = map(fun(x => x * 2.0), xs)\n";
+    let src = dir.join("variant_00.lift");
+    std::fs::write(&src, program).unwrap();
+    let s = src.to_str().unwrap();
+    let npy = dir.join("xs.npy");
+    let out = mapsat(&["eval", s, "--random", "1", "-o", npy.to_str().unwrap()]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let npy_bytes = std::fs::read(&npy).unwrap();
+    let input = format!("xs={}", npy.display());
+    for target in [s, npy.to_str().unwrap()] {
+        let out = mapsat(&["eval", s, "--input", &input, "-o", target]);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(1), "{stderr}");
+        assert!(stderr.contains("would overwrite the input"), "{stderr}");
+    }
+    let out = mapsat(&["rewrite", s, "--variants", "2", "-o", dir.to_str().unwrap()]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert!(stderr.contains("would overwrite the input"), "{stderr}");
+    assert_eq!(std::fs::read_to_string(&src).unwrap(), program);
+    assert_eq!(std::fs::read(&npy).unwrap(), npy_bytes);
+    let out = mapsat(&["rewrite", s, "--variants", "2", "-o", s]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert!(stderr.contains("is a file, not a folder"), "{stderr}");
+    std::fs::remove_dir_all(&dir).ok();
+}

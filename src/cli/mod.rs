@@ -321,7 +321,6 @@ impl Source {
     }
 }
 
-/// Creates an output folder.
 /// A time limit given in seconds: positive and at most what a `Duration` holds.
 fn seconds(flag: &str, s: f64) -> CliResult<std::time::Duration> {
     match std::time::Duration::try_from_secs_f64(s) {
@@ -330,9 +329,29 @@ fn seconds(flag: &str, s: f64) -> CliResult<std::time::Duration> {
     }
 }
 
+/// Creates an output folder (`-o`); a file there is refused by name.
 fn create_dir(path: &Path) -> CliResult<()> {
+    if path.exists() && !path.is_dir() {
+        return Err(Failure::Rejected(format!(
+            "error: {} is a file, not a folder (-o names the output folder)",
+            path.display()
+        )));
+    }
     std::fs::create_dir_all(path)
         .map_err(|e| Failure::Rejected(format!("error: cannot create {}: {e}", path.display())))
+}
+
+/// Refuses to write the output file `out` over one of the command's `inputs` (the same file,
+/// whatever the path says), naming both.
+fn keep_inputs(out: &Path, inputs: &[&Path]) -> CliResult<()> {
+    match inputs.iter().find(|i| mapsat_tuner::tune::report::same_file(out, i)) {
+        Some(i) => Err(Failure::Rejected(format!(
+            "error: nothing is written: {} would overwrite the input {} (choose another output)",
+            out.display(),
+            i.display()
+        ))),
+        None => Ok(()),
+    }
 }
 
 /// Writes an output file.
@@ -425,6 +444,9 @@ fn eval(file: &Path, args: &SizeArgs, inputs: &[String], random: Option<u64>, ou
     let result = interp::eval(&p, &sizes, &tensors).map_err(|e| src.reject(&e))?;
     outln!("{}", summary(&result));
     if let Some(out) = output {
+        let given: Vec<PathBuf> = inputs.iter().filter_map(|s| s.split_once('=').map(|(_, f)| f.into())).collect();
+        let read: Vec<&Path> = std::iter::once(file).chain(given.iter().map(PathBuf::as_path)).collect();
+        keep_inputs(out, &read)?;
         interp::write_npy(out, &result).map_err(|e| Failure::Rejected(format!("error: {e}")))?;
     }
     Ok(())

@@ -115,11 +115,14 @@ pub(super) fn stages_json(stages: &[rw::stage_choice::StageChoice]) -> serde_jso
 
 /// Writes each variant as `variant_NN.lift`; returns the file names.
 fn write(dir: &Path, input: &Path, out: &Outcome) -> CliResult<Vec<String>> {
-    std::fs::create_dir_all(dir)
-        .map_err(|e| Failure::Rejected(format!("error: cannot create {}: {e}", dir.display())))?;
+    super::create_dir(dir)?;
+    let names: Vec<String> = (0..out.variants.len()).map(|k| format!("variant_{k:02}.lift")).collect();
+    for name in names.iter().chain(std::iter::once(&"summary.json".to_string())) {
+        super::keep_inputs(&dir.join(name), &[input])?;
+    }
     let mut files = Vec::new();
     for (k, v) in out.variants.iter().enumerate() {
-        let name = format!("variant_{k:02}.lift");
+        let name = names[k].clone();
         let text = format!(
             "// Variant {k} of {} (mapsat rewrite): static cost {}, structure {}.\n{}",
             input.display(),

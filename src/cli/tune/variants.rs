@@ -89,12 +89,7 @@ fn program_file(p: &Program) -> &'static str {
 /// Writes a variant's program to `file`, never over the input program (a tune whose input is
 /// `DIR/variant_00/variant.lift` stops with an error).
 fn write_program(a: &TuneArgs, file: &Path, text: &str) -> CliResult<()> {
-    if mapsat_tuner::tune::report::same_file(file, &a.file) {
-        return Err(rejected(format!(
-            "the variant's program is not written: {} is the input program (choose another -o)",
-            file.display()
-        )));
-    }
+    super::super::keep_inputs(file, &[&a.file])?;
     super::super::write(file, text)
 }
 
