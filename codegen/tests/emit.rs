@@ -346,3 +346,21 @@ def f(a: [[f32]N]M) =
     let other = own.replace("rb)), t)", "rb)), transpose(t))");
     assert!(error_or_ok(&other, None).is_err_and(|e| e.contains("grid-wide synchronization")), "{other}");
 }
+
+/// A default work group stays within 64 work items in dimension 2 (CUDA's block limit in z):
+/// a `mapLcl(2)` over 128 or 67 items was given all of them or 67, and CUDA refused the
+/// launch of a valid mapping (a tester's bug). A target's own limits are followed.
+#[test]
+fn the_default_work_group_fits_cudas_block_in_z() {
+    for (n, want) in [(128, 64), (67, 1), (48, 48)] {
+        let src = format!(
+            "size N = {n}, M = 3\ndef f(x: [[f32]N]M) = mapWrg@A(2, fun(r => mapLcl@B(2, fun(v => v * 2.0), r)), x)"
+        );
+        let p = mapsat_ir::parse(&src).expect("parse");
+        let (_, m) = emit(&p, &Options::default(), Dialect::Cuda).unwrap_or_else(|e| panic!("N = {n}: {e}"));
+        assert_eq!(m.launch.local[2], want, "N = {n}: {:?}", m.launch);
+        let opts = Options { max_work_item_sizes: Some([1024, 1024, 16]), ..Options::default() };
+        let k = mapsat_codegen::lower(&p, &opts).expect("lowers");
+        assert!(k.launch.local[2] <= 16 && n % k.launch.local[2] == 0, "N = {n}: {:?}", k.launch);
+    }
+}

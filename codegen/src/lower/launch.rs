@@ -4,7 +4,8 @@
 //!
 //! With work groups (`mapWrg`/`mapLcl`), the global size is the number of groups (the largest
 //! `mapWrg(d)` extent) times the local size, which is the caller's or the largest divisor of the
-//! largest `mapLcl(d)` extent within a budget of 256 work items. With `mapGlb` only, the global
+//! largest `mapLcl(d)` extent within a budget of 256 work items and the target's limit per
+//! dimension (64 in z without a target: CUDA's). With `mapGlb` only, the global
 //! size is the largest extent rounded up to a multiple of the local size (the caller's, or in
 //! dimension 0 the largest divisor of the extent up to 64, in dimensions 1 and 2 one work item
 //! unless that needs more than CUDA's 65,535 groups; extra threads skip the stride loop). `mapGlb` and `mapWrg`/`mapLcl` cannot share one launch.
@@ -46,9 +47,21 @@ fn launch_err(m: &MapInfo, reason: String) -> CodegenError {
     CodegenError::new(K::Launch { map: m.name.clone(), reason }, Some(m.span))
 }
 
-/// The launch shape from the map extents and the caller's local size.
+/// The work items per dimension a default local size stays within when the target gives no
+/// limits: CUDA's block limits, also those of NVIDIA's and AMD's OpenCL devices (z is 64).
+const DEFAULT_MAX_ITEMS: [i64; 3] = [1024, 1024, 64];
+
+/// The launch shape from the map extents and the caller's local size; a local size chosen
+/// here stays within the target's work items per dimension, `max_items` (else
+/// [`DEFAULT_MAX_ITEMS`]).
 #[allow(clippy::needless_range_loop)]
-pub(super) fn launch_shape(maps: &[MapInfo], local: Option<&[i64]>, max_group: Option<i64>) -> R<Launch> {
+pub(super) fn launch_shape(
+    maps: &[MapInfo],
+    local: Option<&[i64]>,
+    max_group: Option<i64>,
+    max_items: Option<[i64; 3]>,
+) -> R<Launch> {
+    let caps = max_items.unwrap_or(DEFAULT_MAX_ITEMS).map(|c| c.max(1));
     let glb: Vec<&MapInfo> = maps.iter().filter(|m| matches!(m.kind, MapKind::Glb(_))).collect();
     let grp: Vec<&MapInfo> = maps.iter().filter(|m| matches!(m.kind, MapKind::Wrg(_) | MapKind::Lcl(_))).collect();
     if let (Some(g), Some(w)) = (glb.first(), grp.first()) {
@@ -109,7 +122,7 @@ pub(super) fn launch_shape(maps: &[MapInfo], local: Option<&[i64]>, max_group: O
             None => {
                 let mut budget = 256i64;
                 for d in 0..3 {
-                    loc[d] = largest_divisor_at_most(lcl[d], budget);
+                    loc[d] = largest_divisor_at_most(lcl[d], budget.min(caps[d]));
                     budget /= loc[d];
                 }
             }
@@ -127,8 +140,8 @@ pub(super) fn launch_shape(maps: &[MapInfo], local: Option<&[i64]>, max_group: O
         for d in 0..3 {
             loc[d] = match local {
                 Some(l) => l.get(d).copied().unwrap_or(1),
-                None if d == 0 => largest_divisor_at_most(ext[0], 64).max(if ext[0] > 64 { 1 } else { ext[0] }),
-                None => tall_local(ext[d], 256 / loc[..d].iter().product::<i64>().max(1)),
+                None if d == 0 => largest_divisor_at_most(ext[0], 64.min(caps[0])),
+                None => tall_local(ext[d], (256 / loc[..d].iter().product::<i64>().max(1)).min(caps[d])),
             };
             // Round up: the extra threads skip the stride loop.
             global[d] = (ext[d] / loc[d] + i64::from(ext[d] % loc[d] != 0)).checked_mul(loc[d]).ok_or_else(|| {
