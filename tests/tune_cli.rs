@@ -137,6 +137,9 @@ def mm(a: [[i32]K]M, b: [[i32]N]K) : [[i32]N]M =
     assert!(!md.contains("| 0.00 |"), "a table's GFLOP/s column:\n{md}");
     let lift = std::fs::read_to_string(out_dir.join("mm.lift")).unwrap();
     assert!(lift.lines().next().unwrap().ends_with("no floating-point operations."), "{lift}");
+    // Without tunable sizes the header says so (it left an empty field).
+    assert!(lift.lines().nth(1).unwrap().contains("; tunable sizes none; work group"), "{lift}");
+    assert!(md.contains("- tunable sizes: none\n"), "{md}");
     let run = mapsat(&["run", out_dir.join("mm.lift").to_str().unwrap(), "--check", "--runs", "1"]);
     assert!(text(&run).contains("; no floating-point operations") && !text(&run).contains("GFLOP/s"), "{}", text(&run));
 }

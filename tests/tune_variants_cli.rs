@@ -71,6 +71,13 @@ fn variants_are_tuned_one_by_one_and_the_fastest_kernel_wins() {
         assert_eq!(v["measured_again"], true, "{v}");
         assert!(v["signature"].is_string());
     }
+    // Every variant's GFLOP/s counts the input program's operations (a variant that computes
+    // some values twice counted its own, and looked faster than a faster one): 2 M K N.
+    assert_eq!(summary["gflops_of"], "the input program's operations", "{summary}");
+    for v in variants {
+        let mflop = v["best_gflops"].as_f64().unwrap() * v["best_ms"].as_f64().unwrap();
+        assert!((mflop - 2.0 * 16.0 * 16.0 * 16.0 / 1e6).abs() < 1e-9, "{v}");
+    }
     // The winner is the fastest variant measured again, and the only one marked.
     assert_eq!(summary["ranked_by"], "the best kernels measured again together");
     let w = summary["best"].as_u64().expect("a winner") as usize;

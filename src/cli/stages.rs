@@ -130,10 +130,11 @@ pub(super) fn emit(
     let ppath = out.join(format!("{}.pipeline.json", p.name));
     super::write(&ppath, &(serde_json::to_string_pretty(&pipeline).unwrap_or_default() + "\n"))?;
     for (code, m) in &emitted {
-        super::write(&out.join(&m.source), code)?;
-        super::write(&out.join(format!("{}.json", m.entry)), &(m.to_json() + "\n"))?;
+        let (kpath, mpath) = (out.join(&m.source), out.join(format!("{}.json", m.entry)));
+        super::write(&kpath, code)?;
+        super::write(&mpath, &(m.to_json() + "\n"))?;
         let l = &m.launch;
-        outln!("wrote {} and {}.json: launch global {:?}, local {:?}", m.source, m.entry, l.global, l.local);
+        outln!("wrote {} and {}: launch global {:?}, local {:?}", kpath.display(), mpath.display(), l.global, l.local);
     }
     outln!(
         "wrote {}: {} kernels, launched in this order; global memory {global_bytes} B in all (inputs, each kernel's result and temporaries)",

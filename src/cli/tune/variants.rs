@@ -53,14 +53,17 @@ pub(super) fn tune_variants(
     let found = mapsat::variants::candidates(&p, k, &opts).map_err(rejected)?;
     let r = &found.report;
     outln!(
-        "rewrite: {} e-nodes, {} e-classes, {} iterations, stopped: {}, {:.3} s; {} programs to tune (the input and {} variants)",
+        "rewrite: {} e-nodes, {} e-classes, {} iterations, stopped: {}, {:.3} s; {}",
         r.nodes,
         r.classes,
         r.iterations,
         r.stop.name(),
         r.time.as_secs_f64(),
-        found.list.len(),
-        found.list.len() - 1
+        match found.list.len() {
+            1 => "only the input program to tune (no variant)".to_string(),
+            2 => "2 programs to tune (the input and 1 variant)".to_string(),
+            n => format!("{n} programs to tune (the input and {} variants)", n - 1),
+        }
     );
     let total = found.list.len();
     let mut outcomes = Vec::with_capacity(total);
@@ -379,8 +382,14 @@ fn report(
     let winner = best(outcomes);
     let again = outcomes.iter().any(|o| o.confirmed.is_some());
     let device = outcomes.iter().find_map(|o| o.tuned.as_ref().ok().map(|t| t.device.clone())).unwrap_or_default();
-    outln!("variants on {device} ({} guided and {} random trials each):", a.trials, a.random_trials);
-    let entries: Vec<_> = outcomes.iter().enumerate().map(|(n, o)| entry(a, n, o, winner == Some(n))).collect();
+    let input = input_mflop(outcomes);
+    let counted = match input {
+        Some(m) => format!("; GFLOP/s count the input program's {m:.3} MFLOP for every variant"),
+        None => String::new(),
+    };
+    let on = if device.is_empty() { String::new() } else { format!(" on {device}") };
+    outln!("variants{on} ({} guided and {} random trials each{counted}):", a.trials, a.random_trials);
+    let entries: Vec<_> = outcomes.iter().enumerate().map(|(n, o)| entry(a, n, o, winner == Some(n), input)).collect();
     let mut summary = serde_json::json!({
         "input": a.file.display().to_string(),
         "sizes": sizes,
@@ -398,11 +407,12 @@ fn report(
         },
         "variants": entries,
         "kernels_on_their_own": kernels,
+        "gflops_of": if input.is_some() { "the input program's operations" } else { "each variant's own operations" },
         "ranked_by": if again { "the best kernels measured again together" } else { "each tune's best time" },
         "best": winner,
     });
     if let Some(w) = winner {
-        report_winner(&mut summary, outcomes, w);
+        report_winner(&mut summary, outcomes, w, input);
     }
     let path = a.output.join("variants.json");
     let text = serde_json::to_string_pretty(&summary).map_err(rejected)? + "\n";
@@ -417,8 +427,23 @@ fn report(
     }
 }
 
-/// Variant `n`'s line on standard output and its entry in `variants.json`.
-fn entry(a: &TuneArgs, n: usize, o: &Outcome, best: bool) -> serde_json::Value {
+/// The floating-point operations, in MFLOP, that every variant's GFLOP/s counts: the input
+/// program's (variant 0's kernels), so that a variant that computes some values more than
+/// once does not look faster than one that does not; `None` when the input has no correct
+/// kernel (each variant's own count is used then) or no floating-point operations.
+fn input_mflop(outcomes: &[Outcome]) -> Option<f64> {
+    let t = outcomes.first()?.tuned.as_ref().ok()?;
+    Some(t.gflops * t.best_ms?).filter(|m| *m > 0.0)
+}
+
+/// The GFLOP/s of a time `ms`: the input's operations over it where known, else `own`.
+fn rate(input: Option<f64>, ms: f64, own: f64) -> f64 {
+    input.map_or(own, |m| m / ms)
+}
+
+/// Variant `n`'s line on standard output and its entry in `variants.json` (GFLOP/s of the
+/// `input`'s MFLOP, see [`input_mflop`]).
+fn entry(a: &TuneArgs, n: usize, o: &Outcome, best: bool, input: Option<f64>) -> serde_json::Value {
     let c = &o.candidate;
     let mark = if best { " <- best" } else { "" };
     let rel = |p: &Path| p.strip_prefix(&a.output).unwrap_or(p).display().to_string();
@@ -435,15 +460,16 @@ fn entry(a: &TuneArgs, n: usize, o: &Outcome, best: bool) -> serde_json::Value {
     match &o.tuned {
         Ok(Tuned { best_ms: Some(ms), gflops, mapping, lifts, locals, .. }) => {
             let again = match o.confirmed {
-                Some((ms, g)) => format!("; measured again: {}, {}", fmt_ms(ms), fmt_gflops(g)),
+                Some((ms, g)) => format!("; measured again: {}, {}", fmt_ms(ms), fmt_gflops(rate(input, ms, g))),
                 None => String::new(),
             };
-            outln!("  variant {n} {}: tune {}, {}{again}{mark}", named(c), fmt_ms(*ms), fmt_gflops(*gflops));
+            let tune_gflops = rate(input, *ms, *gflops);
+            outln!("  variant {n} {}: tune {}, {}{again}{mark}", named(c), fmt_ms(*ms), fmt_gflops(tune_gflops));
             e["tune_ms"] = serde_json::json!(ms);
-            e["tune_gflops"] = serde_json::json!(gflops);
+            e["tune_gflops"] = serde_json::json!(tune_gflops);
             let (ms, g) = o.confirmed.unwrap_or((*ms, *gflops));
             e["best_ms"] = serde_json::json!(ms);
-            e["best_gflops"] = serde_json::json!(g);
+            e["best_gflops"] = serde_json::json!(rate(input, ms, g));
             e["measured_again"] = serde_json::json!(o.confirmed.is_some());
             e["mapping"] = serde_json::json!(mapping);
             e["kernels"] = serde_json::json!(lifts.iter().map(|p| rel(p)).collect::<Vec<_>>());
@@ -463,9 +489,10 @@ fn entry(a: &TuneArgs, n: usize, o: &Outcome, best: bool) -> serde_json::Value {
 
 /// The winner `w`'s time and speedup over the input in `summary`, and its line and kernels on
 /// standard output.
-fn report_winner(summary: &mut serde_json::Value, outcomes: &[Outcome], w: usize) {
+fn report_winner(summary: &mut serde_json::Value, outcomes: &[Outcome], w: usize, input: Option<f64>) {
     let Ok(t) = &outcomes[w].tuned else { return };
     let (ms, gflops) = outcomes[w].confirmed.unwrap_or((t.best_ms.unwrap_or(0.0), t.gflops));
+    let gflops = rate(input, ms, gflops);
     summary["best_ms"] = serde_json::json!(ms);
     summary["best_gflops"] = serde_json::json!(gflops);
     let speedup = outcomes.first().and_then(time).map(|i| i / ms);

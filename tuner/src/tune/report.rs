@@ -175,8 +175,13 @@ impl Summary {
             b.trial,
             self.against_median(),
         );
-        let _ =
-            writeln!(s, "- mapping: `{}`\n- tunable sizes: `{}`\n- work group: `{:?}`\n", b.mapping, b.tuning, b.local);
+        let _ = writeln!(
+            s,
+            "- mapping: `{}`\n- tunable sizes: {}\n- work group: `{:?}`\n",
+            b.mapping,
+            tunables(&b.tuning),
+            b.local
+        );
         let _ = writeln!(s, "{}.\n", self.phases().replacen("best", "Best", 1));
     }
 
@@ -343,6 +348,15 @@ pub fn fmt_gflops(gflops: f64) -> String {
     }
 }
 
+/// A candidate's tunable sizes, quoted, or "none" for a program without any.
+fn tunables(t: &mapsat_ir::Sizes) -> String {
+    if t.is_empty() {
+        "none".to_string()
+    } else {
+        format!("`{t}`")
+    }
+}
+
 /// A time in milliseconds with a unit that keeps 3 significant digits.
 pub fn fmt_ms(ms: f64) -> String {
     if ms >= 1000.0 {
@@ -421,13 +435,13 @@ pub fn write(task: &Task, r: &TuneResult, dir: &Path, keep: &[&Path]) -> Result<
         files.push((dir.join(manifest), serde_json::to_string_pretty(&b.manifest).unwrap_or_default() + "\n"));
         let q = task.mapped_program(&b.candidate).map_err(|e| TuneError::Program(e.to_string()))?;
         let header = format!(
-            "// The fastest kernel mapsat tune found for `{}` on {}: {}, {}.\n// Mapping {}; tunable sizes `{}`; work group {:?}.\n",
+            "// The fastest kernel mapsat tune found for `{}` on {}: {}, {}.\n// Mapping {}; tunable sizes {}; work group {:?}.\n",
             task.program.name,
             r.device_name,
             fmt_ms(summary.best_ms),
             fmt_gflops(summary.best_gflops),
             t.mapping,
-            t.tuning,
+            tunables(&t.tuning),
             t.local
         );
         let built_with = match b.manifest.build_options.as_str() {
