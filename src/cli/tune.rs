@@ -6,6 +6,7 @@ use indicatif::{ProgressBar, ProgressStyle};
 use mapsat::ir::profile::Profile;
 use mapsat::ir::stages;
 use mapsat::rewrite as rw;
+use mapsat_codegen::Dialect;
 use mapsat_tuner::measure::{self, DeviceSpec};
 use mapsat_tuner::tune::log::{Phase, Trial};
 use mapsat_tuner::tune::model::Learned;
@@ -283,6 +284,7 @@ pub(super) fn tune_program(
 ) -> CliResult<Tuned> {
     if stages::count(&p) == 1 {
         let log = log.unwrap_or_else(|| out.join("tune.jsonl"));
+        check_outputs(a, src, &p.name, device.dialect(), out, &log)?;
         let (task, result, written, model) = tune_one(a, src, p, given, device, profile, out, &log)?;
         summarize(&task, &result, &written, model.as_deref());
         let s = tune::report::Summary::of(&task, &result);
@@ -319,6 +321,10 @@ pub(super) fn tune_program(
                 s.program.name
             )));
         }
+    }
+    for s in &split {
+        let dir = out.join(&s.program.name);
+        check_outputs(a, src, &s.program.name, device.dialect(), &dir, &dir.join("tune.jsonl"))?;
     }
     let n = split.len();
     let mut summaries = Vec::with_capacity(n);
@@ -422,6 +428,19 @@ fn mapped_lift(written: &[PathBuf]) -> Option<PathBuf> {
     written.iter().find(|p| p.extension().is_some_and(|e| e == "lift")).cloned()
 }
 
+/// The files a tune never writes over: the input program and the log.
+fn kept<'a>(a: &'a TuneArgs, src: &'a Source, log: &'a Path) -> [(&'a Path, &'static str); 3] {
+    [(&a.file, "the input program"), (Path::new(&src.name), "the input program"), (log, "the log")]
+}
+
+/// Refuses, before any measurement, a tune whose output files for the program (or kernel)
+/// `name` in `out` would overwrite the input program or the log `log`.
+fn check_outputs(a: &TuneArgs, src: &Source, name: &str, dialect: Dialect, out: &Path, log: &Path) -> CliResult<()> {
+    let files = tune::report::outputs(name, dialect, out);
+    tune::report::keep_away(&files, &kept(a, src, log))
+        .map_err(|e| rejected(format!("nothing is tuned: {e} (choose another -o or --log)")))
+}
+
 /// Tunes one kernel's program into `out`, logging to `log`: the task, the result, the files
 /// written (never over the input, `a.file`, the program's own file, `src`, or the log) and the
 /// learned model's file.
@@ -468,8 +487,7 @@ fn tune_one(
         let mut bar = Bar { bar: None };
         tune::tune(&task, device, &opts, &files, &mut bar).map_err(tune_error)?
     };
-    let written =
-        tune::report::write(&task, &result, out, &[&a.file, Path::new(&src.name), log]).map_err(tune_error)?;
+    let written = tune::report::write(&task, &result, out, &kept(a, src, log)).map_err(tune_error)?;
     let model_path = PathBuf::from(format!("{}.model.json", log.display()));
     let model = match &result.model {
         Some(m) => {

@@ -412,15 +412,47 @@ pub fn plot(guided: &[Trial], random: &[Trial], title: &str) -> Result<String, S
     Ok(svg)
 }
 
-/// True when `a` and `b` name one existing file.
+/// True when `a` and `b` name one file, existing or to be written (its folders resolved as far
+/// as they exist: `out/../x.lift` and `x.lift` are one file before `out` is made).
 pub fn same_file(a: &Path, b: &Path) -> bool {
-    matches!((a.canonicalize(), b.canonicalize()), (Ok(x), Ok(y)) if x == y)
+    matches!((resolved(a), resolved(b)), (Some(x), Some(y)) if x == y)
+}
+
+/// A path made absolute, with links resolved where it exists.
+fn resolved(p: &Path) -> Option<PathBuf> {
+    if let Ok(c) = p.canonicalize() {
+        return Some(c);
+    }
+    let name = p.file_name()?;
+    let parent = p.parent().filter(|d| !d.as_os_str().is_empty()).unwrap_or(Path::new("."));
+    Some(resolved(parent)?.join(name))
+}
+
+/// The files [`write`] writes into `dir` for a program `name` tuned in `dialect` (the kernel's
+/// source, manifest and mapped program, the report and the plot).
+pub fn outputs(name: &str, dialect: mapsat_codegen::Dialect, dir: &Path) -> Vec<PathBuf> {
+    let manifest = if name == "report" { "report_kernel.json".to_string() } else { format!("{name}.json") };
+    let kernel = [format!("{name}.{}", dialect.extension()), manifest, format!("{name}.lift")];
+    let report = ["report.md", "report.json", "progress.svg"].map(String::from);
+    kernel.into_iter().chain(report).map(|f| dir.join(f)).collect()
+}
+
+/// Refuses output files of which one is a file to `keep` (its path and what it is: "the input
+/// program", "the log"), naming both; checked before a tune ([`outputs`]) and again before
+/// [`write`].
+pub fn keep_away(files: &[PathBuf], keep: &[(&Path, &str)]) -> Result<(), TuneError> {
+    for p in files {
+        if let Some((k, what)) = keep.iter().find(|(k, _)| same_file(p, k)) {
+            let named = if p == k { String::new() } else { format!(" ({})", k.display()) };
+            return Err(TuneError::Io(format!("{} would overwrite {what}{named}", p.display())));
+        }
+    }
+    Ok(())
 }
 
 /// Writes the output folder (see the module documentation); the paths written. Nothing is
-/// written when one of them is one of the files to `keep` (the input program, the log): an
-/// error names it.
-pub fn write(task: &Task, r: &TuneResult, dir: &Path, keep: &[&Path]) -> Result<Vec<PathBuf>, TuneError> {
+/// written when one of them is one of the files to `keep` ([`keep_away`]): an error names it.
+pub fn write(task: &Task, r: &TuneResult, dir: &Path, keep: &[(&Path, &str)]) -> Result<Vec<PathBuf>, TuneError> {
     let io = |p: &Path, e: String| TuneError::Io(format!("cannot write {}: {e}", p.display()));
     std::fs::create_dir_all(dir).map_err(|e| io(dir, e.to_string()))?;
     let summary = Summary::of(task, r);
@@ -455,13 +487,12 @@ pub fn write(task: &Task, r: &TuneResult, dir: &Path, keep: &[&Path]) -> Result<
     let title = format!("{} on {}", task.program.name, r.device_name.split(" (").next().unwrap_or(""));
     let svg = plot(&r.guided, &r.random, &title).map_err(|e| io(&dir.join("progress.svg"), e))?;
     files.push((dir.join("progress.svg"), svg));
-    if let Some((p, k)) = files.iter().find_map(|(p, _)| keep.iter().find(|k| same_file(p, k)).map(|k| (p, k))) {
-        return Err(TuneError::Io(format!(
-            "the report is not written: {} would overwrite {} (the log keeps every measurement: another output folder with `--log` naming this log and `--resume` writes the report without measuring again)",
-            p.display(),
-            k.display()
-        )));
-    }
+    let paths: Vec<PathBuf> = files.iter().map(|(p, _)| p.clone()).collect();
+    keep_away(&paths, keep).map_err(|e| {
+        TuneError::Io(format!(
+            "the report is not written: {e} (the log keeps every measurement: another output folder with `--log` naming this log and `--resume` writes the report without measuring again)"
+        ))
+    })?;
     let mut out = Vec::new();
     for (p, text) in files {
         std::fs::write(&p, text).map_err(|e| io(&p, e.to_string()))?;
