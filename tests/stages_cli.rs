@@ -144,7 +144,9 @@ fn tune_tunes_each_kernel() {
     // Each tuned kernel, run with its work group, computes its stage.
     for k in kernels {
         let local: Vec<String> = k["local"].as_array().unwrap().iter().map(|x| x.to_string()).collect();
-        let mut args = vec!["run", k["lift"].as_str().unwrap(), "--check", "--reassociate"];
+        // The path is relative to the output folder.
+        let lift = dir.join(k["lift"].as_str().unwrap());
+        let mut args = vec!["run", lift.to_str().unwrap(), "--check", "--reassociate"];
         let local = local.join(",");
         if !local.is_empty() {
             args.extend(["--local", &local]);

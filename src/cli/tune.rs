@@ -394,7 +394,7 @@ fn write_pipeline(
                 "best_ms": s.best.as_ref().map(|_| s.best_ms),
                 "mapping": s.best.as_ref().map(|b| b.mapping.clone()),
                 "local": s.best.as_ref().map(|b| b.local.clone()),
-                "lift": lift.map(|l| l.display().to_string()),
+                "lift": lift.map(|l| l.strip_prefix(out).unwrap_or(&l).display().to_string()),
             })
         })
         .collect();
