@@ -424,3 +424,25 @@ fn a_chain_of_1999_maps_has_all_its_maps_and_a_deeper_program_is_refused() {
     assert!(run.stderr.contains("too deep to analyse"), "{}", run.stderr);
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// `explain` says what every valid mapping needs: a barrier after a map read only by a
+/// reduction (it named an empty list of readers), and the local sizes, code generation's
+/// default where the space has none to choose (the line was left out).
+#[test]
+fn explain_names_barriers_and_local_sizes_of_every_valid_mapping() {
+    let dir = common::scratch("space", "explain-lines");
+    let file = dir.join("h.lift");
+    std::fs::write(
+        &file,
+        "size N = 97, B = 5\ndef h(xs: [f32]N, lo: [f32]B) : [f32]B =\n  map@A(fun(b => reduce(add, 0.0, map@B(fun(x => x * b), xs))), lo)\n",
+    )
+    .unwrap();
+    let f = file.to_str().unwrap();
+    let out = explain(f, "A=W0,B=L0", &[]).exits(0);
+    assert!(out.stdout.contains("needs a barrier after map B: other work items read what it writes"), "{}", out.stdout);
+    let gemv = dir.join("g.lift");
+    let text = "size N = 9, K = 3\ndef g(w: [[f32]K]N, x: [f32]K) : [f32]N =\n  map@A(fun(r => reduce(fun(acc, p => acc + p.0 * p.1), 0.0, zip(r, x))), w)\n";
+    std::fs::write(&gemv, text).unwrap();
+    let out = explain(gemv.to_str().unwrap(), "A=G0", &[]).exits(0);
+    assert!(out.stdout.contains("  local sizes: code generation's default"), "{}", out.stdout);
+}

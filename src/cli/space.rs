@@ -302,17 +302,25 @@ pub fn explain(file: &Path, mapping: &str, how: &How) -> CliResult<()> {
             report.push(format!("  map {label} computes into {} memory ({})", choice.name(), scope(*choice)));
         }
         for b in &e.barriers {
-            report.push(format!(
-                "  needs a barrier between map {} and its readers {}",
-                s.label(b.writer),
-                s.labels_of(&b.readers).join(", ")
-            ));
+            let readers = s.labels_of(&b.readers);
+            report.push(match readers.is_empty() {
+                true => {
+                    format!("  needs a barrier after map {}: other work items read what it writes", s.label(b.writer))
+                }
+                false => format!(
+                    "  needs a barrier between map {} and its readers {}",
+                    s.label(b.writer),
+                    readers.join(", ")
+                ),
+            });
         }
         if e.barriers.is_empty() {
             report.push("  no barrier needed".into());
         }
         if let Some(ls) = &e.local_sizes {
             report.push(format!("  local sizes (a valid choice): {ls:?}"));
+        } else {
+            report.push("  local sizes: code generation's default (the space has none to choose)".into());
         }
     }
     if !invalid.is_empty() {
