@@ -211,6 +211,9 @@ impl Profile {
         if self.max_work_group_size == 0 || self.max_work_item_sizes.contains(&0) {
             return Err(invalid("work-group sizes must be positive"));
         }
+        if self.compute_units == 0 || self.vector_width == 0 {
+            return Err(invalid("compute_units and vector_width must be positive"));
+        }
         if !matches!(self.address_bits, 32 | 64) {
             return Err(invalid("address_bits must be 32 or 64"));
         }
@@ -391,6 +394,17 @@ mod tests {
         }
         p.rates.as_mut().unwrap().l2_bandwidth_gbs = 0.0;
         assert!(p.validate("t").is_ok(), "0: unknown");
+    }
+
+    /// A device has compute units and a vector width of at least 1 (0 was accepted).
+    #[test]
+    fn compute_units_and_vector_width_are_positive() {
+        for field in 0..2 {
+            let mut p = Profile::builtin("pocl-cpu").unwrap();
+            *[&mut p.compute_units, &mut p.vector_width][field] = 0;
+            let e = p.validate("t").unwrap_err().to_string();
+            assert!(e.contains("compute_units and vector_width must be positive"), "{e}");
+        }
     }
 
     #[test]
