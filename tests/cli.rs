@@ -369,3 +369,16 @@ fn outputs_never_overwrite_inputs() {
     assert!(stderr.contains("is a file, not a folder"), "{stderr}");
     std::fs::remove_dir_all(&dir).ok();
 }
+
+/// `run` or `emit` of a program of high-level maps without `--mapping` says how to map it.
+#[test]
+fn an_unmapped_program_is_told_how_to_get_a_mapping() {
+    for cmd in [&["run", "examples/matmul.lift"][..], &["emit", "examples/matmul.lift", "-o", "/nonexistent"]] {
+        let out = mapsat(cmd);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(1), "{stderr}");
+        assert!(stderr.contains("`map@A` is not mapped"), "{stderr}");
+        assert!(stderr.contains("is mapped with `--mapping"), "{stderr}");
+        assert!(stderr.contains("`mapsat tune examples/matmul.lift`"), "{stderr}");
+    }
+}

@@ -75,7 +75,7 @@ pub(super) fn emit(
     let local = local.of(&p.name);
     let (p, local) = how.program(p, &sizes, local, || None)?;
     let opts = how.codegen_options(sizes, local)?;
-    let (code, manifest) = mapsat_codegen::emit(&p, &opts, dialect).map_err(|e| src.reject(&e))?;
+    let (code, manifest) = mapsat_codegen::emit(&p, &opts, dialect).map_err(|e| src.reject_codegen(&e))?;
     super::create_dir(out)?;
     let kpath = out.join(&manifest.source);
     let mpath = out.join(format!("{}.json", manifest.entry));
@@ -121,7 +121,7 @@ pub(super) fn run(
     let local = local.of(&p.name);
     let (p, local) = how.program(p, &sizes, local, || measure::opencl_profile(device).ok())?;
     let r = measure::run(&p, &sizes, local, &tensors, device, cfg).map_err(|e| match e {
-        measure::MeasureError::Codegen(c) => src.reject(&c),
+        measure::MeasureError::Codegen(c) => src.reject_codegen(&c),
         e => Failure::Rejected(format!("error: {e}")),
     })?;
     outln!("device: {}", r.device);

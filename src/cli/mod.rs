@@ -316,6 +316,22 @@ impl Source {
         Failure::Rejected(diag::render(&self.name, &self.text, e))
     }
 
+    /// A code generation error; one about a map that is not mapped says how a program of
+    /// high-level maps gets a mapping.
+    fn reject_codegen(&self, e: &mapsat_codegen::CodegenError) -> Failure {
+        let text = diag::render(&self.name, &self.text, e);
+        match e.kind {
+            mapsat_codegen::CodegenErrorKind::Unmapped { .. } => Failure::Rejected(format!(
+                "{}\nnote: a program of high-level maps is mapped with `--mapping \"A=G0,B=S,...\"` (its valid mappings: \
+                 `mapsat space {}`), or tuned with `mapsat tune {}`",
+                text.trim_end(),
+                self.name,
+                self.name
+            )),
+            _ => Failure::Rejected(text),
+        }
+    }
+
     fn parse(&self) -> CliResult<Program> {
         ir::parse(&self.text).map_err(|e| self.reject(&e))
     }

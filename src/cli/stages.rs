@@ -112,8 +112,8 @@ pub(super) fn emit(
     let mut emitted = Vec::new();
     for s in &stages {
         let opts = how.codegen_options(sizes.clone(), s.local.clone())?;
-        let (code, manifest) =
-            mapsat_codegen::emit(&s.program, &opts, dialect).map_err(|e| in_stage(&s.program.name, src.reject(&e)))?;
+        let (code, manifest) = mapsat_codegen::emit(&s.program, &opts, dialect)
+            .map_err(|e| in_stage(&s.program.name, src.reject_codegen(&e)))?;
         emitted.push((code, manifest));
     }
     let global_bytes = global_bytes(&stages, emitted.iter().map(|(_, m)| m));
@@ -161,7 +161,7 @@ pub(super) fn run(
     let split = stages::split_at(p, sizes).map_err(|e| src.reject(&e))?;
     let stages = mapped(src, split, sizes, how, local, || measure::opencl_profile(device).ok())?;
     let reports = measure::run_stages(&stages, sizes, inputs, device, cfg).map_err(|e| match e {
-        measure::MeasureError::Codegen(c) => src.reject(&c),
+        measure::MeasureError::Codegen(c) => src.reject_codegen(&c),
         e => Failure::Rejected(format!("error: {e}")),
     })?;
     let Some(last) = reports.last() else { return Ok(()) };
