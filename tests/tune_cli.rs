@@ -319,6 +319,8 @@ fn bad_input_is_refused_with_a_clear_message() {
     let out = mapsat(&["tune", prog.to_str().unwrap(), "--target", "pocl-cpu", "-o", out_dir]);
     assert_eq!(out.status.code(), Some(1), "{}", text(&out));
     assert!(text(&out).contains("no valid mapping"), "{}", text(&out));
+    // It names the values tried, not only the default's reason.
+    assert!(text(&out).contains("none at the points of its tunable sizes tried (s in 3..3)"), "{}", text(&out));
     // A program with nothing to map: it runs in one work item, and rewrite variants may map it.
     let sum = dir.join("sum.lift");
     std::fs::write(&sum, "size N = 64\ndef f(xs: [f32]N) = reduce(add, 0.0, xs)\n").unwrap();
@@ -364,7 +366,8 @@ fn a_log_of_another_program_or_version_is_refused() {
     let out = mapsat(&[&["tune", "examples/matmul_tiled.lift", "--size", "M=16"][..], &base, &["--resume"]].concat());
     assert_eq!(out.status.code(), Some(1), "{}", text(&out));
     // The program edited, its name and sizes kept: said so (it named the same task twice).
-    let edited = dir.join("matmul_tiled.lift");
+    std::fs::create_dir_all(dir.join("src")).unwrap();
+    let edited = dir.join("src").join("matmul_tiled.lift");
     let src = std::fs::read_to_string("examples/matmul_tiled.lift").unwrap();
     std::fs::write(&edited, src.replacen("p.0 * p.1", "p.1 * p.0", 1)).unwrap();
     let out = mapsat(&[&["tune", edited.to_str().unwrap()][..], &base, &["--resume"]].concat());

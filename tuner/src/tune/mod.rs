@@ -40,11 +40,11 @@ pub enum TuneError {
     #[error("{0}")]
     Program(String),
     /// No point of the tunable sizes has a valid mapping.
-    #[error("the program has no valid mapping on this device: {0}")]
+    #[error("the program has no valid mapping: {0}")]
     NoValidMapping(String),
     /// The program has no map to give a mapping to (the message says at which sizes): it runs
     /// in one work item, which `mapsat run` does, or a rewrite variant may have maps.
-    #[error("the program has no valid mapping on this device: {0}; it runs in one work item (`mapsat run`)")]
+    #[error("the program has no valid mapping: {0}; it runs in one work item (`mapsat run`)")]
     NoMaps(String),
     /// The options make no tune (a budget of 0, ...).
     #[error("{0}")]

@@ -29,6 +29,15 @@ pub struct Tunable {
     pub default: Option<i64>,
 }
 
+/// The tunable sizes' ranges of values, `t in 2..16, vw in 2..16`.
+pub fn ranges(tunables: &[Tunable]) -> String {
+    let range = |t: &Tunable| match (t.values.iter().min(), t.values.iter().max()) {
+        (Some(lo), Some(hi)) => format!("{} in {lo}..{hi}", t.name),
+        _ => format!("{} (no value)", t.name),
+    };
+    tunables.iter().map(range).collect::<Vec<_>>().join(", ")
+}
+
 /// Names of the size variables that appear in some parameter type.
 fn parameter_sizes(p: &Program) -> Vec<String> {
     let mut out: Vec<String> = Vec::new();

@@ -247,7 +247,12 @@ impl Task {
                 self.sizes_at(&at)
             ))),
             _ if self.has_no_maps(&at) => Err(TuneError::NoMaps(self.why_not(&at))),
-            _ => Err(TuneError::NoValidMapping(self.why_not(&at))),
+            _ if self.tunables.is_empty() => Err(TuneError::NoValidMapping(self.why_not(&at))),
+            _ => Err(TuneError::NoValidMapping(format!(
+                "none at the points of its tunable sizes tried ({}); at their defaults, {}",
+                params::ranges(&self.tunables),
+                self.why_not(&at)
+            ))),
         }
     }
 
