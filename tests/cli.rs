@@ -28,6 +28,9 @@ fn usage_errors_exit_2() {
     assert_eq!(mapsat(&["frobnicate"]).status.code(), Some(2));
     assert_eq!(mapsat(&["eval", "examples/conv.lift", "--size", "inH"]).status.code(), Some(2));
     assert_eq!(mapsat(&["eval", "examples/conv.lift", "--input", "nosuch=a.npy"]).status.code(), Some(2));
+    let twice = mapsat(&["eval", "examples/dot.lift", "--input", "x=a.npy", "--input", "x=b.npy"]);
+    assert_eq!(twice.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&twice.stderr).contains("--input gives parameter `x` twice"));
     assert_eq!(mapsat(&["--help"]).status.code(), Some(0));
 }
 

@@ -364,3 +364,10 @@ fn the_default_work_group_fits_cudas_block_in_z() {
         assert!(k.launch.local[2] <= 16 && n % k.launch.local[2] == 0, "N = {n}: {:?}", k.launch);
     }
 }
+
+/// A parameter of a vector type is refused with the form code generation takes.
+#[test]
+fn a_vector_parameter_is_refused_with_the_array_form() {
+    let e = error("size N = 8\ndef f(x: [f32x4]N, w: f32x4) = mapGlb@A(0, fun(v => v * w), x)", None);
+    assert!(e.contains("parameter `w` of type f32x4: a kernel takes vectors in arrays; declare `w: [f32x4]1`"), "{e}");
+}

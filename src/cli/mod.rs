@@ -484,7 +484,9 @@ fn load_inputs(
         if !p.params.iter().any(|q| q.name == name) {
             return Err(Failure::Usage(format!("the program has no parameter `{name}`")));
         }
-        files.insert(name.to_string(), PathBuf::from(path));
+        if files.insert(name.to_string(), PathBuf::from(path)).is_some() {
+            return Err(Failure::Usage(format!("--input gives parameter `{name}` twice")));
+        }
     }
     let mut random_data: Vec<Option<interp::Tensor>> = match random {
         Some(seed) => {

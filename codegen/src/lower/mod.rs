@@ -152,6 +152,13 @@ impl<'a> Lower<'a> {
                 Type::Scalar(k) => (k, 1),
                 // An array of vectors: its scalars in order, as the output of one is stored.
                 Type::Vector(k, w) if !dims.is_empty() => (k, w),
+                Type::Vector(..) => {
+                    return Err(K::Unsupported(format!(
+                        "parameter `{0}` of type {t}: a kernel takes vectors in arrays; declare `{0}: [{t}]1` and read `at(0, {0})`",
+                        q.name
+                    ))
+                    .into())
+                }
                 _ => return Err(K::Unsupported(format!("parameter `{}` of type {t}", q.name)).into()),
             };
             let name = self.fresh(&q.name);
