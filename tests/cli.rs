@@ -360,6 +360,28 @@ fn outputs_never_overwrite_inputs() {
         assert_eq!(out.status.code(), Some(1), "{stderr}");
         assert!(stderr.contains("would overwrite the input"), "{stderr}");
     }
+    // `emit` over its program: a kernel's source or manifest, a pipeline's sequence.
+    let kernel = "size N = 8\ndef id(xs: [f32]N) = map@A(fun(x => x * 2.0), xs)\n";
+    let pipeline = "size N = 8\ndef p(xs: [f32]N) =\n  let h = toGlobal(map@A(fun(x => x * 2.0), xs)) in\n  map@B(fun(x => x + 1.0), h)\n";
+    for (name, text, mapping) in [
+        ("id.cl", kernel, "A=G0"),
+        ("id.json", kernel, "A=G0"),
+        ("p.pipeline.json", pipeline, "A=G0,B=G0"),
+        ("p_0_h.cl", pipeline, "A=G0,B=G0"),
+    ] {
+        let f = dir.join(name);
+        std::fs::write(&f, text).unwrap();
+        let out = mapsat(&["emit", f.to_str().unwrap(), "--mapping", mapping, "-o", dir.to_str().unwrap()]);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(1), "{name}: {stderr}");
+        assert!(stderr.contains("would overwrite the input"), "{name}: {stderr}");
+        assert_eq!(std::fs::read_to_string(&f).unwrap(), text, "{name}");
+    }
+    // A hard link to an input is that input.
+    let link = dir.join("link.npy");
+    std::fs::hard_link(&npy, &link).unwrap();
+    let out = mapsat(&["eval", s, "--input", &input, "-o", link.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(1), "{}", String::from_utf8_lossy(&out.stderr));
     let out = mapsat(&["rewrite", s, "--variants", "2", "-o", dir.to_str().unwrap()]);
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(1), "{stderr}");

@@ -470,6 +470,26 @@ fn a_tune_never_overwrites_its_input_or_its_log() {
     assert!(text(&out).contains("dot.lift would overwrite the input program"), "{}", text(&out));
     assert_eq!(std::fs::read_to_string(&src).unwrap(), original);
     assert!(!dir.join("tune.jsonl").exists(), "nothing was measured");
+    // The same through a folder not made yet (`nosuch/..`), and for the files beside the
+    // report: the learned model, the measured inputs in `data/`.
+    let through = dir.join("nosuch").join("..");
+    let out = mapsat(&[&base[..], &["-o", through.to_str().unwrap()]].concat());
+    assert!(text(&out).contains("would overwrite the input program"), "{}", text(&out));
+    assert!(!dir.join("nosuch").exists() && !dir.join("tune.jsonl").exists(), "nothing was made or measured");
+    for (place, says) in
+        [("tune.jsonl.model.json", "would overwrite the input program"), ("data/xs.lift", "which this tune writes")]
+    {
+        let other = dir.join("beside");
+        let input = other.join(place);
+        std::fs::create_dir_all(input.parent().unwrap()).unwrap();
+        std::fs::write(&input, &original).unwrap();
+        let args = ["tune", input.to_str().unwrap(), "--trials", "2", "--random-trials", "0", "-o"];
+        let out = mapsat(&[&args[..], &[other.to_str().unwrap()]].concat());
+        assert_eq!(out.status.code(), Some(1), "{place}: {}", text(&out));
+        assert!(text(&out).contains(says), "{place}: {}", text(&out));
+        assert_eq!(std::fs::read_to_string(&input).unwrap(), original, "{place}");
+        std::fs::remove_dir_all(&other).unwrap();
+    }
     // In a pipeline, before its first kernel is tuned.
     let stages = dir.join("p");
     std::fs::create_dir_all(stages.join("p")).unwrap();

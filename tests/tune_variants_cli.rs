@@ -359,20 +359,30 @@ fn a_sum_with_nothing_to_map_is_tuned_through_its_variants() {
     assert!(summary["best"].as_u64().is_some_and(|w| w > 0), "{summary}");
 }
 
-/// An input at `DIR/variant_00/variant.lift` is where its variant 0's program would be written:
-/// the tune stops with an error and the input is kept (it was written over).
+/// An input in a variant's folder (`DIR/variant_00/variant.lift`, where variant 0's program is
+/// written, or `DIR/variant_01/scale.lift`, where variant 1's kernel is), or at
+/// `DIR/variants.json`: the tune stops before any variant is tuned, and the input is kept (it
+/// was written over, or refused only when that variant's turn came).
 #[test]
 fn a_variant_program_is_never_written_over_the_input() {
     if !opencl() {
         return;
     }
     let dir = scratch("tune-variants", "input-inside");
-    let src = dir.join("variant_00").join("variant.lift");
-    std::fs::create_dir_all(src.parent().unwrap()).unwrap();
     let program = "// my notes\nsize N = 16\ndef scale(xs: [f32]N) : [f32]N = map@A(fun(x => x * 2.0), xs)\n";
-    std::fs::write(&src, program).unwrap();
-    let out = tune_two_variants(&src, &dir);
-    assert_eq!(out.status.code(), Some(1), "{}", text(&out));
-    assert!(text(&out).contains("would overwrite the input"), "{}", text(&out));
-    assert_eq!(std::fs::read_to_string(&src).unwrap(), program);
+    for (place, says) in [
+        ("variant_00/variant.lift", "which this tune writes"),
+        ("variant_01/scale.lift", "which this tune writes"),
+        ("variants.json", "would overwrite the input"),
+    ] {
+        let src = dir.join(place);
+        std::fs::create_dir_all(src.parent().unwrap()).unwrap();
+        std::fs::write(&src, program).unwrap();
+        let out = tune_two_variants(&src, &dir);
+        assert_eq!(out.status.code(), Some(1), "{place}: {}", text(&out));
+        assert!(text(&out).contains(says), "{place}: {}", text(&out));
+        assert!(!text(&out).contains("variant 0 of"), "{place}: nothing is tuned first: {}", text(&out));
+        assert_eq!(std::fs::read_to_string(&src).unwrap(), program);
+        std::fs::remove_file(&src).unwrap();
+    }
 }

@@ -79,6 +79,9 @@ pub(super) fn emit(
     super::create_dir(out)?;
     let kpath = out.join(&manifest.source);
     let mpath = out.join(format!("{}.json", manifest.entry));
+    for f in [&kpath, &mpath] {
+        super::keep_inputs(f, &[file])?;
+    }
     super::write(&kpath, &code)?;
     super::write(&mpath, &(manifest.to_json() + "\n"))?;
     let l = &manifest.launch;
@@ -189,6 +192,9 @@ pub(super) fn calibrate(device: &str, target: Option<&str>, output: Option<&Path
         .map_err(|e| Failure::Rejected(format!("error: {e}")))?;
     match output {
         Some(path) => {
+            if let Some(t) = target.map(Path::new).filter(|t| t.is_file()) {
+                super::keep_inputs(path, &[t])?;
+            }
             std::fs::write(path, &text)
                 .map_err(|e| Failure::Rejected(format!("error: cannot write {}: {e}", path.display())))?;
             let r = profile.rates.as_ref().expect("rates were just measured");

@@ -128,6 +128,12 @@ pub(super) fn emit(
     });
     super::create_dir(out)?;
     let ppath = out.join(format!("{}.pipeline.json", p.name));
+    let input = Path::new(&src.name);
+    super::keep_inputs(&ppath, &[input])?;
+    for (_, m) in &emitted {
+        super::keep_inputs(&out.join(&m.source), &[input])?;
+        super::keep_inputs(&out.join(format!("{}.json", m.entry)), &[input])?;
+    }
     super::write(&ppath, &(serde_json::to_string_pretty(&pipeline).unwrap_or_default() + "\n"))?;
     for (code, m) in &emitted {
         let (kpath, mpath) = (out.join(&m.source), out.join(format!("{}.json", m.entry)));

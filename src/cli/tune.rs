@@ -238,6 +238,9 @@ pub fn tune(a: &TuneArgs) -> CliResult<()> {
         return Err(Failure::Usage("--model starts a tune from a prior model; --resume continues one".into()));
     }
     let profile = profile_for(a.target.as_deref(), device)?;
+    if a.output.exists() && !a.output.is_dir() {
+        return Err(rejected(format!("{} is a file, not a folder (-o names the output folder)", a.output.display())));
+    }
     match a.variants {
         None => {
             let tuned = tune_program(a, &src, p, &given, device, profile, &a.output, a.log.clone())?;
@@ -325,7 +328,10 @@ pub(super) fn tune_program(
     for s in &split {
         let dir = out.join(&s.program.name);
         check_outputs(a, src, &s.program.name, device.dialect(), &dir, &dir.join("tune.jsonl"))?;
+        not_inside(a, src, &[dir])?;
     }
+    let pipeline = out.join(format!("{}.pipeline.json", p.name));
+    super::keep_inputs(&pipeline, &[&a.file, Path::new(&src.name)])?;
     let n = split.len();
     let mut summaries = Vec::with_capacity(n);
     let mut files = Vec::with_capacity(n);
@@ -434,11 +440,29 @@ fn kept<'a>(a: &'a TuneArgs, src: &'a Source, log: &'a Path) -> [(&'a Path, &'st
 }
 
 /// Refuses, before any measurement, a tune whose output files for the program (or kernel)
-/// `name` in `out` would overwrite the input program or the log `log`.
+/// `name` in `out` (the kernel's files, the report, the learned model beside the log `log`, the
+/// inputs in `out/data/`) would overwrite the input program or the log.
 fn check_outputs(a: &TuneArgs, src: &Source, name: &str, dialect: Dialect, out: &Path, log: &Path) -> CliResult<()> {
-    let files = tune::report::outputs(name, dialect, out);
+    let mut files = tune::report::outputs(name, dialect, out);
+    files.push(PathBuf::from(format!("{}.model.json", log.display())));
     tune::report::keep_away(&files, &kept(a, src, log))
-        .map_err(|e| rejected(format!("nothing is tuned: {e} (choose another -o or --log)")))
+        .map_err(|e| rejected(format!("nothing is tuned: {e} (choose another -o or --log)")))?;
+    not_inside(a, src, &[out.join("data")])
+}
+
+/// Refuses, before any measurement, a tune that writes into a folder holding the input program
+/// (a kernel's or variant's folder, the measured inputs' `data/`).
+pub(super) fn not_inside(a: &TuneArgs, src: &Source, dirs: &[PathBuf]) -> CliResult<()> {
+    for d in dirs {
+        if let Some(f) = [a.file.as_path(), Path::new(&src.name)].into_iter().find(|f| tune::report::inside(f, d)) {
+            return Err(rejected(format!(
+                "nothing is tuned: the input program {} is in {}, which this tune writes (choose another -o)",
+                f.display(),
+                d.display()
+            )));
+        }
+    }
+    Ok(())
 }
 
 /// Tunes one kernel's program into `out`, logging to `log`: the task, the result, the files

@@ -14,7 +14,7 @@ use mapsat::ir::{self, Program, Sizes};
 use mapsat::rewrite::{self as rw, Budget, Options};
 use mapsat_tuner::measure::{self, DeviceSpec};
 use mapsat_tuner::tune::report::{fmt_gflops, fmt_ms};
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 /// One variant's outcome.
 struct Outcome {
@@ -66,6 +66,10 @@ pub(super) fn tune_variants(
         }
     );
     let total = found.list.len();
+    // Before any tune: no variant's folder, nor the summary, is where the input is.
+    super::super::keep_inputs(&a.output.join("variants.json"), &[&a.file, Path::new(&src.name)])?;
+    let dirs: Vec<PathBuf> = (0..=total).map(|n| a.output.join(format!("variant_{n:02}"))).collect();
+    super::not_inside(a, src, &[dirs, vec![a.output.join("kernels")]].concat())?;
     let mut outcomes = Vec::with_capacity(total);
     for (n, c) in found.list.into_iter().enumerate() {
         outln!("variant {n} of {}: {}, structure {}", total, c.description, c.signature);

@@ -412,20 +412,47 @@ pub fn plot(guided: &[Trial], random: &[Trial], title: &str) -> Result<String, S
     Ok(svg)
 }
 
-/// True when `a` and `b` name one file, existing or to be written (its folders resolved as far
-/// as they exist: `out/../x.lift` and `x.lift` are one file before `out` is made).
+/// True when `a` and `b` name one file, existing or to be written: the same path once links
+/// are resolved as far as the folders exist (`out/sub/../x.lift` and `x.lift` are one file
+/// before `out` is made), or one file under two names (a hard link).
 pub fn same_file(a: &Path, b: &Path) -> bool {
+    if let (Ok(x), Ok(y)) = (std::fs::metadata(a), std::fs::metadata(b)) {
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::MetadataExt;
+            return x.dev() == y.dev() && x.ino() == y.ino();
+        }
+        #[cfg(not(unix))]
+        let _ = (x, y);
+    }
     matches!((resolved(a), resolved(b)), (Some(x), Some(y)) if x == y)
 }
 
-/// A path made absolute, with links resolved where it exists.
+/// Whether the file or folder `p` is inside the folder `dir` (or is it), as [`same_file`]
+/// resolves paths.
+pub fn inside(p: &Path, dir: &Path) -> bool {
+    matches!((resolved(p), resolved(dir)), (Some(x), Some(y)) if x.starts_with(&y))
+}
+
+/// A path made absolute, with its links resolved component by component as far as they
+/// exist, and `.` and `..` taken away where they do not.
 fn resolved(p: &Path) -> Option<PathBuf> {
-    if let Ok(c) = p.canonicalize() {
-        return Some(c);
+    use std::path::Component;
+    let abs = if p.is_absolute() { p.to_path_buf() } else { std::env::current_dir().ok()?.join(p) };
+    let mut out = PathBuf::new();
+    for c in abs.components() {
+        match c {
+            Component::ParentDir => {
+                out.pop();
+            }
+            Component::CurDir => {}
+            c => out.push(c),
+        }
+        if let Ok(real) = out.canonicalize() {
+            out = real;
+        }
     }
-    let name = p.file_name()?;
-    let parent = p.parent().filter(|d| !d.as_os_str().is_empty()).unwrap_or(Path::new("."));
-    Some(resolved(parent)?.join(name))
+    Some(out)
 }
 
 /// The files [`write`] writes into `dir` for a program `name` tuned in `dialect` (the kernel's
