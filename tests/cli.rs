@@ -407,3 +407,29 @@ fn an_unmapped_program_is_told_how_to_get_a_mapping() {
         assert!(stderr.contains("`mapsat tune examples/matmul.lift`"), "{stderr}");
     }
 }
+
+/// `emit --target cuda --mapping` without `--profile` maps under CUDA's limits: the space's
+/// work group has at most 64 threads in z (it suggested all 100, and CUDA refused the launch).
+#[test]
+fn a_cuda_emit_of_a_mapping_gets_a_block_cuda_launches() {
+    let dir = common::scratch("cli", "cuda-z");
+    let f = dir.join("m6.lift");
+    std::fs::write(
+        &f,
+        "size H = 8, W = 100, C = 4\ndef m6(x: [[[f32]C]W]H) =\n  map@A(fun(row => map@B(fun(v => reduce(add, 0.0, map@D(fun(a => a * a), v))), row)), x)\n",
+    )
+    .unwrap();
+    let out = mapsat(&[
+        "emit",
+        f.to_str().unwrap(),
+        "--target",
+        "cuda",
+        "--mapping",
+        "A=W2,B=L2,D=S",
+        "-o",
+        dir.to_str().unwrap(),
+    ]);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(stdout.contains("local [1, 1, 50]"), "{stdout}");
+}

@@ -54,6 +54,16 @@ impl Mapped<'_> {
     }
 }
 
+/// The device limits under which `emit` without `--profile` maps a program: none for OpenCL
+/// (a device is not known), CUDA's for CUDA (those of the built-in `h100` profile: blocks of
+/// at most 1,024 threads, 64 in z), so that the space's work group is one CUDA launches.
+pub(super) fn emit_profile(dialect: Dialect) -> Option<Profile> {
+    match dialect {
+        Dialect::OpenCl => None,
+        Dialect::Cuda => Profile::builtin("h100"),
+    }
+}
+
 pub(super) fn emit(
     file: &Path,
     sizes: &SizeArgs,
@@ -73,7 +83,7 @@ pub(super) fn emit(
     }
     local.check_kernels(&[&p.name])?;
     let local = local.of(&p.name);
-    let (p, local) = how.program(p, &sizes, local, || None)?;
+    let (p, local) = how.program(p, &sizes, local, || emit_profile(dialect))?;
     let opts = how.codegen_options(sizes, local)?;
     let (code, manifest) = mapsat_codegen::emit(&p, &opts, dialect).map_err(|e| src.reject_codegen(&e))?;
     super::create_dir(out)?;
