@@ -321,6 +321,13 @@ fn bad_input_is_refused_with_a_clear_message() {
     assert!(text(&out).contains("no valid mapping"), "{}", text(&out));
     // It names the values tried, not only the default's reason.
     assert!(text(&out).contains("none at the points of its tunable sizes tried (s in 3..3)"), "{}", text(&out));
+    // A parameter no kernel takes (a vector not in an array): said before any candidate (every
+    // candidate was refused by code generation, and the report blamed the space).
+    let vp = dir.join("vector_param.lift");
+    std::fs::write(&vp, "size N = 16\ndef vp(x: [f32x4]N, w: f32x4) = map@A(fun(v => v * w), x)\n").unwrap();
+    let out = mapsat(&["tune", vp.to_str().unwrap(), "--target", "pocl-cpu", "-o", out_dir]);
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out));
+    assert!(text(&out).contains("declare `w: [f32x4]1`"), "{}", text(&out));
     // A program with nothing to map: it runs in one work item, and rewrite variants may map it.
     let sum = dir.join("sum.lift");
     std::fs::write(&sum, "size N = 64\ndef f(xs: [f32]N) = reduce(add, 0.0, xs)\n").unwrap();

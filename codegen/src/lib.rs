@@ -240,6 +240,16 @@ pub fn manifest(k: &Kernel, d: Dialect, source: &str) -> Manifest {
     }
 }
 
+/// Refuses a program with a parameter no kernel can take (a vector not in an array, a tuple),
+/// whatever its mapping and sizes, with the message [`emit`] gives.
+pub fn check_params(p: &mapsat_ir::Program) -> Result<(), CodegenError> {
+    for q in &p.params {
+        let (dims, elem) = q.ty.dims();
+        lower::param_element(&q.name, &q.ty, !dims.is_empty(), elem)?;
+    }
+    Ok(())
+}
+
 /// Lowers and prints in one step: the source and its manifest.
 pub fn emit(p: &mapsat_ir::Program, opts: &Options, d: Dialect) -> Result<(String, Manifest), CodegenError> {
     let k = lower(p, opts)?;

@@ -80,6 +80,21 @@ pub(crate) struct Lower<'a> {
     subst: HashMap<String, mapsat_ir::Size>,
 }
 
+/// The scalar kind and lanes of the elements of parameter `name` of type `t` (an array or not,
+/// elements `elem`): scalars, or vectors in an array (their scalars in order, as the output of
+/// one is stored); other parameters a kernel cannot take are refused.
+pub(crate) fn param_element(name: &str, t: &Type, array: bool, elem: &Type) -> R<(mapsat_ir::ScalarKind, u32)> {
+    match elem {
+        Type::Scalar(k) => Ok((*k, 1)),
+        Type::Vector(k, w) if array => Ok((*k, *w)),
+        Type::Vector(..) => Err(K::Unsupported(format!(
+            "parameter `{name}` of type {t}: a kernel takes vectors in arrays; declare `{name}: [{t}]1` and read `at(0, {name})`"
+        ))
+        .into()),
+        _ => Err(K::Unsupported(format!("parameter `{name}` of type {t}")).into()),
+    }
+}
+
 impl<'a> Lower<'a> {
     /// Lowers `p` (which must be fully mapped) at the sizes and with the launch options `opts`.
     pub(crate) fn run(p: &'a Program, opts: &Options) -> R<Kernel> {
@@ -148,19 +163,7 @@ impl<'a> Lower<'a> {
         for (i, q) in p.params.iter().enumerate() {
             let t = q.ty.substitute(&self.subst);
             let (dims, elem) = dims_of(&t)?;
-            let (kind, width) = match elem {
-                Type::Scalar(k) => (k, 1),
-                // An array of vectors: its scalars in order, as the output of one is stored.
-                Type::Vector(k, w) if !dims.is_empty() => (k, w),
-                Type::Vector(..) => {
-                    return Err(K::Unsupported(format!(
-                        "parameter `{0}` of type {t}: a kernel takes vectors in arrays; declare `{0}: [{t}]1` and read `at(0, {0})`",
-                        q.name
-                    ))
-                    .into())
-                }
-                _ => return Err(K::Unsupported(format!("parameter `{}` of type {t}", q.name)).into()),
-            };
+            let (kind, width) = param_element(&q.name, &t, !dims.is_empty(), &elem)?;
             let name = self.fresh(&q.name);
             let by_value = dims.is_empty();
             let id = self.add_buf(Buffer {

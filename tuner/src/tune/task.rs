@@ -165,6 +165,8 @@ impl Task {
         seed: u64,
     ) -> Result<Task, TuneError> {
         mapsat_ir::check::check(&program).map_err(|e| TuneError::Program(e.message))?;
+        // A parameter no kernel takes makes every candidate a refusal: said once, first.
+        mapsat_codegen::check_params(&program).map_err(|e| TuneError::Program(e.to_string()))?;
         let mut problem = given.clone();
         for v in &program.sizes {
             if let (false, Some(d)) = (problem.contains(&v.name), v.default) {
