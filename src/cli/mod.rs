@@ -345,29 +345,30 @@ fn seconds(flag: &str, s: f64) -> CliResult<std::time::Duration> {
     }
 }
 
-/// Creates an output folder (`-o`); a file there is refused by name.
-fn create_dir(path: &Path) -> CliResult<()> {
-    if path.exists() && !path.is_dir() {
-        return Err(Failure::Rejected(format!(
+/// Refuses an output folder (`-o`) that is a file.
+fn not_a_file(path: &Path) -> CliResult<()> {
+    match path.exists() && !path.is_dir() {
+        true => Err(Failure::Rejected(format!(
             "error: {} is a file, not a folder (-o names the output folder)",
             path.display()
-        )));
+        ))),
+        false => Ok(()),
     }
+}
+
+/// Creates an output folder (`-o`); a file there is refused by name.
+fn create_dir(path: &Path) -> CliResult<()> {
+    not_a_file(path)?;
     std::fs::create_dir_all(path)
         .map_err(|e| Failure::Rejected(format!("error: cannot create {}: {e}", path.display())))
 }
 
 /// Refuses to write the output file `out` over one of the command's `inputs` (the same file,
-/// whatever the path says), naming both.
+/// whatever the path says: [`mapsat_tuner::tune::report::keep_away`]), naming both.
 fn keep_inputs(out: &Path, inputs: &[&Path]) -> CliResult<()> {
-    match inputs.iter().find(|i| mapsat_tuner::tune::report::same_file(out, i)) {
-        Some(i) => Err(Failure::Rejected(format!(
-            "error: nothing is written: {} would overwrite the input {} (choose another output)",
-            out.display(),
-            i.display()
-        ))),
-        None => Ok(()),
-    }
+    let keep: Vec<(&Path, &str)> = inputs.iter().map(|i| (*i, "the input")).collect();
+    mapsat_tuner::tune::report::keep_away(&[out.to_path_buf()], &keep)
+        .map_err(|e| Failure::Rejected(format!("error: nothing is written: {e} (choose another output)")))
 }
 
 /// Writes an output file.

@@ -238,9 +238,7 @@ pub fn tune(a: &TuneArgs) -> CliResult<()> {
         return Err(Failure::Usage("--model starts a tune from a prior model; --resume continues one".into()));
     }
     let profile = profile_for(a.target.as_deref(), device)?;
-    if a.output.exists() && !a.output.is_dir() {
-        return Err(rejected(format!("{} is a file, not a folder (-o names the output folder)", a.output.display())));
-    }
+    super::not_a_file(&a.output)?;
     match a.variants {
         None => {
             let tuned = tune_program(a, &src, p, &given, device, profile, &a.output, a.log.clone())?;
@@ -331,7 +329,7 @@ pub(super) fn tune_program(
         not_inside(a, src, &[dir])?;
     }
     let pipeline = out.join(format!("{}.pipeline.json", p.name));
-    super::keep_inputs(&pipeline, &[&a.file, Path::new(&src.name)])?;
+    super::keep_inputs(&pipeline, &input_files(a, src))?;
     let n = split.len();
     let mut summaries = Vec::with_capacity(n);
     let mut files = Vec::with_capacity(n);
@@ -434,9 +432,16 @@ fn mapped_lift(written: &[PathBuf]) -> Option<PathBuf> {
     written.iter().find(|p| p.extension().is_some_and(|e| e == "lift")).cloned()
 }
 
+/// The input program's files: the one given, and the one its text was read from (a variant's
+/// own program in `tune --variants`).
+pub(super) fn input_files<'a>(a: &'a TuneArgs, src: &'a Source) -> [&'a Path; 2] {
+    [&a.file, Path::new(&src.name)]
+}
+
 /// The files a tune never writes over: the input program and the log.
 fn kept<'a>(a: &'a TuneArgs, src: &'a Source, log: &'a Path) -> [(&'a Path, &'static str); 3] {
-    [(&a.file, "the input program"), (Path::new(&src.name), "the input program"), (log, "the log")]
+    let [given, read] = input_files(a, src);
+    [(given, "the input program"), (read, "the input program"), (log, "the log")]
 }
 
 /// Refuses, before any measurement, a tune whose output files for the program (or kernel)
@@ -454,7 +459,7 @@ fn check_outputs(a: &TuneArgs, src: &Source, name: &str, dialect: Dialect, out: 
 /// (a kernel's or variant's folder, the measured inputs' `data/`).
 pub(super) fn not_inside(a: &TuneArgs, src: &Source, dirs: &[PathBuf]) -> CliResult<()> {
     for d in dirs {
-        if let Some(f) = [a.file.as_path(), Path::new(&src.name)].into_iter().find(|f| tune::report::inside(f, d)) {
+        if let Some(f) = input_files(a, src).into_iter().find(|f| tune::report::inside(f, d)) {
             return Err(rejected(format!(
                 "nothing is tuned: the input program {} is in {}, which this tune writes (choose another -o)",
                 f.display(),

@@ -67,7 +67,7 @@ pub(super) fn tune_variants(
     );
     let total = found.list.len();
     // Before any tune: no variant's folder, nor the summary, is where the input is.
-    super::super::keep_inputs(&a.output.join("variants.json"), &[&a.file, Path::new(&src.name)])?;
+    super::super::keep_inputs(&a.output.join("variants.json"), &super::input_files(a, src))?;
     let dirs: Vec<PathBuf> = (0..=total).map(|n| a.output.join(format!("variant_{n:02}"))).collect();
     super::not_inside(a, src, &[dirs, vec![a.output.join("kernels")]].concat())?;
     let mut outcomes = Vec::with_capacity(total);
@@ -93,13 +93,6 @@ fn program_file(p: &Program) -> &'static str {
     }
 }
 
-/// Writes a variant's program to `file`, never over the input program (a tune whose input is
-/// `DIR/variant_00/variant.lift` stops with an error).
-fn write_program(a: &TuneArgs, file: &Path, text: &str) -> CliResult<()> {
-    super::super::keep_inputs(file, &[&a.file])?;
-    super::super::write(file, text)
-}
-
 /// Tunes one candidate program in `DIR/dir/` (its text in [`program_file`] there).
 fn tune_candidate(
     a: &TuneArgs,
@@ -119,7 +112,7 @@ fn tune_candidate(
     );
     super::super::create_dir(&out)?;
     let file = out.join(program_file(&c.program));
-    write_program(a, &file, &text)?;
+    super::super::write(&file, &text)?;
     // The program as its file has it (binder names as printed: its kernels' names).
     let program = ir::parse(&text).unwrap_or_else(|_| c.program.clone());
     let vsrc = Source { name: file.display().to_string(), text };
@@ -211,7 +204,7 @@ fn per_kernel(
     );
     super::super::create_dir(&a.output.join(&dir))?;
     let file = a.output.join(&dir).join(program_file(&candidate.program));
-    write_program(a, &file, &format!("// {note}.\n{text}"))?;
+    super::super::write(&file, &format!("// {note}.\n{text}"))?;
     let tuned = assembled(&parts).ok_or_else(|| "a chosen candidate has no tuned kernel".to_string());
     Ok(Some(Outcome { candidate, dir, tuned, confirmed: None }))
 }

@@ -458,10 +458,18 @@ fn resolved(p: &Path) -> Option<PathBuf> {
 /// The files [`write`] writes into `dir` for a program `name` tuned in `dialect` (the kernel's
 /// source, manifest and mapped program, the report and the plot).
 pub fn outputs(name: &str, dialect: mapsat_codegen::Dialect, dir: &Path) -> Vec<PathBuf> {
-    let manifest = if name == "report" { "report_kernel.json".to_string() } else { format!("{name}.json") };
-    let kernel = [format!("{name}.{}", dialect.extension()), manifest, format!("{name}.lift")];
+    let kernel = [format!("{name}.{}", dialect.extension()), manifest_file(name), format!("{name}.lift")];
     let report = ["report.md", "report.json", "progress.svg"].map(String::from);
     kernel.into_iter().chain(report).map(|f| dir.join(f)).collect()
+}
+
+/// The manifest file of the kernel `entry`: `ENTRY.json`, or for a kernel named `report`,
+/// `report_kernel.json`, beside the tune's `report.json`.
+fn manifest_file(entry: &str) -> String {
+    match entry {
+        "report" => "report_kernel.json".to_string(),
+        entry => format!("{entry}.json"),
+    }
 }
 
 /// Refuses output files of which one is a file to `keep` (its path and what it is: "the input
@@ -486,12 +494,10 @@ pub fn write(task: &Task, r: &TuneResult, dir: &Path, keep: &[(&Path, &str)]) ->
     let mut files: Vec<(PathBuf, String)> = Vec::new();
     if let (Some(b), Some(t)) = (&r.best, &r.best_trial) {
         files.push((dir.join(&b.manifest.source), b.source.clone()));
-        // A kernel named `report` keeps its manifest beside the tune's `report.json`.
-        let manifest = match b.manifest.entry.as_str() {
-            "report" => "report_kernel.json".to_string(),
-            entry => format!("{entry}.json"),
-        };
-        files.push((dir.join(manifest), serde_json::to_string_pretty(&b.manifest).unwrap_or_default() + "\n"));
+        files.push((
+            dir.join(manifest_file(&b.manifest.entry)),
+            serde_json::to_string_pretty(&b.manifest).unwrap_or_default() + "\n",
+        ));
         let q = task.mapped_program(&b.candidate).map_err(|e| TuneError::Program(e.to_string()))?;
         let header = format!(
             "// The fastest kernel mapsat tune found for `{}` on {}: {}, {}.\n// Mapping {}; tunable sizes {}; work group {:?}.\n",
