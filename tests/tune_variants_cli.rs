@@ -282,6 +282,20 @@ fn tune_two_variants(src: &Path, out_dir: &Path) -> std::process::Output {
     mapsat(&[&args[..], &["--runs", "1", "-o", out_dir.to_str().unwrap()]].concat())
 }
 
+/// A program written to `file` in a scratch folder `name`, tuned with [`tune_two_variants`]
+/// into its `out/`, which must succeed: the output, the program's path, `out/` and
+/// `variants.json`.
+fn tune_two_variants_of(name: &str, file: &str, program: &str) -> (std::process::Output, PathBuf, PathBuf, Value) {
+    let dir = scratch("tune-variants", name);
+    let src = dir.join(file);
+    std::fs::write(&src, program).unwrap();
+    let out_dir = dir.join("out");
+    let out = tune_two_variants(&src, &out_dir);
+    assert!(out.status.success(), "{}", text(&out));
+    let summary = serde_json::from_str(&std::fs::read_to_string(out_dir.join("variants.json")).unwrap()).unwrap();
+    (out, src, out_dir, summary)
+}
+
 /// A program named `variant`: its tuned kernel's mapped program is `variant.lift`, so each
 /// variant's program is kept as `variant_program.lift` beside it (the kernel was written over
 /// it, and `variants.json` named one file as both).
@@ -290,14 +304,8 @@ fn a_program_named_variant_keeps_each_variants_program() {
     if !opencl() {
         return;
     }
-    let dir = scratch("tune-variants", "named-variant");
-    let src = dir.join("variant.lift");
-    std::fs::write(&src, "size N = 16\ndef variant(xs: [f32]N) : [f32]N = map@A(fun(x => x * 2.0), xs)\n").unwrap();
-    let out_dir = dir.join("out");
-    let out = tune_two_variants(&src, &out_dir);
-    assert!(out.status.success(), "{}", text(&out));
-    let summary: Value =
-        serde_json::from_str(&std::fs::read_to_string(out_dir.join("variants.json")).unwrap()).unwrap();
+    let program = "size N = 16\ndef variant(xs: [f32]N) : [f32]N = map@A(fun(x => x * 2.0), xs)\n";
+    let (_, src, out_dir, summary) = tune_two_variants_of("named-variant", "variant.lift", program);
     let v0 = &summary["variants"][0];
     assert_eq!(v0["program"], "variant_00/variant_program.lift", "{summary}");
     let program = std::fs::read_to_string(out_dir.join("variant_00/variant_program.lift")).unwrap();
@@ -316,20 +324,13 @@ fn a_reduction_kernel_split_on_its_own_stays_a_global_stage() {
     if !opencl() {
         return;
     }
-    let dir = scratch("tune-variants", "sum-stage");
-    let src = dir.join("sm.lift");
     let program = "size N = 64\ndef sm(x: [f32]N) : [f32]N =\n  let s = toGlobal(reduce(add, 0.0, x)) in map@A(fun(v => v / s), x)\n";
-    std::fs::write(&src, program).unwrap();
-    let out_dir = dir.join("out");
-    let out = tune_two_variants(&src, &out_dir);
-    assert!(out.status.success(), "{}", text(&out));
+    let (out, _, _, summary) = tune_two_variants_of("sum-stage", "sm.lift", program);
     let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
     assert!(stdout.contains("the input program could not be tuned"), "{stdout}");
     // Its reason, nothing to map, without the hint to tune rewrite variants: this run does.
     assert!(text(&out).contains("kernel `sm_0_s` has nothing to map"), "{}", text(&out));
     assert!(!text(&out).contains("--variants K"), "{}", text(&out));
-    let summary: Value =
-        serde_json::from_str(&std::fs::read_to_string(out_dir.join("variants.json")).unwrap()).unwrap();
     let joined = summary["variants"]
         .as_array()
         .unwrap()
@@ -346,16 +347,10 @@ fn a_sum_with_nothing_to_map_is_tuned_through_its_variants() {
     if !opencl() {
         return;
     }
-    let dir = scratch("tune-variants", "plain-sum");
-    let src = dir.join("sum.lift");
-    std::fs::write(&src, "size N = 256\ndef sum(xs: [f32]N) = reduce(add, 0.0, xs)\n").unwrap();
-    let out_dir = dir.join("out");
-    let out = tune_two_variants(&src, &out_dir);
-    assert!(out.status.success(), "{}", text(&out));
+    let program = "size N = 256\ndef sum(xs: [f32]N) = reduce(add, 0.0, xs)\n";
+    let (out, _, _, summary) = tune_two_variants_of("plain-sum", "sum.lift", program);
     assert!(text(&out).contains("nothing to map; it runs in one work item"), "{}", text(&out));
     assert!(!text(&out).contains("--variants K"), "{}", text(&out));
-    let summary: Value =
-        serde_json::from_str(&std::fs::read_to_string(out_dir.join("variants.json")).unwrap()).unwrap();
     assert!(summary["best"].as_u64().is_some_and(|w| w > 0), "{summary}");
 }
 
