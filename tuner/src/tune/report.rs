@@ -194,10 +194,7 @@ impl Summary {
     /// The best kernel against the median valid candidate: its figure, the ratio of their
     /// times, and where both were measured.
     pub fn against_median(&self) -> String {
-        let figure = |gflops: f64, ms: f64| match self.has_flops() {
-            true => format!("{gflops:.2} GFLOP/s"),
-            false => fmt_ms(ms),
-        };
+        let figure = |gflops, ms| self.figure(gflops, ms);
         match (&self.median_confirmed, &self.best) {
             (Some(m), Some(_)) if self.speedup_over_median > 0.0 => format!(
                 "the median valid candidate: {} ({:.1}x, both measured again together after the search)",
@@ -229,13 +226,18 @@ impl Summary {
         self.median_confirmed.as_ref().map_or(self.median_valid_ms, |m| m.median_ms)
     }
 
+    /// A kernel's figure: its GFLOP/s, or its time for a program without floating-point
+    /// operations.
+    fn figure(&self, gflops: f64, ms: f64) -> String {
+        match self.has_flops() {
+            true => format!("{gflops:.2} GFLOP/s"),
+            false => fmt_ms(ms),
+        }
+    }
+
     /// The best of each phase: GFLOP/s, or times for a program without floating-point operations.
     pub fn phases(&self) -> String {
-        let best = |gflops: f64, ms: f64| match (ms > 0.0, self.has_flops()) {
-            (false, _) => "none".to_string(),
-            (true, true) => format!("{gflops:.2} GFLOP/s"),
-            (true, false) => fmt_ms(ms),
-        };
+        let best = |gflops: f64, ms: f64| if ms > 0.0 { self.figure(gflops, ms) } else { "none".to_string() };
         format!(
             "best of the guided search: {}; best of random valid sampling: {}",
             best(self.guided_best_gflops, self.guided_best_ms),
