@@ -31,12 +31,12 @@ pub fn of(input: &Program, variant: &Program) -> Vec<StageChoice> {
     producers(input)
         .into_iter()
         .map(|(binder, _, labels)| {
-            let by_label = staged.iter().find(|(_, outer)| labels.iter().any(|l| derives(outer, l)));
+            let by_label = staged.iter().find(|(_, outer)| labels.iter().any(|l| derives(outer, l))).map(|(s, _)| *s);
             let by_binder = || {
                 let named = by_name.iter().find(|(b, _, l)| *b == binder && (l.is_empty() || labels.is_empty()));
-                named.map(|(_, space, _)| (*space, String::new()))
+                named.map(|(_, space, _)| *space)
             };
-            let choice = by_label.cloned().or_else(by_binder).map_or(Choice::Inline, |(space, _)| Choice::of(space));
+            let choice = by_label.or_else(by_binder).map_or(Choice::Inline, Choice::of);
             StageChoice { binder, choice }
         })
         .collect()
