@@ -3,7 +3,8 @@
 //! - [`task`]: the program at its problem sizes, its tunable sizes ([`params`]), one mapping
 //!   space per point of them, and candidates built into kernels;
 //! - [`stats`], [`analytic`], [`features`], [`model`]: what a kernel does, the analytical model's
-//!   predicted time, the learned model's features, and the models behind [`model::CostModel`];
+//!   predicted time, the learned model's features, and the models behind [`model::CostModel`]
+//!   (the learned model's trees flattened for prediction in [`forest`]);
 //! - [`search`]: the batches of the guided search and the random baseline;
 //! - [`worker`]: measurement in a child process, with a timeout;
 //! - [`log`]: the JSON-lines log that `--resume` continues;
@@ -13,6 +14,7 @@
 
 pub mod analytic;
 pub mod features;
+pub mod forest;
 pub mod log;
 pub mod model;
 pub mod params;

@@ -9,6 +9,7 @@
 //! program can train on them and its own measurements together (transfer).
 
 use super::features::{FEATURES_VERSION, NAMES};
+use super::forest::Forest;
 use perpetual::objective::Objective;
 use perpetual::{Matrix, PerpetualBooster};
 use serde::{Deserialize, Serialize};
@@ -139,6 +140,9 @@ pub struct Learned {
     /// Not saved: [`Learned::load`] trains it again from `data` (deterministic).
     #[serde(skip)]
     booster: PerpetualBooster,
+    /// The booster's trees, flattened for prediction (`None`: the booster predicts).
+    #[serde(skip)]
+    forest: Option<Forest>,
     /// What it was trained on.
     pub data: TrainingSet,
 }
@@ -165,7 +169,8 @@ impl Learned {
         booster
             .fit(&matrix, &data.relevance, None, Some(&data.groups))
             .map_err(|e| ModelError::Train(e.to_string()))?;
-        Ok(Learned { features_version: FEATURES_VERSION, booster, data })
+        let forest = Forest::of(&booster);
+        Ok(Learned { features_version: FEATURES_VERSION, booster, forest, data })
     }
 
     /// Writes the model (and its training data) as JSON.
@@ -197,6 +202,9 @@ impl Learned {
 
 impl CostModel for Learned {
     fn score(&self, rows: &[Vec<f64>]) -> Vec<f64> {
+        if let Some(forest) = &self.forest {
+            return rows.iter().map(|r| forest.predict(r)).collect();
+        }
         if rows.is_empty() {
             return Vec::new();
         }
@@ -347,6 +355,35 @@ mod tests {
             assert!(e.contains("not a valid mapsat cost model"), "{e}");
         }
         let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    /// The flattened trees predict what the booster predicts, for rows it was trained on,
+    /// rows it never saw and rows with missing (NaN) features.
+    #[test]
+    fn the_flattened_trees_predict_as_the_booster() {
+        use rand::{rngs::StdRng, Rng, SeedableRng};
+        let mut rng = StdRng::seed_from_u64(5);
+        let row = |rng: &mut StdRng| -> Vec<f64> { (0..NAMES.len()).map(|_| rng.gen_range(0.0..8.0)).collect() };
+        let mut t = TrainingSet::default();
+        for _ in 0..6 {
+            let rows: Vec<Vec<f64>> = (0..40).map(|_| row(&mut rng)).collect();
+            let times: Vec<Option<f64>> = rows.iter().map(|r| Some((r[0] - r[3] + r[7] * 0.5).exp())).collect();
+            t.add_group(rows, &times);
+        }
+        let mut rows = t.rows.clone();
+        rows.extend((0..200).map(|_| row(&mut rng)));
+        for r in rows.iter_mut().step_by(7) {
+            r[rng.gen_range(0..8)] = f64::NAN;
+        }
+        let model = Learned::fit(t).unwrap();
+        let forest = model.forest.as_ref().expect("a ranking booster is all trees");
+        assert!(forest.trees() > 1, "{} trees", forest.trees());
+        let x = columns(&rows);
+        let booster = model.booster.predict(&Matrix::new(&x, rows.len(), NAMES.len()), false);
+        let flat = model.score(&rows);
+        for (b, f) in booster.iter().zip(&flat) {
+            assert!((b - f).abs() <= 1e-9 * b.abs().max(1.0), "booster {b}, flattened {f}");
+        }
     }
 
     #[test]
