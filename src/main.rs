@@ -4,6 +4,12 @@ mod cli;
 
 use std::process::ExitCode;
 
+/// mimalloc instead of the system's allocator: lowering, printing and checking candidates
+/// allocate many small trees, and glibc's malloc took a third of the tuner's time building
+/// them (`cargo bench --bench tune`, issue #8).
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 /// The stack of the thread that runs the command: the passes over a program (parsing,
 /// elaboration, checking, printing, lowering) recurse along its tree, whose depth the parser
 /// bounds (200 levels of nesting, chains of 2,000 terms); this leaves room for the deepest

@@ -19,6 +19,10 @@ use mapsat_tuner::tune::model::{CostModel, Learned, TrainingSet};
 use mapsat_tuner::tune::task::{Candidate, Task};
 use rand::{rngs::StdRng, Rng, SeedableRng};
 
+/// The allocator of the `mapsat` binary (src/main.rs), so that this measures what it runs.
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 fn task(file: &str, sizes: &[(&str, i64)]) -> Task {
     let src = std::fs::read_to_string(format!("{}/../examples/{file}", env!("CARGO_MANIFEST_DIR"))).expect(file);
     let p = mapsat_ir::parse(&src).expect("parses");
