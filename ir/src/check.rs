@@ -809,6 +809,16 @@ mod tests {
         }
     }
 
+    /// The windows of a padded image at stride 2, flattened and split again into rows: the
+    /// mapped program `tune` wrote for a tester's strided conv, whose declared result type the
+    /// checker could not prove equal (`(a*b + a + b + 1) / (a + 1)` is `b + 1`).
+    #[test]
+    fn strided_windows_of_a_padded_image_split_back_into_rows() {
+        let t = ty("size H = 13, W = 17\n def f(x: [[f32]W]H) : [[[[f32]3]3]((W - 3)/2 + 1)]((H - 1)/2 + 1) =
+            split((W - 3)/2 + 1, join(map(transpose, slide(3, 2, map(slide(3, 2), pad(1, 1, 0.0, x))))))");
+        assert_eq!(t, "[[[[f32]3]3]((W - 3)/2 + 1)]((H - 1)/2 + 1)");
+    }
+
     #[test]
     fn listing3_type() {
         let t = ty("size n, s0, s1\n def f(X: [f32]n, y: f32, z: f32) = join o map@A(map@B(fun(a => a + z)) o join o map@C(map@D(fun(a => a * y))) o split(s1)) o split(s0) $ X");

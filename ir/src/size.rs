@@ -49,6 +49,15 @@ fn monomial_quotient(a: &Monomial, b: &Monomial) -> Option<Monomial> {
     Some(out)
 }
 
+/// Graded lexicographic order of monomials: the total degree first, then the exponents from
+/// the largest atom down. A monomial order (a total order that multiplication preserves),
+/// unlike the order of the maps themselves, so that long division by a polynomial finds every
+/// exact quotient: `(a*b + a + b + 1) / (a + 1)` is `b + 1` whichever of the atoms is larger.
+fn grlex(a: &Monomial, b: &Monomial) -> std::cmp::Ordering {
+    let degree = |m: &Monomial| m.values().map(|&p| u64::from(p)).sum::<u64>();
+    degree(a).cmp(&degree(b)).then_with(|| a.iter().rev().cmp(b.iter().rev()))
+}
+
 /// Known bounds of size variables, used to simplify `min`, `max`, `/` and `%`.
 ///
 /// Unless told otherwise, every size variable is at least 1.
@@ -184,20 +193,22 @@ impl Size {
         }
     }
 
-    /// `q` with `self = d * q` exactly: long division by the largest monomial of `d`, at most a
-    /// few steps per term of `self`; the quotient found is checked by multiplying back, so the
-    /// order of the monomials only decides whether one is found.
+    /// `q` with `self = d * q` exactly: long division by the leading monomial of `d` in graded
+    /// lexicographic order ([`grlex`]), at most a few steps per term of `self`. Division by one
+    /// polynomial in a monomial order leaves no remainder exactly when it divides; the quotient
+    /// found is also checked by multiplying back.
     fn exact_quotient(&self, d: &Size) -> Option<Size> {
-        let (dm, &dc) = d.terms.iter().next_back()?;
+        let leading = |s: &Size| s.terms.iter().max_by(|a, b| grlex(a.0, b.0)).map(|(m, c)| (m.clone(), *c));
+        let (dm, dc) = leading(d)?;
         let (mut q, mut r) = (Size::default(), self.clone());
         for _ in 0..=4 * self.terms.len() {
-            let Some((rm, &rc)) = r.terms.iter().next_back() else {
+            let Some((rm, rc)) = leading(&r) else {
                 return (q.mul(d) == *self).then_some(q);
             };
             if rc % dc != 0 {
                 return None;
             }
-            let t = Size { terms: BTreeMap::from([(monomial_quotient(rm, dm)?, rc / dc)]) };
+            let t = Size { terms: BTreeMap::from([(monomial_quotient(&rm, &dm)?, rc / dc)]) };
             q = q.add(&t);
             r = r.sub(&t.mul(d));
         }
@@ -772,6 +783,29 @@ mod tests {
         let exact = [(n(), s0.clone()), (s0.clone(), s1.clone())];
         assert_eq!(t.cancel_exact(&exact), n());
         assert_eq!(t.cancel_exact(&exact[..1]), t, "not cancelled without the fact");
+    }
+
+    /// A product of two sums divided by one of them, whichever atom orders first: the rows of
+    /// a padded, strided 2-D window flattened and split again (a tester's stride-2 conv).
+    #[test]
+    fn a_product_of_sums_divided_by_one_of_them() {
+        let two = Size::constant(2);
+        let one = Size::constant(1);
+        for (x, y) in [("W", "H"), ("H", "W")] {
+            let a = Size::var(x).sub(&Size::constant(3)).div(&two);
+            let b = Size::var(y).sub(&one).div(&two);
+            let rows = a.add(&one).mul(&b.add(&one));
+            assert_eq!(rows.div(&a.add(&one)), b.add(&one), "{rows}");
+            assert_eq!(rows.div(&b.add(&one)), a.add(&one), "{rows}");
+            // Not exact: left as a division.
+            let off = rows.add(&one).div(&a.add(&one));
+            assert!(off.to_string().contains('/'), "{off}");
+        }
+        // Squares and higher powers.
+        let (n, m) = (Size::var("N"), Size::var("M"));
+        let p = n.add(&m).mul(&n.add(&m)).mul(&n.sub(&one));
+        assert_eq!(p.div(&n.add(&m)), n.add(&m).mul(&n.sub(&one)));
+        assert_eq!(p.div(&n.sub(&one)), n.add(&m).mul(&n.add(&m)));
     }
 
     #[test]
