@@ -65,6 +65,11 @@ const CUDA_IABS: &str = "__device__ inline int mapsat_iabs(int x) { return x < 0
 
 const AXES: [&str; 3] = ["x", "y", "z"];
 
+/// Iterations per thread up to which a `mapVec` loop asks to be unrolled. Beyond it the
+/// compiler's time grows with the loop (pocl took 100 s on one of 30,000 iterations) for no
+/// gain: a long loop is vectorized as well without the pragma.
+const MAX_UNROLLED: i64 = 64;
+
 /// Prints a kernel in the given dialect. A kernel whose 32-bit variables or index parts can
 /// overflow (one whose widths [`crate::width::assign`] did not decide) is refused, never
 /// printed with wrapping arithmetic.
@@ -428,7 +433,7 @@ impl Printer<'_> {
                     }
                     Trips::Loop => {
                         self.line(depth, &format!("// {origin}"));
-                        if *kind == LoopKind::Vec {
+                        if *kind == LoopKind::Vec && (*extent - 1) / *stride < MAX_UNROLLED {
                             self.line(depth, "#pragma unroll");
                         }
                         let step = if *stride == 1 { format!("{var}++") } else { format!("{var} += {stride}") };

@@ -371,3 +371,16 @@ fn a_vector_parameter_is_refused_with_the_array_form() {
     let e = error("size N = 8\ndef f(x: [f32x4]N, w: f32x4) = mapGlb@A(0, fun(v => v * w), x)", None);
     assert!(e.contains("parameter `w` of type f32x4: a kernel takes vectors in arrays; declare `w: [f32x4]1`"), "{e}");
 }
+
+/// A `mapVec` loop asks to be unrolled only when it is short: unrolling one of 30,000
+/// iterations made pocl's compiler take 100 s (a tester's `A=V` over a plain array).
+#[test]
+fn only_short_vector_loops_are_unrolled() {
+    let source = |n: i64| {
+        let p = mapsat_ir::parse(&format!("size N = {n}\ndef f(x: [f32]N) = mapVec@A(fun(a => a * a), x)")).unwrap();
+        emit(&p, &Options::default(), Dialect::OpenCl).expect("emits").0
+    };
+    assert!(source(64).contains("#pragma unroll"), "{}", source(64));
+    assert!(!source(65).contains("#pragma unroll"), "{}", source(65));
+    assert!(!source(30_000).contains("#pragma unroll"));
+}
