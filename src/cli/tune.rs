@@ -287,7 +287,7 @@ pub(super) fn tune_program(
         let log = log.unwrap_or_else(|| out.join("tune.jsonl"));
         check_outputs(a, src, &p.name, device.dialect(), out, &log)?;
         let (task, result, written, model) = tune_one(a, src, p, given, device, profile, out, &log)?;
-        summarize(&task, &result, &written, model.as_deref());
+        summarize(&task, &result, &written, model.as_deref(), &a.device);
         let s = tune::report::Summary::of(&task, &result);
         return Ok(tuned(&result.device_name, &[s], &[written]));
     }
@@ -340,7 +340,7 @@ pub(super) fn tune_program(
         let dir = out.join(&name);
         let log = dir.join("tune.jsonl");
         let (task, result, written, model) = tune_one(a, src, s.program, given, device, profile.clone(), &dir, &log)?;
-        summarize(&task, &result, &written, model.as_deref());
+        summarize(&task, &result, &written, model.as_deref(), &a.device);
         summaries.push(tune::report::Summary::of(&task, &result));
         device_name = result.device_name.clone();
         files.push(written);
@@ -563,7 +563,7 @@ fn summarize_stages(p: &mapsat::ir::Program, kernels: &[tune::report::Summary]) 
     }
 }
 
-fn summarize(task: &Task, r: &tune::TuneResult, written: &[PathBuf], model: Option<&Path>) {
+fn summarize(task: &Task, r: &tune::TuneResult, written: &[PathBuf], model: Option<&Path>, device: &str) {
     let s = tune::report::Summary::of(task, r);
     outln!("device: {}", r.device_name);
     match &s.best {
@@ -578,7 +578,10 @@ fn summarize(task: &Task, r: &tune::TuneResult, written: &[PathBuf], model: Opti
             if !b.tuning.is_empty() {
                 outln!("  tunable sizes {}", b.tuning);
             }
-            outln!("  work group {:?}", b.local);
+            match b.local.is_empty() {
+                true => outln!("  work group: code generation's default (the space has no local sizes)"),
+                false => outln!("  work group {:?}", b.local),
+            }
         }
         None => outln!("no candidate ran correctly (see the report)"),
     }
@@ -589,6 +592,23 @@ fn summarize(task: &Task, r: &tune::TuneResult, written: &[PathBuf], model: Opti
     if let Some(m) = model {
         outln!("wrote {} (the learned model, for --model)", m.display());
     }
+    if let (Some(b), Some(lift)) = (&s.best, mapped_lift(written)) {
+        outln!("run it again: {}", run_command(&lift, device, &b.local, task.reassociate));
+    }
+}
+
+/// The `mapsat run` command that runs and checks a tuned kernel as it was measured: its work
+/// group and build option, which its mapped program records only in a comment.
+fn run_command(lift: &Path, device: &str, local: &[i64], reassociate: bool) -> String {
+    let mut cmd = format!("mapsat run {} --device {device}", lift.display());
+    if !local.is_empty() {
+        let local: Vec<String> = local.iter().map(i64::to_string).collect();
+        cmd += &format!(" --local {}", local.join(","));
+    }
+    if reassociate {
+        cmd += " --reassociate";
+    }
+    cmd + " --check"
 }
 
 /// `mapsat predict`.

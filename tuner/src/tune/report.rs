@@ -197,17 +197,30 @@ impl Summary {
         let figure = |gflops, ms| self.figure(gflops, ms);
         match (&self.median_confirmed, &self.best) {
             (Some(m), Some(_)) if self.speedup_over_median > 0.0 => format!(
-                "the median valid candidate: {} ({:.1}x, both measured again together after the search)",
+                "the median valid candidate: {} ({:.1}x less time, both measured again together after the search{})",
                 figure(m.gflops, m.median_ms),
-                self.speedup_over_median
+                self.speedup_over_median,
+                self.other_operations(m.gflops, m.median_ms)
             ),
             (_, Some(b)) if self.median_valid_ms > 0.0 => format!(
-                "the median valid candidate: {} ({:.1}x, the best at {} in the same search)",
+                "the median valid candidate: {} ({:.1}x less time, the best at {} in the same search{})",
                 figure(self.median_valid_gflops, self.median_valid_ms),
                 self.speedup_over_median,
-                figure(b.gflops, b.median_ms)
+                figure(b.gflops, b.median_ms),
+                self.other_operations(self.median_valid_gflops, self.median_valid_ms)
             ),
             _ => "no random valid trial to compare with".to_string(),
+        }
+    }
+
+    /// A note when a kernel of `gflops` at `ms` counts other floating-point operations than the
+    /// best (its tunable sizes, a partial reduction's chunks, change the count), so that the
+    /// ratio of their GFLOP/s is not the ratio of their times.
+    fn other_operations(&self, gflops: f64, ms: f64) -> &'static str {
+        let (best, other) = (self.best_gflops * self.best_ms, gflops * ms);
+        match self.has_flops() && (best - other).abs() > 0.005 * best.max(other) {
+            true => "; their tunable sizes give them different numbers of operations",
+            false => "",
         }
     }
 
