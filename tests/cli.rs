@@ -138,6 +138,16 @@ fn inputs_beyond_the_memory_budget_are_refused() {
     assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
     let out = mapsat_env(&["eval", file, "--random", "1"], "MAPSAT_INTERP_MEMORY", "127");
     assert_eq!(out.status.code(), Some(1));
+    // A budget that is not a number of bytes is refused, not ignored (a tester's `abc`).
+    for bad in ["abc", "-5", "0", "100000000000000000000000"] {
+        let out = mapsat_env(&["eval", file, "--random", "1"], "MAPSAT_INTERP_MEMORY", bad);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(1), "{bad}: {stderr}");
+        assert!(
+            stderr.contains(&format!("MAPSAT_INTERP_MEMORY must be a positive number of bytes, got `{bad}`")),
+            "{stderr}"
+        );
+    }
 }
 
 /// `emit --profile` checks the local size against the profile's limits, given or chosen.
@@ -274,7 +284,7 @@ fn long_chains_are_not_nesting() {
     let out = mapsat(&["check", too_long.to_str().expect("utf-8 path")]);
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(1), "{stderr}");
-    assert!(stderr.contains("a chain of more than 2000 terms"), "{stderr}");
+    assert!(stderr.contains("a chain of more than 2000 links"), "{stderr}");
     let nested = format!("def f(x: f32) = {}x{}\n", "(".repeat(201), ")".repeat(201));
     let out = mapsat(&["check", temp_program("nested.lift", &nested).to_str().expect("utf-8 path")]);
     assert!(String::from_utf8_lossy(&out.stderr).contains("nesting deeper than 200 levels"));

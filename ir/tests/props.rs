@@ -242,7 +242,7 @@ fn deep_nesting_is_an_error_not_a_crash() {
     ] {
         let e = parse(&src).expect_err("too deep");
         let chain = src.contains(" + x") || src.contains("join o");
-        let want = if chain { "a chain of more than 2000 terms" } else { "nesting deeper than 200 levels" };
+        let want = if chain { "a chain of more than 2000 links" } else { "nesting deeper than 200 levels" };
         assert!(e.message.contains(want), "{}", e.message);
     }
 }

@@ -12,11 +12,21 @@ use super::EvalError;
 use crate::ast::Program;
 use crate::Sizes;
 
-/// The number of bytes the interpreter may use for inputs and result, when known.
-pub(crate) fn budget() -> Option<u64> {
-    if let Ok(v) = std::env::var("MAPSAT_INTERP_MEMORY") {
-        return v.trim().parse().ok();
+/// The number of bytes the interpreter may use for inputs and result, when known; an error
+/// when `MAPSAT_INTERP_MEMORY` is set to something else than a positive number of bytes.
+pub(crate) fn budget() -> Result<Option<u64>, EvalError> {
+    if let Some(v) = std::env::var_os("MAPSAT_INTERP_MEMORY") {
+        let text = v.to_string_lossy();
+        return match text.trim().parse::<u64>() {
+            Ok(b) if b > 0 => Ok(Some(b)),
+            _ => Err(EvalError::BadBudget(text.into_owned())),
+        };
     }
+    Ok(available())
+}
+
+/// Half the memory `/proc/meminfo` says is available.
+fn available() -> Option<u64> {
     let info = std::fs::read_to_string("/proc/meminfo").ok()?;
     let line = info.lines().find(|l| l.starts_with("MemAvailable:"))?;
     let kib: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
@@ -33,7 +43,7 @@ pub(crate) fn check_intermediate(bytes: usize) -> Result<(), String> {
     if bytes < CHECKED_FROM {
         return Ok(());
     }
-    match budget() {
+    match budget().map_err(|e| e.to_string())? {
         Some(b) if bytes as u64 > b => Err(format!(
             "an intermediate array of {bytes} bytes exceeds the {b} bytes the interpreter may use \
              (half the available memory, or MAPSAT_INTERP_MEMORY)"
@@ -62,7 +72,8 @@ fn need(p: &Program, sizes: &Sizes, with_result: bool) -> Option<u64> {
 /// Refuses `p` at `sizes` when its inputs (and its result, when `with_result`) need more than
 /// the budget.
 pub(crate) fn check(p: &Program, sizes: &Sizes, with_result: bool) -> Result<(), EvalError> {
-    let (Some(need), Some(budget)) = (need(p, sizes, with_result), budget()) else { return Ok(()) };
+    let budget = budget()?;
+    let (Some(need), Some(budget)) = (need(p, sizes, with_result), budget) else { return Ok(()) };
     if need > budget {
         return Err(EvalError::OutOfMemory { need, budget });
     }

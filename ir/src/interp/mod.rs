@@ -119,6 +119,9 @@ pub enum EvalError {
         /// Bytes the interpreter may use.
         budget: u64,
     },
+    /// `MAPSAT_INTERP_MEMORY` is not a number of bytes.
+    #[error("MAPSAT_INTERP_MEMORY must be a positive number of bytes, got `{0}`")]
+    BadBudget(String),
     /// A bug of the interpreter.
     #[error("internal error: {0}")]
     Internal(String),

@@ -128,7 +128,7 @@ impl<'a> Parser<'a> {
         if self.chain > MAX_CHAIN {
             return Err(ParseError::new(
                 self.span(),
-                format!("a chain of more than {MAX_CHAIN} terms (operators, `let`s, calls or compositions in a row)"),
+                format!("a chain of more than {MAX_CHAIN} links (operators, `let`s, calls or compositions in a row)"),
             ));
         }
         Ok(())

@@ -381,6 +381,7 @@ fn report(
     let device = outcomes.iter().find_map(|o| o.tuned.as_ref().ok().map(|t| t.device.clone())).unwrap_or_default();
     let input = input_mflop(outcomes);
     let counted = match input {
+        Some(m) if m < 1.0 => format!("; GFLOP/s count the input program's {:.0} FLOP for every variant", m * 1e6),
         Some(m) => format!("; GFLOP/s count the input program's {m:.3} MFLOP for every variant"),
         None => String::new(),
     };

@@ -3,7 +3,8 @@
 use super::{cuda, opencl, MeasureError};
 use std::fmt;
 
-/// A device name: `opencl:P:D` or `cuda:N`.
+/// A device name: `opencl:P:D` or `cuda:N` (`opencl:P` is device 0 of platform P, `opencl`
+/// and `cuda` the first device).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum DeviceSpec {
     /// Platform and device index of the OpenCL ICD loader.
@@ -32,6 +33,7 @@ impl std::str::FromStr for DeviceSpec {
         let num = |x: &str| x.parse::<usize>().map_err(|_| bad());
         match parts.as_slice() {
             ["opencl", p, d] => Ok(DeviceSpec::OpenCl(num(p)?, num(d)?)),
+            ["opencl", p] => Ok(DeviceSpec::OpenCl(num(p)?, 0)),
             ["opencl"] => Ok(DeviceSpec::OpenCl(0, 0)),
             ["cuda", n] => Ok(DeviceSpec::Cuda(num(n)?)),
             ["cuda"] => Ok(DeviceSpec::Cuda(0)),
@@ -83,7 +85,8 @@ mod tests {
             assert_eq!(s.parse::<DeviceSpec>().unwrap().to_string(), s);
         }
         assert_eq!("opencl".parse::<DeviceSpec>().unwrap(), DeviceSpec::OpenCl(0, 0));
-        for bad in ["gpu", "opencl:x:0", "cuda:-1", "opencl:0"] {
+        assert_eq!("opencl:1".parse::<DeviceSpec>().unwrap(), DeviceSpec::OpenCl(1, 0));
+        for bad in ["gpu", "opencl:x:0", "cuda:-1", "opencl:0:0:0"] {
             assert!(bad.parse::<DeviceSpec>().is_err(), "{bad}");
         }
     }
