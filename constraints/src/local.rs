@@ -51,7 +51,10 @@ impl Space {
     /// The valid local sizes of `m` with the most work items (ties: the largest in dimension
     /// 0, then 1), at most the profile's `max_work_group_size` or [`DEFAULT_GROUP_BUDGET`]
     /// without a profile, and in each dimension at most the longest `mapLcl` loop of that
-    /// dimension (else the smallest valid one); `None` when there is none (or the space has no tuning parameters).
+    /// dimension (else the smallest valid one), and dividing every `mapLcl` loop of its dimension
+    /// where some valid one does (as a device profile's space asks: `explain` without a profile
+    /// proposed 16 threads for loops of 8 and 16, which `run` then refused);
+    /// `None` when there is none (or the space has no tuning parameters).
     /// This is what `explain` and `emit --mapping` propose when no local size is given, instead
     /// of the smallest valid one.
     pub fn suggested_local_size(&self, m: &Mapping) -> Result<Option<Vec<i64>>, Error> {
@@ -59,23 +62,26 @@ impl Space {
             return Ok(None);
         }
         let budget = self.options().profile.as_ref().map_or(DEFAULT_GROUP_BUDGET, |p| p.max_work_group_size as i64);
-        // No more threads in a dimension than its longest mapLcl loop has iterations.
-        let mut longest = vec![1i64; self.local_size_count()];
+        // The lengths of the mapLcl loops of each dimension.
+        let mut lengths = vec![Vec::new(); self.local_size_count()];
         for (i, c) in m.codes.iter().enumerate() {
             if let (crate::Code::Lcl(d), Some(n)) = (c, self.analysis.maps[self.vars[i]].extent) {
-                if let Some(l) = longest.get_mut(*d as usize) {
-                    *l = (*l).max(n);
+                if let Some(l) = lengths.get_mut(*d as usize) {
+                    l.push(n);
                 }
             }
         }
-        let fits = |l: &Vec<i64>| l.iter().zip(&longest).all(|(x, n)| x <= n);
+        // No more threads in a dimension than its longest mapLcl loop has iterations; and,
+        // where one can, as many as divide every loop of the dimension (a device profile's space
+        // asks it, so the choice made without one also runs under one).
+        let fits = |l: &Vec<i64>| l.iter().zip(&lengths).all(|(x, ns)| *x <= ns.iter().copied().max().unwrap_or(1));
+        let divides = |l: &Vec<i64>| l.iter().zip(&lengths).all(|(x, ns)| ns.iter().all(|n| n % x == 0));
         let items = |l: &Vec<i64>| l.iter().try_fold(1i64, |a, &x| a.checked_mul(x)).unwrap_or(i64::MAX);
         let all = self.local_sizes(m)?;
-        let best = all
-            .iter()
-            .filter(|l| items(l) <= budget && fits(l))
-            .max_by(|a, b| items(a).cmp(&items(b)).then(a.cmp(b)))
-            .or_else(|| all.first());
+        let largest = |keep: &dyn Fn(&Vec<i64>) -> bool| {
+            all.iter().filter(|l| items(l) <= budget && keep(l)).max_by(|a, b| items(a).cmp(&items(b)).then(a.cmp(b)))
+        };
+        let best = largest(&|l| divides(l)).or_else(|| largest(&fits)).or_else(|| all.first());
         Ok(best.cloned())
     }
 
