@@ -112,6 +112,10 @@ pub struct Analysis {
     /// True when the program has a map deeper than the analysis follows ([`MAX_DEPTH`]): its
     /// maps are not all found.
     pub too_deep: bool,
+    /// The maps whose result the kernel copies to its output after computing it, because the
+    /// program's result is a view that cannot be written through (`padClamp(2, 0, map(..))`,
+    /// a `slide` or an `at` of a map's result): see [`copied_result`].
+    pub copied: Vec<MapIdx>,
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -724,6 +728,44 @@ fn written_maps(p: &Program, e: NodeId) -> Vec<NodeId> {
     }
 }
 
+/// The part of the program's result that code generation copies to the output after computing
+/// it: the root seen through the views it writes through (`split`, `join`, `transpose`,
+/// `asVector`, `asScalar`) and the bodies of `let`s, when what is left is another view
+/// (`slide`, `pad`, `at`, `get`, `zip`, `tuple`). Every thread of the grid runs that copy,
+/// reading what every other thread wrote: only a result computed by one thread can be copied so.
+pub(crate) fn copied_result(p: &Program) -> Option<NodeId> {
+    let mut e = p.root;
+    loop {
+        let (head, args) = p.spine(e);
+        let q = match p.node(head) {
+            Node::Let(_, body) if args.is_empty() => {
+                e = *body;
+                continue;
+            }
+            Node::Prim(q) => q,
+            _ => return None,
+        };
+        if !q.is_layout() || args.len() != q.arity() {
+            return None;
+        }
+        match q {
+            Prim::Split(_) | Prim::Join | Prim::Transpose | Prim::AsVector(_) | Prim::AsScalar => e = *args.last()?,
+            _ => return Some(e),
+        }
+    }
+}
+
+/// The maps heading the arrays a view `e` is made of (through further views).
+fn maps_under(p: &Program, e: NodeId) -> Vec<NodeId> {
+    let (head, args) = p.spine(e);
+    match p.node(head) {
+        Node::Prim(q) if q.is_layout() && args.len() == q.arity() => {
+            args.iter().flat_map(|a| maps_under(p, *a)).collect()
+        }
+        _ => written_maps(p, e),
+    }
+}
+
 /// Is `id` a whole reduction `reduce(f, init, xs)`?
 fn is_reduction(p: &Program, id: NodeId) -> bool {
     let (head, args) = p.spine(id);
@@ -846,6 +888,11 @@ impl Analysis {
                 tree.add_edge(graph_node[&par], graph_node[&i], ());
             }
         }
+        let copied = copied_result(p)
+            .into_iter()
+            .flat_map(|e| maps_under(p, e))
+            .filter_map(|n| maps.iter().position(|m| m.node == n))
+            .collect();
         Analysis {
             maps,
             tree,
@@ -853,6 +900,7 @@ impl Analysis {
             buffers: w.buffers,
             scattered_vectors: w.scattered_vectors,
             too_deep: w.too_deep,
+            copied,
         }
     }
 

@@ -38,10 +38,37 @@ pub(super) fn synchronizability(g: &Gen, out: &mut Out) -> Sync {
         sync.barriers.push(BarrierSite { writer: MapId(site.top), readers, space: b.space(), needed: site.needed });
     }
     no_redundant_writers(g, out, &reread);
+    result_copied_by_every_thread(g, out);
     for (maps, text, e) in in_loops {
         out.push(Family::Sync, &maps, text, e);
     }
     sync
+}
+
+/// A result the kernel copies to its output after computing it (through a view that cannot be
+/// written through, [`crate::analysis::copied_result`]) is copied by every thread, each
+/// reading what all the others wrote; and what it copies is written by every thread alike
+/// where a map elsewhere launches more than one. So every map of the kernel runs in one thread
+/// (sequential, fused or vectorized): code generation refuses the others (a grid-wide
+/// synchronization, or a race on a buffer read again); the space offered
+/// `padClamp(2, 0, map(f, x))` as `G0`.
+fn result_copied_by_every_thread(g: &Gen, out: &mut Out) {
+    if g.as_vars(&g.a.copied).is_empty() {
+        return;
+    }
+    let copied = g.names(&g.as_vars(&g.a.copied));
+    for i in 0..g.len() {
+        let one_thread = [Code::Seq, Code::Fused, Code::Vec].into_iter().map(|c| Expr::code_is(i, c)).collect();
+        out.push(
+            Family::Sync,
+            &[i],
+            format!(
+                "map {}: the program's result, computed by {copied}, is copied out by every thread, so the kernel runs in one thread (S, F or V)",
+                g.label(i)
+            ),
+            Expr::Or(one_thread),
+        );
+    }
 }
 
 /// A buffer whose readers may read elements other threads wrote.

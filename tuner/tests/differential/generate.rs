@@ -1,5 +1,5 @@
 //! Random pipelines of 2 to 6 stages over a small vector or matrix: point-wise maps, zips with
-//! an earlier value, 3-tap slides (1-D, along rows, along columns through `transpose`, and 2-D
+//! an earlier value, a last stage's result padded after it is computed, 3-tap slides (1-D, along rows, along columns through `transpose`, and 2-D
 //! through `slideND2` or spelt out with `map`/`slide`/`transpose`), reductions (of chunks, of
 //! rows, of columns, of the whole array, also broadcast back as a scalar), transposes and outer
 //! products. Each intermediate value is a top-level `let`, kept in a default buffer or
@@ -110,7 +110,7 @@ fn stage(g: &mut Rng, values: &[Value], last: bool) -> Stage {
 
 fn vector_stage(g: &mut Rng, v: &str, n: &Len, partner: &str, last: bool) -> Stage {
     let same = |expr: String| Stage { expr, shape: Shape::Vector(n.clone()) };
-    match g.below(if last { 8 } else { 7 }) {
+    match g.below(if last { 9 } else { 7 }) {
         0 => same(format!("map(fun(x => x * {}.5 + 1.0), {v})", g.below(3))),
         1 => same(format!("map(fun(p => p.0 + p.1), zip({v}, {partner}))")),
         2 => same(format!("map(fun(w => reduce(add, 0.0, w)), slide(3, 1, padClamp(1, 1, {v})))")),
@@ -127,7 +127,12 @@ fn vector_stage(g: &mut Rng, v: &str, n: &Len, partner: &str, last: bool) -> Sta
             expr: format!("map(fun(a => map(fun(b => a * b + 1.0), {partner})), {v})"),
             shape: Shape::Matrix(n.clone(), n.clone()),
         },
-        _ => Stage { expr: format!("reduce(add, 0.0, map(fun(x => x * x), {v}))"), shape: Shape::Scalar },
+        7 => Stage { expr: format!("reduce(add, 0.0, map(fun(x => x * x), {v}))"), shape: Shape::Scalar },
+        // A result that is a view of what the program computes, copied to the output.
+        _ => Stage {
+            expr: format!("padClamp(1, 1, map(fun(x => x * 2.0 + 1.0), {v}))"),
+            shape: Shape::Vector(len(&format!("{} + 2", n.expr), n.value + 2)),
+        },
     }
 }
 
