@@ -109,6 +109,10 @@ pub struct Analysis {
     /// Why the program reads vectors whose lanes are not consecutive in memory, if it does:
     /// code generation loads and stores vectors with `vloadN`/`vstoreN` at one base address.
     pub scattered_vectors: Option<String>,
+    /// Why the program keeps tuples in memory, if it does: a map whose result elements are
+    /// tuples (`map(fun(p => (a, b)), ..)` read by another map). Code generation keeps scalars
+    /// and vectors only, in variables and buffers.
+    pub tuples_in_memory: Option<String>,
     /// True when the program has a map deeper than the analysis follows ([`MAX_DEPTH`]): its
     /// maps are not all found.
     pub too_deep: bool,
@@ -251,6 +255,8 @@ struct Walker<'a> {
     copy_depth: usize,
     /// See [`Analysis::scattered_vectors`].
     scattered_vectors: Option<String>,
+    /// See [`Analysis::tuples_in_memory`].
+    tuples_in_memory: Option<String>,
     /// See [`Analysis::too_deep`].
     too_deep: bool,
 }
@@ -641,6 +647,12 @@ impl<'a> Walker<'a> {
             View::Tup(_) | View::Vector(_) => leaf.clone(),
             _ => View::Scalar,
         };
+        if matches!(leaf, View::Tup(_)) {
+            let label = &self.maps[m].label;
+            let map = if label.is_empty() { "a map".to_string() } else { format!("map `{label}`") };
+            self.tuples_in_memory
+                .get_or_insert_with(|| format!("{map} computes tuples, which would be kept in memory"));
+        }
         let bytes =
             lens.iter().try_fold(leaf.leaf_scalars().saturating_mul(4), |acc, l| l.and_then(|l| acc.checked_mul(l)));
         let spaces = resolve_spaces(&explicit);
@@ -834,6 +846,7 @@ impl Analysis {
                 depth: 0,
                 copy_depth: 0,
                 scattered_vectors: None,
+                tuples_in_memory: None,
                 too_deep: false,
             };
             if p.root.index() < p.nodes.len() {
@@ -899,6 +912,7 @@ impl Analysis {
             graph_node,
             buffers: w.buffers,
             scattered_vectors: w.scattered_vectors,
+            tuples_in_memory: w.tuples_in_memory,
             too_deep: w.too_deep,
             copied,
         }

@@ -72,6 +72,11 @@ pub enum Error {
     /// lowers correctly ([`analysis::Analysis::scattered_vectors`]).
     #[error("{0}: code generation reads and writes vectors at consecutive addresses only")]
     ScatteredVectors(String),
+    /// The program keeps tuples in memory ([`analysis::Analysis::tuples_in_memory`]).
+    #[error(
+        "{0}: code generation keeps scalars and vectors only; compute the tuple inside the map that reads it (`fun(p => let t = (..) in ..)`)"
+    )]
+    TuplesInMemory(String),
     /// The program has a map nested deeper than the analysis follows.
     #[error(
         "the program has a map nested more than {} levels deep (chains of compositions or calls nested in each other): too deep to analyse its maps",

@@ -253,6 +253,9 @@ impl Space {
         if let Some(why) = &analysis.scattered_vectors {
             return Err(Error::ScatteredVectors(why.clone()));
         }
+        if let Some(why) = &analysis.tuples_in_memory {
+            return Err(Error::TuplesInMemory(why.clone()));
+        }
         let var_of = |m: MapIdx| vars.iter().position(|&v| v == m);
         let labels: Vec<String> = vars.iter().map(|&m| analysis.maps[m].label.clone()).collect();
         let layout_maps =
