@@ -547,7 +547,11 @@ impl<'a> Parser<'a> {
     fn named(&mut self, name: String, span: Span) -> PResult<SExpr> {
         let Some(statics) = prim_statics(&name) else {
             if self.is_sym("@") {
-                return Err(ParseError::new(self.span(), format!("only maps have labels, and `{name}` is not a map")));
+                let why = match name.strip_prefix("mapND") {
+                    Some(k) if k.parse::<usize>().is_ok() => format!("`{name}`: mapNDk takes k from 1 to 4"),
+                    _ => format!("only maps have labels, and `{name}` is not a map"),
+                };
+                return Err(ParseError::new(self.span(), why));
             }
             return Ok(SExpr::Ident(name, span));
         };
