@@ -33,6 +33,11 @@ pub struct Profile {
     /// it crashes the process. `None`: no limit of its own.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub private_group_bytes: Option<u64>,
+    /// Largest number of work groups in each dimension, where the device has such a limit:
+    /// CUDA's grid, 2^31 - 1 x 65,535 x 65,535 blocks. `None`: only the global size's range
+    /// ([`Profile::address_bits`]), as in OpenCL.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_groups: Option<[u64; 3]>,
     /// Preferred float vector width.
     pub vector_width: u32,
     /// Bits of the device's address space and `size_t` (OpenCL's `CL_DEVICE_ADDRESS_BITS`: 32
@@ -108,7 +113,7 @@ pub struct Rates {
 
 /// The fields of [`Profile`] and [`Rates`] that are not serialized when absent (an `Option`'s
 /// `None`, a 0 that means unknown): [`Profile::to_toml`] leaves them out.
-const OPTIONAL_FIELDS: [&str; 4] = ["private_group_bytes", "cu_items", "cu_registers", "cu_local_bytes"];
+const OPTIONAL_FIELDS: [&str; 5] = ["private_group_bytes", "max_groups", "cu_items", "cu_registers", "cu_local_bytes"];
 
 fn is_zero(x: &u64) -> bool {
     *x == 0
@@ -143,7 +148,7 @@ const RATE_FIELDS: [&str; 16] = [
 ];
 
 /// The fields of [`Profile`] in declaration order: the order [`Profile::to_toml`] writes them.
-const FIELDS: [&str; 11] = [
+const FIELDS: [&str; 12] = [
     "name",
     "description",
     "compute_units",
@@ -153,6 +158,7 @@ const FIELDS: [&str; 11] = [
     "local_mem_bytes",
     "private_mem_bytes",
     "private_group_bytes",
+    "max_groups",
     "vector_width",
     "address_bits",
 ];
@@ -210,6 +216,9 @@ impl Profile {
         }
         if self.max_work_group_size == 0 || self.max_work_item_sizes.contains(&0) {
             return Err(invalid("work-group sizes must be positive"));
+        }
+        if self.max_groups.is_some_and(|g| g.contains(&0)) {
+            return Err(invalid("max_groups must be positive"));
         }
         if self.compute_units == 0 || self.vector_width == 0 {
             return Err(invalid("compute_units and vector_width must be positive"));
@@ -360,7 +369,8 @@ mod tests {
 
     #[test]
     fn to_toml_writes_every_field_once() {
-        let p = Profile::builtin("pocl-cpu").unwrap();
+        let mut p = Profile::builtin("pocl-cpu").unwrap();
+        p.max_groups = Some([1 << 31, 65535, 65535]); // h100's, which has no private_group_bytes
         let table = toml::Table::try_from(&p).unwrap();
         assert_eq!(table.len(), FIELDS.len() + usize::from(p.rates.is_some()));
         let text = p.to_toml("", &[]).unwrap();
@@ -405,6 +415,17 @@ mod tests {
             let e = p.validate("t").unwrap_err().to_string();
             assert!(e.contains("compute_units and vector_width must be positive"), "{e}");
         }
+    }
+
+    /// The h100 profile carries CUDA's grid limits; a limit of 0 groups is refused.
+    #[test]
+    fn grid_limits_are_read_and_positive() {
+        let mut p = Profile::builtin("h100").unwrap();
+        assert_eq!(p.max_groups, Some([(1 << 31) - 1, 65535, 65535]));
+        assert_eq!(Profile::builtin("pocl-cpu").unwrap().max_groups, None);
+        p.max_groups = Some([1, 0, 1]);
+        let e = p.validate("t").unwrap_err().to_string();
+        assert!(e.contains("max_groups must be positive"), "{e}");
     }
 
     #[test]

@@ -19,6 +19,9 @@ pub(super) fn device_limits(g: &Gen, out: &mut Out, needs_local_sizes: bool) -> 
         if prof.max_dims < 3 {
             ndrange_dims(g, out, prof);
         }
+        if let Some(max) = prof.max_groups {
+            groups(g, out, prof, max, !ls_domains.is_empty());
+        }
         memory(g, out, prof);
     }
     ls_domains
@@ -87,6 +90,39 @@ fn local_sizes_divide(g: &Gen, out: &mut Out) {
             format!("map {} of length {n} as mapLcl(d): the local size ls{{d}} divides {n}", g.label(i)),
             Expr::And(parts),
         );
+    }
+}
+
+/// No more work groups in a dimension than the device launches (CUDA's grid: 65,535 blocks in
+/// y and z): a `mapWrg(d)` runs one group per iteration, so its length is at most the limit; a
+/// `mapGlb(d)` runs `ceil(length / ls{d})` groups where the local sizes are tuning parameters
+/// (without them, code generation's default work group brings the groups under the limit).
+fn groups(g: &Gen, out: &mut Out, prof: &Profile, max: [u64; 3], with_ls: bool) {
+    for i in 0..g.len() {
+        let Some(n) = g.info(i).extent else { continue };
+        for (d, &m) in max.iter().enumerate() {
+            let m = i64::try_from(m).unwrap_or(i64::MAX);
+            if n <= m {
+                continue;
+            }
+            let label = g.label(i);
+            out.push(
+                Family::DeviceLimits,
+                &[i],
+                format!("map {label} of length {n} as mapWrg({d}): {n} work groups, {} launches at most {m} in dimension {d}", prof.name),
+                Expr::negate(Expr::code_is(i, Code::Wrg(d as u8))),
+            );
+            if with_ls {
+                // n <= m * ls{d}, that is not (m * ls{d} < n).
+                let fits = Expr::negate(Expr::Lt(Term::Mul(vec![Term::Const(m), Term::Ls(d)]), Term::Const(n)));
+                out.push(
+                    Family::DeviceLimits,
+                    &[i],
+                    format!("map {label} of length {n} as mapGlb({d}): at most {m} work groups of ls{d} in dimension {d} ({})", prof.name),
+                    Expr::implies(Expr::code_is(i, Code::Glb(d as u8)), fits),
+                );
+            }
+        }
     }
 }
 

@@ -126,6 +126,7 @@ pub(super) fn profile(pi: usize, di: usize) -> R<Profile> {
         local_mem_bytes: d.local_mem_size().map_err(e)?,
         private_mem_bytes: if cpu { CPU_PRIVATE_MEM_BYTES } else { GPU_PRIVATE_MEM_BYTES },
         private_group_bytes: cpu.then_some(CPU_PRIVATE_GROUP_BYTES),
+        max_groups: None,
         vector_width: d.max_preferred_vector_width_float().map_err(e)?.max(1),
         address_bits: d.address_bits().map_err(e)?,
         rates: None,
