@@ -118,7 +118,7 @@ pub struct Analysis {
     pub too_deep: bool,
     /// The maps whose result the kernel copies to its output after computing it, because the
     /// program's result is a view that cannot be written through (`padClamp(2, 0, map(..))`,
-    /// a `slide` or an `at` of a map's result): see [`copied_result`].
+    /// a `slide` or an `at` of a map's result): see [`copied_maps`].
     pub copied: Vec<MapIdx>,
 }
 
@@ -740,39 +740,82 @@ fn written_maps(p: &Program, e: NodeId) -> Vec<NodeId> {
     }
 }
 
-/// The part of the program's result that code generation copies to the output after computing
-/// it: the root seen through the views it writes through (`split`, `join`, `transpose`,
-/// `asVector`, `asScalar`) and the bodies of `let`s, when what is left is another view
-/// (`slide`, `pad`, `at`, `get`, `zip`, `tuple`). Every thread of the grid runs that copy,
-/// reading what every other thread wrote: only a result computed by one thread can be copied so.
-pub(crate) fn copied_result(p: &Program) -> Option<NodeId> {
+/// The maps whose results code generation copies to the output after computing them: the root
+/// seen through the views it writes through (`split`, `join`, `transpose`, `asVector`,
+/// `asScalar`), `let`s and the variables they bind, when what is left is another view
+/// (`slide`, `pad`, `at`, `get`, `zip`, `tuple`), and the maps that view is made of
+/// ([`computed_under`]). Every thread of the grid runs that copy, reading what every other
+/// thread wrote: only a result computed by one thread can be copied so.
+pub(crate) fn copied_maps(p: &Program) -> Vec<NodeId> {
+    let mut lets: Vec<NodeId> = Vec::new();
     let mut e = p.root;
     loop {
         let (head, args) = p.spine(e);
-        let q = match p.node(head) {
-            Node::Let(_, body) if args.is_empty() => {
+        match p.node(head) {
+            Node::Let(value, body) if args.is_empty() => {
+                lets.push(*value);
                 e = *body;
-                continue;
             }
-            Node::Prim(q) => q,
-            _ => return None,
-        };
-        if !q.is_layout() || args.len() != q.arity() {
-            return None;
-        }
-        match q {
-            Prim::Split(_) | Prim::Join | Prim::Transpose | Prim::AsVector(_) | Prim::AsScalar => e = *args.last()?,
-            _ => return Some(e),
+            Node::Var(k) if args.is_empty() && (*k as usize) < lets.len() => {
+                let i = lets.len() - 1 - *k as usize;
+                e = lets[i];
+                lets.truncate(i);
+            }
+            Node::Prim(q) if q.is_layout() && args.len() == q.arity() => match q {
+                Prim::Split(_) | Prim::Join | Prim::Transpose | Prim::AsVector(_) | Prim::AsScalar => match args.last()
+                {
+                    Some(a) => e = *a,
+                    None => return Vec::new(),
+                },
+                _ => return computed_under(p, e, &lets),
+            },
+            // A layout map (`map(transpose, ..)`, as `slideND2` expands): written through when
+            // its function is, else copied.
+            Node::Prim(Prim::Map { .. }) if args.len() == 2 => match layout_function(p, args[0]) {
+                Some(true) => e = args[1],
+                Some(false) => return computed_under(p, e, &lets),
+                None => return Vec::new(),
+            },
+            _ => return Vec::new(),
         }
     }
 }
 
-/// The maps heading the arrays a view `e` is made of (through further views).
-fn maps_under(p: &Program, e: NodeId) -> Vec<NodeId> {
+/// Whether the function `f` of a map is a view that code generation writes through (`split`,
+/// `join`, `transpose`, `asVector`, `asScalar`) or another view (`slide(2, 1)`,
+/// `fun(r => padClamp(1, 1, r))`); `None` when it computes.
+fn layout_function(p: &Program, f: NodeId) -> Option<bool> {
+    let through =
+        |q: &Prim| matches!(q, Prim::Split(_) | Prim::Join | Prim::Transpose | Prim::AsVector(_) | Prim::AsScalar);
+    let (head, args) = p.spine(f);
+    match p.node(head) {
+        Node::Prim(q) if q.is_layout() && args.len() + 1 == q.arity() => Some(through(q)),
+        Node::Lam(body, _) if args.is_empty() => {
+            let (head, args) = p.spine(*body);
+            match (p.node(head), args.last().map(|a| p.node(*a))) {
+                (Node::Prim(q), Some(Node::Var(0))) if q.is_layout() && args.len() == q.arity() => Some(through(q)),
+                _ => None,
+            }
+        }
+        _ => None,
+    }
+}
+
+/// The maps whose results the view `e` is made of: through further views, the arrays that
+/// layout maps rearrange (`map(fun(r => padClamp(1, 1, r)), ..)`, as `padClampND2` expands),
+/// and the values `let`s (`lets`, innermost last) bind to the variables it names.
+fn computed_under(p: &Program, e: NodeId, lets: &[NodeId]) -> Vec<NodeId> {
     let (head, args) = p.spine(e);
     match p.node(head) {
+        Node::Var(k) if args.is_empty() && (*k as usize) < lets.len() => {
+            let i = lets.len() - 1 - *k as usize;
+            computed_under(p, lets[i], &lets[..i])
+        }
         Node::Prim(q) if q.is_layout() && args.len() == q.arity() => {
-            args.iter().flat_map(|a| maps_under(p, *a)).collect()
+            args.iter().flat_map(|a| computed_under(p, *a, lets)).collect()
+        }
+        Node::Prim(Prim::Map { .. }) if args.len() == 2 => {
+            std::iter::once(head).chain(computed_under(p, args[1], lets)).collect()
         }
         _ => written_maps(p, e),
     }
@@ -901,11 +944,7 @@ impl Analysis {
                 tree.add_edge(graph_node[&par], graph_node[&i], ());
             }
         }
-        let copied = copied_result(p)
-            .into_iter()
-            .flat_map(|e| maps_under(p, e))
-            .filter_map(|n| maps.iter().position(|m| m.node == n))
-            .collect();
+        let copied = copied_maps(p).into_iter().filter_map(|n| maps.iter().position(|m| m.node == n)).collect();
         Analysis {
             maps,
             tree,

@@ -46,7 +46,7 @@ pub(super) fn synchronizability(g: &Gen, out: &mut Out) -> Sync {
 }
 
 /// A result the kernel copies to its output after computing it (through a view that cannot be
-/// written through, [`crate::analysis::copied_result`]) is copied by every thread, each
+/// written through, [`crate::analysis::copied_maps`]) is copied by every thread, each
 /// reading what all the others wrote; and what it copies is written by every thread alike
 /// where a map elsewhere launches more than one. So every map of the kernel runs in one thread
 /// (sequential, fused or vectorized): code generation refuses the others (a grid-wide
