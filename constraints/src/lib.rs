@@ -74,7 +74,7 @@ pub enum Error {
     ScatteredVectors(String),
     /// The program keeps tuples in memory ([`analysis::Analysis::tuples_in_memory`]).
     #[error(
-        "{0}: code generation keeps scalars and vectors only; compute the tuple inside the map that reads it (`fun(p => let t = (..) in ..)`)"
+        "{0}: code generation keeps scalars and vectors only; compute the tuple inside the map that reads it (`fun(p => let t = (..) in ..)`), or, for a result of tuples, return its parts as separate programs"
     )]
     TuplesInMemory(String),
     /// The program has a map nested deeper than the analysis follows.
