@@ -348,6 +348,9 @@ pub(super) fn tune_program(
     summarize_stages(&p, &summaries);
     let best = tuned(&device_name, &summaries, &files);
     write_pipeline(&p, out, &summaries, &files, &best)?;
+    if let Some(cmd) = pipeline_run_command(a, given, device.dialect(), &summaries) {
+        outln!("run it again: {cmd}");
+    }
     Ok(best)
 }
 
@@ -563,6 +566,32 @@ fn summarize_stages(p: &mapsat::ir::Program, kernels: &[tune::report::Summary]) 
     }
 }
 
+/// The `mapsat run` command that runs and checks a tuned pipeline as it was measured: the
+/// program at the tune's sizes, each kernel's mapping and work group; `None` when a kernel has
+/// no best.
+fn pipeline_run_command(
+    a: &TuneArgs,
+    given: &mapsat::ir::Sizes,
+    dialect: Dialect,
+    kernels: &[tune::report::Summary],
+) -> Option<String> {
+    let bests: Vec<_> = kernels.iter().map(|s| s.best.as_ref().map(|b| (s, b))).collect::<Option<_>>()?;
+    let mappings: Vec<&str> = bests.iter().map(|(_, b)| b.mapping.as_str()).collect();
+    let mut cmd = format!("mapsat run {} --device {} --mapping {}", a.file.display(), a.device, mappings.join(","));
+    let sizes: Vec<String> = given.iter().map(|(k, v)| format!("{k}={v}")).collect();
+    if !sizes.is_empty() {
+        cmd += &format!(" --size {}", sizes.join(","));
+    }
+    for (s, b) in bests.iter().filter(|(_, b)| !b.local.is_empty()) {
+        let local: Vec<String> = b.local.iter().map(i64::to_string).collect();
+        cmd += &format!(" --local {}:{}", s.program, local.join(","));
+    }
+    if !a.strict_math && dialect == Dialect::OpenCl {
+        cmd += " --reassociate";
+    }
+    Some(cmd + " --check")
+}
+
 fn summarize(task: &Task, r: &tune::TuneResult, written: &[PathBuf], model: Option<&Path>, device: &str) {
     let s = tune::report::Summary::of(task, r);
     outln!("device: {}", r.device_name);
@@ -593,7 +622,8 @@ fn summarize(task: &Task, r: &tune::TuneResult, written: &[PathBuf], model: Opti
         outln!("wrote {} (the learned model, for --model)", m.display());
     }
     if let (Some(b), Some(lift)) = (&s.best, mapped_lift(written)) {
-        outln!("run it again: {}", run_command(&lift, device, &b.local, task.reassociate));
+        let reassociate = task.reassociate && task.dialect == Dialect::OpenCl;
+        outln!("run it again: {}", run_command(&lift, device, &b.local, reassociate));
     }
 }
 
