@@ -7,7 +7,7 @@
 
 mod common;
 
-use common::{mapsat, opencl, root, scratch, text, trials};
+use common::{json, mapsat, opencl, root, scratch, text, trials};
 use serde_json::Value;
 use std::collections::HashSet;
 
@@ -41,7 +41,7 @@ fn a_tune_finds_a_correct_kernel_and_reports_it() {
     assert_eq!(kernels.len(), 8, "a kernel was measured twice");
     assert!(ts.iter().all(|t| t["status"] == "ok"), "{ts:?}");
     // The report names the best kernel, and the plot and model were written.
-    let report: Value = serde_json::from_str(&std::fs::read_to_string(dir.join("report.json")).unwrap()).unwrap();
+    let report: Value = json(&dir.join("report.json"));
     assert_best_is_confirmed(&report, &ts);
     // The median valid candidate is one random trial (of an even number, the slower of the
     // middle two): its time and its GFLOP/s. It was measured again with the best kernels, and
@@ -74,8 +74,7 @@ fn a_tune_finds_a_correct_kernel_and_reports_it() {
     let run = mapsat(&["run", lift.to_str().unwrap(), "--check", "--runs", "1"]);
     assert!(run.status.success() && text(&run).contains("check: ok"), "{}", text(&run));
     // It was built letting the compiler reassociate sums, and says so; so is `run --reassociate`.
-    let manifest: Value =
-        serde_json::from_str(&std::fs::read_to_string(dir.join("conv_blocked.json")).unwrap()).unwrap();
+    let manifest: Value = json(&dir.join("conv_blocked.json"));
     assert_eq!(manifest["build_options"], "-cl-unsafe-math-optimizations");
     // The command printed to run it again, as it was measured (its work group, the option).
     let again = stdout.lines().find_map(|l| l.strip_prefix("run it again: mapsat ")).expect("a run command");
@@ -118,7 +117,7 @@ fn a_median_of_other_tile_sizes_is_compared_by_time() {
     let out = mapsat(&[&args[..], &["--random-trials", "8", "--runs", "1", "-o", dir.to_str().unwrap()]].concat());
     assert!(out.status.success(), "{}", text(&out));
     let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
-    let report: Value = serde_json::from_str(&std::fs::read_to_string(dir.join("report.json")).unwrap()).unwrap();
+    let report: Value = json(&dir.join("report.json"));
     let f = |k: &str| report[k].as_f64().unwrap();
     let median = &report["median_confirmed"];
     let (median_ms, median_gflops) = (median["median_ms"].as_f64().unwrap(), median["gflops"].as_f64().unwrap());
@@ -154,7 +153,7 @@ def mm(a: [[i32]K]M, b: [[i32]N]K) : [[i32]N]M =
     let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
     assert!(stdout.contains("no floating-point operations; the median valid candidate: "), "{stdout}");
     assert!(!stdout.contains("no random valid trial"), "{stdout}");
-    let report: Value = serde_json::from_str(&std::fs::read_to_string(out_dir.join("report.json")).unwrap()).unwrap();
+    let report: Value = json(&out_dir.join("report.json"));
     assert!(report["median_valid_ms"].as_f64().unwrap() > 0.0, "{report}");
     assert!(report["speedup_over_median"].as_f64().unwrap() > 0.0, "{report}");
     // Every figure is a time: no "0.00 GFLOP/s" in the summary, the report or the plot.
@@ -250,7 +249,7 @@ fn a_killed_tune_resumes_without_losing_or_repeating_a_record() {
         assert_eq!(kernels.contains(t["kernel"].as_str().unwrap()), t["reused"].is_number(), "{t}");
     }
     // The best is chosen among every record, those before the kill included.
-    let report: Value = serde_json::from_str(&std::fs::read_to_string(dir.join("report.json")).unwrap()).unwrap();
+    let report: Value = json(&dir.join("report.json"));
     assert_best_is_confirmed(&report, &ts);
 }
 
@@ -295,7 +294,7 @@ fn a_hanging_or_crashing_measurement_is_recorded_and_the_tune_goes_on() {
         assert_eq!(failed.len(), 1, "{fault}: {ts:?}");
         assert_eq!(failed[0]["status"], status, "{fault}");
         // The other kernels were measured by a new worker.
-        let report: Value = serde_json::from_str(&std::fs::read_to_string(dir.join("report.json")).unwrap()).unwrap();
+        let report: Value = json(&dir.join("report.json"));
         assert_eq!(report["worker_restarts"], 1, "{fault}");
         assert_ne!(report["best"]["status"], status);
     }
@@ -461,7 +460,7 @@ fn a_tuned_vector_width_is_the_one_of_the_best_kernel_and_its_program() {
     let widths: HashSet<i64> = ts.iter().map(|t| t["tuning"]["vw"].as_i64().unwrap()).collect();
     assert!(widths.len() > 1 && widths.iter().all(|w| [2, 3, 4, 8, 16].contains(w)), "{widths:?}");
     assert!(widths.iter().all(|w| 48 % w == 0), "{widths:?}");
-    let report: Value = serde_json::from_str(&std::fs::read_to_string(dir.join("report.json")).unwrap()).unwrap();
+    let report: Value = json(&dir.join("report.json"));
     let vw = report["best"]["tuning"]["vw"].as_i64().unwrap();
     let lift = std::fs::read_to_string(dir.join("matmul_outer.lift")).unwrap();
     assert!(lift.contains(&format!("vw in 2..16 = {vw}")), "{lift}");
@@ -549,11 +548,9 @@ fn a_tune_never_overwrites_its_input_or_its_log() {
         ["tune", report.to_str().unwrap(), "--trials", "2", "--batch", "2", "--random-trials", "0", "--runs", "1"];
     let out = mapsat(&[&args[..], &["-o", named.join("out").to_str().unwrap()]].concat());
     assert!(out.status.success(), "{}", text(&out));
-    let manifest: Value =
-        serde_json::from_str(&std::fs::read_to_string(named.join("out/report_kernel.json")).unwrap()).unwrap();
+    let manifest: Value = json(&named.join("out/report_kernel.json"));
     assert_eq!(manifest["entry"], "report");
-    let summary: Value =
-        serde_json::from_str(&std::fs::read_to_string(named.join("out/report.json")).unwrap()).unwrap();
+    let summary: Value = json(&named.join("out/report.json"));
     assert!(summary["best_ms"].as_f64().unwrap() > 0.0);
     // A log named as a file of the report is kept.
     let clash = dir.join("clash");

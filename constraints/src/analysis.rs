@@ -757,16 +757,12 @@ pub(crate) fn copied_maps(p: &Program) -> Vec<NodeId> {
                 e = *body;
             }
             Node::Var(k) if args.is_empty() && (*k as usize) < lets.len() => {
-                let i = lets.len() - 1 - *k as usize;
+                let i = let_index(&lets, *k);
                 e = lets[i];
                 lets.truncate(i);
             }
-            Node::Prim(q) if q.is_layout() && args.len() == q.arity() => match q {
-                Prim::Split(_) | Prim::Join | Prim::Transpose | Prim::AsVector(_) | Prim::AsScalar => match args.last()
-                {
-                    Some(a) => e = *a,
-                    None => return Vec::new(),
-                },
+            Node::Prim(q) if q.is_layout() && args.len() == q.arity() => match (written_through(q), args.last()) {
+                (true, Some(a)) => e = *a,
                 _ => return computed_under(p, e, &lets),
             },
             // A layout map (`map(transpose, ..)`, as `slideND2` expands): written through when
@@ -785,20 +781,30 @@ pub(crate) fn copied_maps(p: &Program) -> Vec<NodeId> {
 /// `join`, `transpose`, `asVector`, `asScalar`) or another view (`slide(2, 1)`,
 /// `fun(r => padClamp(1, 1, r))`); `None` when it computes.
 fn layout_function(p: &Program, f: NodeId) -> Option<bool> {
-    let through =
-        |q: &Prim| matches!(q, Prim::Split(_) | Prim::Join | Prim::Transpose | Prim::AsVector(_) | Prim::AsScalar);
     let (head, args) = p.spine(f);
     match p.node(head) {
-        Node::Prim(q) if q.is_layout() && args.len() + 1 == q.arity() => Some(through(q)),
+        Node::Prim(q) if q.is_layout() && args.len() + 1 == q.arity() => Some(written_through(q)),
         Node::Lam(body, _) if args.is_empty() => {
             let (head, args) = p.spine(*body);
             match (p.node(head), args.last().map(|a| p.node(*a))) {
-                (Node::Prim(q), Some(Node::Var(0))) if q.is_layout() && args.len() == q.arity() => Some(through(q)),
+                (Node::Prim(q), Some(Node::Var(0))) if q.is_layout() && args.len() == q.arity() => {
+                    Some(written_through(q))
+                }
                 _ => None,
             }
         }
         _ => None,
     }
+}
+
+/// Is `q` a view code generation writes through (a reindexing of every element once)?
+fn written_through(q: &Prim) -> bool {
+    matches!(q, Prim::Split(_) | Prim::Join | Prim::Transpose | Prim::AsVector(_) | Prim::AsScalar)
+}
+
+/// The position in `lets` (innermost last) of the value that `Var(k)` names.
+fn let_index(lets: &[NodeId], k: u32) -> usize {
+    lets.len() - 1 - k as usize
 }
 
 /// The maps whose results the view `e` is made of: through further views, the arrays that
@@ -808,7 +814,7 @@ fn computed_under(p: &Program, e: NodeId, lets: &[NodeId]) -> Vec<NodeId> {
     let (head, args) = p.spine(e);
     match p.node(head) {
         Node::Var(k) if args.is_empty() && (*k as usize) < lets.len() => {
-            let i = lets.len() - 1 - *k as usize;
+            let i = let_index(lets, *k);
             computed_under(p, lets[i], &lets[..i])
         }
         Node::Prim(q) if q.is_layout() && args.len() == q.arity() => {

@@ -555,10 +555,7 @@ fn summarize_stages(p: &mapsat::ir::Program, kernels: &[tune::report::Summary]) 
         outln!("  mapping {}", mappings.join(","));
         let locals: Vec<String> = kernels
             .iter()
-            .filter_map(|s| s.best.as_ref().filter(|b| !b.local.is_empty()).map(|b| (s, b)))
-            .map(|(s, b)| {
-                format!("--local {}:{}", s.program, b.local.iter().map(i64::to_string).collect::<Vec<_>>().join(","))
-            })
+            .filter_map(|s| s.best.as_ref().and_then(|b| local_flag(Some(&s.program), &b.local)))
             .collect();
         if !locals.is_empty() {
             outln!("  work groups {}", locals.join(" "));
@@ -577,19 +574,14 @@ fn pipeline_run_command(
 ) -> Option<String> {
     let bests: Vec<_> = kernels.iter().map(|s| s.best.as_ref().map(|b| (s, b))).collect::<Option<_>>()?;
     let mappings: Vec<&str> = bests.iter().map(|(_, b)| b.mapping.as_str()).collect();
-    let mut cmd = format!("mapsat run {} --device {} --mapping {}", a.file.display(), a.device, mappings.join(","));
     let sizes: Vec<String> = given.iter().map(|(k, v)| format!("{k}={v}")).collect();
+    let mut args = vec![format!("--mapping {}", mappings.join(","))];
     if !sizes.is_empty() {
-        cmd += &format!(" --size {}", sizes.join(","));
+        args.push(format!("--size {}", sizes.join(",")));
     }
-    for (s, b) in bests.iter().filter(|(_, b)| !b.local.is_empty()) {
-        let local: Vec<String> = b.local.iter().map(i64::to_string).collect();
-        cmd += &format!(" --local {}:{}", s.program, local.join(","));
-    }
-    if !a.strict_math && dialect == Dialect::OpenCl {
-        cmd += " --reassociate";
-    }
-    Some(cmd + " --check")
+    args.extend(bests.iter().filter_map(|(s, b)| local_flag(Some(&s.program), &b.local)));
+    let reassociate = !mapsat_codegen::build_options(dialect, !a.strict_math).is_empty();
+    Some(run_command(&a.file, &a.device, &args, reassociate))
 }
 
 fn summarize(task: &Task, r: &tune::TuneResult, written: &[PathBuf], model: Option<&Path>, device: &str) {
@@ -622,23 +614,32 @@ fn summarize(task: &Task, r: &tune::TuneResult, written: &[PathBuf], model: Opti
         outln!("wrote {} (the learned model, for --model)", m.display());
     }
     if let (Some(b), Some(lift)) = (&s.best, mapped_lift(written)) {
-        let reassociate = task.reassociate && task.dialect == Dialect::OpenCl;
-        outln!("run it again: {}", run_command(&lift, device, &b.local, reassociate));
+        let reassociate = !mapsat_codegen::build_options(task.dialect, task.reassociate).is_empty();
+        let local: Vec<String> = local_flag(None, &b.local).into_iter().collect();
+        outln!("run it again: {}", run_command(&lift, device, &local, reassociate));
     }
 }
 
-/// The `mapsat run` command that runs and checks a tuned kernel as it was measured: its work
-/// group and build option, which its mapped program records only in a comment.
-fn run_command(lift: &Path, device: &str, local: &[i64], reassociate: bool) -> String {
-    let mut cmd = format!("mapsat run {} --device {device}", lift.display());
-    if !local.is_empty() {
-        let local: Vec<String> = local.iter().map(i64::to_string).collect();
-        cmd += &format!(" --local {}", local.join(","));
+/// The `mapsat run` command that runs and checks `file` as it was tuned and measured: `args`
+/// (its mapping, sizes, work groups) and the build option, which a tuned kernel's mapped
+/// program records only in a comment.
+fn run_command(file: &Path, device: &str, args: &[String], reassociate: bool) -> String {
+    let mut cmd = format!("mapsat run {} --device {device}", file.display());
+    for a in args {
+        cmd += &format!(" {a}");
     }
     if reassociate {
         cmd += " --reassociate";
     }
     cmd + " --check"
+}
+
+/// `--local X,Y,Z` (`--local KERNEL:X,Y,Z` for one kernel of a pipeline); `None` for a kernel
+/// without local sizes (code generation's default).
+fn local_flag(kernel: Option<&str>, local: &[i64]) -> Option<String> {
+    let sizes: Vec<String> = local.iter().map(i64::to_string).collect();
+    let kernel = kernel.map(|k| format!("{k}:")).unwrap_or_default();
+    (!local.is_empty()).then(|| format!("--local {kernel}{}", sizes.join(",")))
 }
 
 /// `mapsat predict`.

@@ -41,6 +41,12 @@ pub fn opencl() -> bool {
     present
 }
 
+/// A JSON file (a report, a manifest, a summary).
+pub fn json(path: &Path) -> Value {
+    let text = std::fs::read_to_string(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    serde_json::from_str(&text).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+}
+
 /// The trial records of a tuning log (not its header or the confirming re-measurements).
 pub fn trials(log: &Path) -> Vec<Value> {
     let text = std::fs::read_to_string(log).expect("log");

@@ -53,10 +53,11 @@ pub(super) fn synchronizability(g: &Gen, out: &mut Out) -> Sync {
 /// synchronization, or a race on a buffer read again); the space offered
 /// `padClamp(2, 0, map(f, x))` as `G0`.
 fn result_copied_by_every_thread(g: &Gen, out: &mut Out) {
-    if g.as_vars(&g.a.copied).is_empty() {
+    let copied = g.as_vars(&g.a.copied);
+    if copied.is_empty() {
         return;
     }
-    let copied = g.names(&g.as_vars(&g.a.copied));
+    let copied = g.names(&copied);
     for i in 0..g.len() {
         let one_thread = [Code::Seq, Code::Fused, Code::Vec].into_iter().map(|c| Expr::code_is(i, c)).collect();
         out.push(

@@ -502,8 +502,7 @@ fn report_winner(summary: &mut serde_json::Value, outcomes: &[Outcome], w: usize
     };
     outln!("best: variant {w}, {}, {} ({over})", fmt_ms(ms), fmt_gflops(gflops));
     for (l, local) in t.lifts.iter().zip(&t.locals) {
-        let local: Vec<String> = local.iter().map(i64::to_string).collect();
-        let local = if local.is_empty() { String::new() } else { format!(" --local {}", local.join(",")) };
+        let local = super::local_flag(None, local).map(|f| format!(" {f}")).unwrap_or_default();
         outln!("  kernel {} (mapsat run FILE --reassociate{local})", l.display());
     }
 }
