@@ -562,6 +562,10 @@ impl<'a> Walker<'a> {
         };
         let before = self.compute;
         let nbuf_before = self.buffers.len();
+        // A function whose result is a view of what it computes that cannot be written through
+        // (`fun(r => pad(1, 1, 0.0, map(g, r)))`): code generation computes it, then copies it
+        // in every thread of this map's iteration.
+        let copies = matches!(&f, AV::Clo(body, _) if !copied_maps(self.p, *body).is_empty());
         let copy = self.maps[m].explicit_space.is_some();
         self.copy_depth += copy as usize;
         self.stack.push(m);
@@ -610,6 +614,7 @@ impl<'a> Walker<'a> {
         if let Some(d) = &in_dim {
             self.read_dim(d, Reader::Map(m));
         }
+        let r = if copies { self.copied(r) } else { r };
         // The output buffer.
         let b = self.buffers.len();
         let mut writers = vec![Writer::Maps(vec![m])];
@@ -659,6 +664,21 @@ impl<'a> Walker<'a> {
         self.buffers.push(Buffer { top: m, writers, spaces, bytes, reads: Vec::new(), merged: false });
         self.explicit_dims.push(explicit);
         AV::V(fresh(&lens, leaf, Some(b)))
+    }
+}
+
+impl Walker<'_> {
+    /// The copy of the view `r` a thread makes: it reads every element, and writes a fresh
+    /// array of the same shape.
+    fn copied(&mut self, r: View) -> View {
+        self.read_all(&r, Reader::Thread);
+        let mut lens = Vec::new();
+        let mut leaf = r;
+        while let View::Arr(d, e) = leaf {
+            lens.push(d.len);
+            leaf = *e;
+        }
+        fresh(&lens, leaf, None)
     }
 }
 
@@ -740,15 +760,16 @@ fn written_maps(p: &Program, e: NodeId) -> Vec<NodeId> {
     }
 }
 
-/// The maps whose results code generation copies to the output after computing them: the root
-/// seen through the views it writes through (`split`, `join`, `transpose`, `asVector`,
+/// The maps whose results code generation copies to the output after computing them: `result`
+/// (the program's root, or the body of a map's function) seen through the views it writes through (`split`, `join`, `transpose`, `asVector`,
 /// `asScalar`), `let`s and the variables they bind, when what is left is another view
 /// (`slide`, `pad`, `at`, `get`, `zip`, `tuple`), and the maps that view is made of
-/// ([`computed_under`]). Every thread of the grid runs that copy, reading what every other
-/// thread wrote: only a result computed by one thread can be copied so.
-pub(crate) fn copied_maps(p: &Program) -> Vec<NodeId> {
+/// ([`computed_under`]). Every thread of the grid (of the map's iteration) runs that copy,
+/// reading what every other thread wrote: only a result computed by one thread (or a work group,
+/// behind a barrier) can be copied so.
+pub(crate) fn copied_maps(p: &Program, result: NodeId) -> Vec<NodeId> {
     let mut lets: Vec<NodeId> = Vec::new();
-    let mut e = p.root;
+    let mut e = result;
     loop {
         let (head, args) = p.spine(e);
         match p.node(head) {
@@ -950,7 +971,7 @@ impl Analysis {
                 tree.add_edge(graph_node[&par], graph_node[&i], ());
             }
         }
-        let copied = copied_maps(p).into_iter().filter_map(|n| maps.iter().position(|m| m.node == n)).collect();
+        let copied = copied_maps(p, p.root).into_iter().filter_map(|n| maps.iter().position(|m| m.node == n)).collect();
         Analysis {
             maps,
             tree,

@@ -139,7 +139,7 @@ fn vector_stage(g: &mut Rng, v: &str, n: &Len, partner: &str, last: bool) -> Sta
 fn matrix_stage(g: &mut Rng, m: &str, r: &Len, c: &Len, partner: &str, last: bool) -> Stage {
     let same = |expr: String| Stage { expr, shape: Shape::Matrix(r.clone(), c.clone()) };
     let slide3 = "map(fun(w => reduce(add, 0.0, w)), slide(3, 1, padClamp(1, 1, ROW)))";
-    match g.below(if last { 11 } else { 10 }) {
+    match g.below(if last { 12 } else { 11 }) {
         0 => same(format!("map(fun(r => map(fun(x => x * {}.5 + 1.0), r)), {m})", g.below(3))),
         1 => Stage {
             expr: format!("map(fun(r => map(fun(x => x + 1.0), r)), transpose({m}))"),
@@ -174,6 +174,12 @@ fn matrix_stage(g: &mut Rng, m: &str, r: &Len, c: &Len, partner: &str, last: boo
                 format!("map(fun(r => map(fun(x => x * 0.5), r)), {m})")
             },
             shape: Shape::Matrix(r.clone(), c.clone()),
+        },
+        // Each row computed, then copied through a view (code generation copies the padded
+        // row in every thread of the outer map's iteration).
+        10 => Stage {
+            expr: format!("map(fun(r => padClamp(1, 1, map(fun(x => x * 2.0 + 1.0), r))), {m})"),
+            shape: Shape::Matrix(r.clone(), len(&format!("{} + 2", c.expr), c.value + 2)),
         },
         _ => Stage {
             expr: format!("reduce(add, 0.0, join(map(fun(r => map(fun(x => x * x), r)), {m})))"),
