@@ -419,7 +419,8 @@ fn an_unmapped_program_is_told_how_to_get_a_mapping() {
 }
 
 /// `emit --target cuda --mapping` without `--profile` maps under CUDA's limits: the space's
-/// work group has at most 64 threads in z (it suggested all 100, and CUDA refused the launch).
+/// work group has at most 64 threads in z (it suggested all 100, and CUDA refused the launch);
+/// 50, which runs the 100 iterations in two rounds as 64 would, with no thread idle.
 #[test]
 fn a_cuda_emit_of_a_mapping_gets_a_block_cuda_launches() {
     let dir = common::scratch("cli", "cuda-z");

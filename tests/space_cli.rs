@@ -447,17 +447,18 @@ fn explain_names_barriers_and_local_sizes_of_every_valid_mapping() {
     assert!(out.stdout.contains("  local sizes: code generation's default"), "{}", out.stdout);
 }
 
-/// The local sizes `explain` proposes without a profile divide every `mapLcl` loop of their
-/// dimension, as a device's space asks, so that `run --local` on a device takes them: M4's
-/// loops B and D have 8 and 16 iterations, and it proposed 16, which `run` refused (a tester).
+/// The local sizes `explain` proposes without a profile run on a device (`run --local` checks
+/// them against the device's space): M4's loops B and D have 8 and 16 iterations, and 16
+/// threads run each in one round; the space once asked a work group to divide every `mapLcl`
+/// loop, and `run` refused 16 (a tester), until the space asked it only of loops with a barrier.
 #[test]
 fn proposed_local_sizes_run_on_a_device() {
     let run = explain(LISTING1, M4, &[]).exits(0);
     let proposed =
         run.stdout.lines().find_map(|l| l.strip_prefix("  local sizes (a valid choice): ")).expect("local sizes");
-    assert_eq!(proposed, "[8, 1, 1]", "{}", run.stdout);
+    assert_eq!(proposed, "[16, 1, 1]", "{}", run.stdout);
     if common::opencl() {
-        let run = mapsat(&["run", LISTING1, "--mapping", M4, "--local", "8,1,1", "--check", "--runs", "1"]).exits(0);
+        let run = mapsat(&["run", LISTING1, "--mapping", M4, "--local", "16,1,1", "--check", "--runs", "1"]).exits(0);
         assert!(run.stdout.contains("check: ok"), "{}", run.stdout);
     }
 }

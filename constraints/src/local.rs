@@ -48,13 +48,15 @@ impl Space {
         Ok(out)
     }
 
-    /// The valid local sizes of `m` with the most work items (ties: the largest in dimension
-    /// 0, then 1), at most the profile's `max_work_group_size` or [`DEFAULT_GROUP_BUDGET`]
-    /// without a profile, and in each dimension at most the longest `mapLcl` loop of that
-    /// dimension (else the smallest valid one), and dividing every `mapLcl` loop of its dimension
-    /// where some valid one does (as a device profile's space asks: `explain` without a profile
-    /// proposed 16 threads for loops of 8 and 16, which `run` then refused);
-    /// `None` when there is none (or the space has no tuning parameters).
+    /// The valid local sizes of `m` whose `mapLcl` loops run in the fewest rounds (the sum over
+    /// the loops of `ceil(length / ls{d})`), with at most the profile's `max_work_group_size`
+    /// work items or [`DEFAULT_GROUP_BUDGET`] without a profile, and in each dimension at most
+    /// the longest `mapLcl` loop of that dimension (else the smallest valid one). Of as many
+    /// rounds: the one dividing the most loops (no idle threads in a last round), then the one
+    /// with the most work items, then the largest in dimension 0, then 1. A tile copied with
+    /// its halo (10 iterations) and computed (8) gets 10; 100 iterations under CUDA's 64
+    /// threads in z get 50 (two rounds, as 64 would take). `None` when there is none (or the
+    /// space has no tuning parameters).
     /// This is what `explain` and `emit --mapping` propose when no local size is given, instead
     /// of the smallest valid one.
     pub fn suggested_local_size(&self, m: &Mapping) -> Result<Option<Vec<i64>>, Error> {
@@ -71,17 +73,20 @@ impl Space {
                 }
             }
         }
-        // No more threads in a dimension than its longest mapLcl loop has iterations; and,
-        // where one can, as many as divide every loop of the dimension (a device profile's space
-        // asks it, so the choice made without one also runs under one).
+        // No more threads in a dimension than its longest mapLcl loop has iterations.
         let fits = |l: &Vec<i64>| l.iter().zip(&lengths).all(|(x, ns)| *x <= ns.iter().copied().max().unwrap_or(1));
-        let divides = |l: &Vec<i64>| l.iter().zip(&lengths).all(|(x, ns)| ns.iter().all(|n| n % x == 0));
+        let over_loops = |l: &Vec<i64>, f: &dyn Fn(i64, i64) -> i64| -> i64 {
+            l.iter().zip(&lengths).map(|(x, ns)| ns.iter().map(|n| f(*n, *x)).sum::<i64>()).sum()
+        };
+        let rounds = |l: &Vec<i64>| over_loops(l, &|n, x| (n + x - 1) / x);
+        let divided = |l: &Vec<i64>| over_loops(l, &|n, x| i64::from(n % x == 0));
         let items = |l: &Vec<i64>| l.iter().try_fold(1i64, |a, &x| a.checked_mul(x)).unwrap_or(i64::MAX);
         let all = self.local_sizes(m)?;
-        let largest = |keep: &dyn Fn(&Vec<i64>) -> bool| {
-            all.iter().filter(|l| items(l) <= budget && keep(l)).max_by(|a, b| items(a).cmp(&items(b)).then(a.cmp(b)))
-        };
-        let best = largest(&|l| divides(l)).or_else(|| largest(&fits)).or_else(|| all.first());
+        let best = all
+            .iter()
+            .filter(|l| items(l) <= budget && fits(l))
+            .min_by_key(|l| (rounds(l), -divided(l), -items(l), std::cmp::Reverse(l.to_vec())))
+            .or_else(|| all.first());
         Ok(best.cloned())
     }
 

@@ -14,7 +14,6 @@ pub(super) fn device_limits(g: &Gen, out: &mut Out, needs_local_sizes: bool) -> 
     if let Some(prof) = &g.options.profile {
         if !ls_domains.is_empty() {
             work_group_size(out, prof);
-            local_sizes_divide(g, out);
         }
         if prof.max_dims < 3 {
             ndrange_dims(g, out, prof);
@@ -29,9 +28,7 @@ pub(super) fn device_limits(g: &Gen, out: &mut Out, needs_local_sizes: bool) -> 
 
 /// The local size of each dimension `d` takes a candidate value: a divisor of some map's
 /// length or a power of two, at most the device's largest work-item size in `d` (1024 without
-/// a profile; a larger local size cannot be launched). And it is 1 unless some map is
-/// `mapLcl(d)`: a larger size would only add threads that no map gives work of their own, and
-/// duplicate every mapping's local-size solutions.
+/// a profile; a larger local size cannot be launched), and [`fits`] its `mapLcl(d)` loops.
 fn local_sizes(g: &Gen, out: &mut Out) -> Vec<Vec<i64>> {
     let max_item = g.options.profile.as_ref().map(|p| p.max_work_item_sizes).unwrap_or([1024; 3]);
     let mut ls_domains = Vec::new();
@@ -51,15 +48,32 @@ fn local_sizes(g: &Gen, out: &mut Out) -> Vec<Vec<i64>> {
             format!("local size ls{d} is a candidate value at most {max_d}"),
             Expr::In(Term::Ls(d), cand),
         );
-        let users: Vec<Expr> = (0..g.len()).map(|i| Expr::code_is(i, Code::Lcl(d as u8))).collect();
         out.push(
             Family::DeviceLimits,
             &[],
-            format!("local size ls{d} is 1 unless a map is mapLcl({d})"),
-            Expr::Or(vec![Expr::Or(users), Expr::Eq(Term::Ls(d), Term::Const(1))]),
+            format!("local size ls{d} is 1, or at most the length of the longest mapLcl({d}) loop"),
+            fits(g, d as u8),
         );
     }
     ls_domains
+}
+
+/// `ls{d}` is 1, or at most the length of the longest `mapLcl(d)` loop: more threads would only
+/// idle in every loop, and duplicate every mapping's local-size solutions. It need not divide
+/// a loop's length: code generation hands out the iterations round by round (the threads past
+/// the end skip the last round), and asks it only of the loops a barrier lies in (family 10).
+/// A tile copied with its halo (10 iterations) and then computed (8 iterations) may take 8 or
+/// 10 threads, not only the 2 that divide both.
+fn fits(g: &Gen, d: u8) -> Expr {
+    let mut any = vec![Expr::Eq(Term::Ls(d as usize), Term::Const(1))];
+    for i in 0..g.len() {
+        let lcl = Expr::code_is(i, Code::Lcl(d));
+        any.push(match g.info(i).extent {
+            Some(n) => Expr::And(vec![lcl, Expr::negate(Expr::Lt(Term::Const(n), Term::Ls(d as usize)))]),
+            None => lcl,
+        });
+    }
+    Expr::Or(any)
 }
 
 /// The work-group size `ls0*ls1*ls2` is at most the device's: a larger one fails to launch.
@@ -73,24 +87,6 @@ fn work_group_size(out: &mut Out, prof: &Profile) {
             Term::Mul(vec![Term::Ls(0), Term::Ls(1), Term::Ls(2)]),
         )),
     );
-}
-
-/// A `mapLcl(d)` of length `n` needs `ls{d}` to divide `n`: every thread of the work group then
-/// runs the same number of iterations (no idle threads in a last partial round). Stricter
-/// than code generation needs, which asks it only of the loops a barrier lies in (family 10).
-fn local_sizes_divide(g: &Gen, out: &mut Out) {
-    for i in 0..g.len() {
-        let Some(n) = g.info(i).extent else { continue };
-        let parts = (0..3u8)
-            .map(|d| Expr::implies(Expr::code_is(i, Code::Lcl(d)), Expr::In(Term::Ls(d as usize), g.local_divisors(n))))
-            .collect();
-        out.push(
-            Family::DeviceLimits,
-            &[i],
-            format!("map {} of length {n} as mapLcl(d): the local size ls{{d}} divides {n}", g.label(i)),
-            Expr::And(parts),
-        );
-    }
 }
 
 /// No more work groups in a dimension than the device launches (CUDA's grid: 65,535 blocks in
