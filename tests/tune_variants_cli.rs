@@ -381,3 +381,37 @@ fn a_variant_program_is_never_written_over_the_input() {
         std::fs::remove_file(&src).unwrap();
     }
 }
+
+/// Every `run it again` command a tune of variants prints runs and checks, the whole-program
+/// one of a variant whose kernels differ from the input's too: a fully-connected layer with a
+/// bias, one of whose variants stores the weights transposed by a kernel of its own. That
+/// command named the input file, whose one kernel has no `lp_0_x1` to take its `--local`
+/// (a tester).
+#[test]
+fn every_printed_run_command_of_a_variant_runs() {
+    if !opencl() {
+        return;
+    }
+    let dir = scratch("tune-variants", "rerun");
+    let file = dir.join("lp.lift");
+    std::fs::write(
+        &file,
+        "size M = 3, K = 11, N = 13\ndef lp(x: [[f32]K]M, w: [[f32]K]N, bias: [f32]N) : [[f32]N]M =\n  \
+         map@A(fun(row => map@B(fun(wb => max(0.0, reduce(add, 0.0, map@C(fun(p => p.0 * p.1), zip(row, wb.0))) + wb.1)), zip(w, bias))), x)\n",
+    )
+    .unwrap();
+    let out_dir = dir.join("out");
+    let args = ["tune", file.to_str().unwrap(), "--variants", "3", "--trials", "2", "--batch", "2"];
+    let out = mapsat(&[&args[..], &["--random-trials", "0", "--runs", "1", "-o", out_dir.to_str().unwrap()]].concat());
+    assert!(out.status.success(), "{}", text(&out));
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let again: Vec<&str> = stdout.lines().filter_map(|l| l.strip_prefix("run it again: mapsat ")).collect();
+    // A whole program of two kernels, run from the variant's own file.
+    let input = file.to_str().unwrap();
+    assert!(again.iter().any(|c| c.contains("variant.lift") && c.contains(":1") && !c.contains(input)), "{stdout}");
+    for cmd in again {
+        let run = mapsat(&[cmd.split_whitespace().collect::<Vec<_>>(), vec!["--runs", "1"]].concat());
+        assert!(run.status.success() && text(&run).contains("check: ok"), "{cmd}\n{}", text(&run));
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -348,7 +348,7 @@ pub(super) fn tune_program(
     summarize_stages(&p, &summaries);
     let best = tuned(&device_name, &summaries, &files);
     write_pipeline(&p, out, &summaries, &files, &best)?;
-    if let Some(cmd) = pipeline_run_command(a, given, device.dialect(), &summaries) {
+    if let Some(cmd) = pipeline_run_command(a, Path::new(&src.name), given, device.dialect(), &summaries) {
         outln!("run it again: {cmd}");
     }
     Ok(best)
@@ -564,10 +564,12 @@ fn summarize_stages(p: &mapsat::ir::Program, kernels: &[tune::report::Summary]) 
 }
 
 /// The `mapsat run` command that runs and checks a tuned pipeline as it was measured: the
-/// program at the tune's sizes, each kernel's mapping and work group; `None` when a kernel has
+/// program's `file` (the input, or the variant's own file with `--variants`, whose kernels may
+/// differ) at the tune's sizes, each kernel's mapping and work group; `None` when a kernel has
 /// no best.
 fn pipeline_run_command(
     a: &TuneArgs,
+    file: &Path,
     given: &mapsat::ir::Sizes,
     dialect: Dialect,
     kernels: &[tune::report::Summary],
@@ -581,7 +583,7 @@ fn pipeline_run_command(
     }
     args.extend(bests.iter().filter_map(|(s, b)| local_flag(Some(&s.program), &b.local)));
     let reassociate = !mapsat_codegen::build_options(dialect, !a.strict_math).is_empty();
-    Some(run_command(&a.file, &a.device, &args, reassociate))
+    Some(run_command(file, &a.device, &args, reassociate))
 }
 
 fn summarize(task: &Task, r: &tune::TuneResult, written: &[PathBuf], model: Option<&Path>, device: &str) {
