@@ -289,11 +289,16 @@ impl Printer<'_> {
         for &a in &k.args {
             let b = k.buf(a);
             let t = self.mem_ty(b.kind);
+            // A global temporary, written and read back in the kernel, is not `restrict`: pocl
+            // (LLVM) computed garbage from `tmp[clamp(c - 2, 0, 4)]` read after the loop that
+            // wrote `tmp[i]`, in one thread, with the pointer `restrict`, and right without.
             let p = match (self.d, b.by_value, b.role) {
                 (_, true, _) => format!("const {t} {}", b.name),
                 (Dialect::OpenCl, false, Role::Input) => format!("__global const {t}* restrict {}", b.name),
+                (Dialect::OpenCl, false, Role::Temp) => format!("__global {t}* {}", b.name),
                 (Dialect::OpenCl, false, _) => format!("__global {t}* restrict {}", b.name),
                 (Dialect::Cuda, false, Role::Input) => format!("const {t}* __restrict__ {}", b.name),
+                (Dialect::Cuda, false, Role::Temp) => format!("{t}* {}", b.name),
                 (Dialect::Cuda, false, _) => format!("{t}* __restrict__ {}", b.name),
             };
             params.push(p);

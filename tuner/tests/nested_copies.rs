@@ -1,14 +1,21 @@
 //! A map whose function returns a view of what it computes that cannot be written through
 //! (`fun(r => pad(1, 1, 0.0, map@B(g, r)))`, a `slide`, a `padClamp` behind a `let`) is
-//! computed, then copied by every thread of the map's iteration. Every valid mapping of such a
+//! computed, then copied by the threads of the map's iteration. Every valid mapping of such a
 //! program lowers (code generation is the oracle): the space offered `A=G0,B=G1`, whose copy
-//! reads what other work groups wrote, and code generation refused it.
+//! reads what other work groups wrote, and code generation refused it. And each runs right on
+//! pocl (the interpreter is the oracle): with `A=W1` every thread of a work group copied the
+//! whole padded image, and pocl wrote zeros for a row of it; with `A=S,B=S` pocl read garbage
+//! back from a `restrict` temporary (testers).
 
-use mapsat_constraints::{Options, Space};
+#[path = "common/mod.rs"]
+mod common;
+
+use mapsat_constraints::{Code, Mapping, Options, Space};
 use mapsat_ir::profile::Profile;
+use mapsat_tuner::measure::{self, DeviceSpec, RunConfig};
 use std::ops::ControlFlow;
 
-const PROGRAMS: [&str; 5] = [
+const PROGRAMS: [&str; 7] = [
     "size N = 8, M = 6\ndef f(x: [[f32]M]N) = map@A(fun(row => pad(1, 1, 0.0, map@B(fun(v => v * 2.0), row))), x)",
     "size N = 8, M = 6\ndef f(x: [[f32]M]N) = map@A(fun(row => slide(3, 1, map@B(fun(v => v * 2.0), row))), x)",
     "size N = 8, M = 6\ndef f(x: [[f32]M]N) =
@@ -17,6 +24,9 @@ const PROGRAMS: [&str; 5] = [
        map@A(fun(img => padClampND2(1, 1, map@B(fun(r => map@C(fun(v => v * v), r)), img))), x)",
     "size N = 8, M = 6\ndef f(x: [[f32]M]N) =
        map@A(fun(row => pad(1, 0, 0.0, map@B(fun(w => reduce(add, 0.0, w)), slide(2, 1, row)))), x)",
+    "size B = 2, H = 3, W = 4\ndef f(x: [[[f32]W]H]B) =
+       map@A(fun(img => padND2(1, 1, 0.0, mapND2@C(fun(v => v * 2.0), img))), x)",
+    "size H = 4, W = 5\ndef f(x: [[f32]W]H) = map@A(fun(row => padClamp(2, 1, map@B(fun(v => v * v), row))), x)",
 ];
 
 fn space(p: &mapsat_ir::Program) -> Space {
@@ -44,6 +54,41 @@ fn every_valid_mapping_of_a_copied_function_result_lowers() {
             let q = space.apply(&p, m).expect("applies");
             let opts = mapsat_codegen::Options::for_profile(p.default_sizes(), local, &profile);
             mapsat_codegen::lower(&q, &opts).unwrap_or_else(|e| panic!("{src}\n{}: {e}", space.show(m)));
+        }
+    }
+}
+
+#[test]
+fn every_valid_mapping_of_a_copied_function_result_runs_right() {
+    if !common::opencl_present() {
+        return;
+    }
+    for src in PROGRAMS {
+        let p = mapsat_ir::parse(src).expect("parse");
+        let space = space(&p);
+        let sizes = p.default_sizes();
+        let inputs = mapsat_ir::interp::random_inputs(&p, &sizes, 3).expect("inputs");
+        let want = mapsat_ir::interp::eval(&p, &sizes, &inputs).expect("interpreter");
+        let cfg = RunConfig { warmup: 0, runs: 1, check: false, ..RunConfig::default() };
+        let mut mappings: Vec<Mapping> = Vec::new();
+        space
+            .enumerate(None, |m| {
+                mappings.push(m.clone());
+                ControlFlow::Continue(())
+            })
+            .expect("enumerates");
+        // One thread, and a work group per row or image in dimension 1 (the copies the testers
+        // saw go wrong; each kernel takes pocl about a second to build here).
+        let one_thread = |m: &Mapping| m.codes.iter().all(|c| matches!(c, Code::Seq | Code::Fused | Code::Vec));
+        let tried: Vec<&Mapping> = mappings.iter().filter(|m| one_thread(m) || m.codes[0] == Code::Wrg(1)).collect();
+        assert!(tried.len() >= 2, "{src}");
+        for m in tried {
+            let local = space.suggested_local_size(m).expect("local sizes");
+            let q = space.apply(&p, m).expect("applies");
+            let r = measure::run(&q, &sizes, local, &inputs, DeviceSpec::OpenCl(0, 0), &cfg)
+                .unwrap_or_else(|e| panic!("{src}\n{}: {e}", space.show(m)));
+            let c = r.output.compare(&want, 1e-4, 1e-5);
+            assert!(c.ok, "{src}\n{}: {} mismatches, first {:?}", space.show(m), c.mismatches, c.first_mismatch);
         }
     }
 }

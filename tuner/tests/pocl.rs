@@ -87,3 +87,38 @@ fn a_vector_of_a_column_is_gathered() {
     let c = r.output.compare(&want, 1e-3, 1e-4);
     assert!(c.ok, "{} mismatches, first {:?}", c.mismatches, c.first_mismatch);
 }
+
+/// A reduction whose accumulator is a tuple (a sum and a maximum; a sum and a sum of products
+/// that reads the old sum) keeps one private variable per part, each step computing every part
+/// from the old values before storing any. Code generation refused such accumulators while
+/// the space called their mappings valid (a tester). Every valid mapping lowers and runs right.
+#[test]
+fn a_tuple_accumulator_keeps_a_variable_per_part() {
+    let programs = [
+        "size N = 12\ndef am(xs: [f32]N) : f32 =\n  \
+         let t = reduce(fun(acc, x => (acc.0 + x, max(acc.1, x))), (0.0, -1e30), map@A(fun(x => x * 2.0), xs)) in t.0 - t.1",
+        "size N = 16, M = 8\ndef mv(x: [[f32]N]M) : [f32]M =\n  \
+         map@A(fun(row => let t = reduce(fun(acc, v => (acc.0 + v, acc.1 + acc.0 * v)), (0.0, 0.0), row) in t.1 / (t.0 + 100.0)), x)",
+    ];
+    let present = opencl_present();
+    for src in programs {
+        let p = mapsat_ir::parse(src).expect("parse");
+        let space = mapsat_constraints::Space::generate(&p, mapsat_constraints::Options::default()).expect("space");
+        let sizes = p.default_sizes();
+        let inputs = mapsat_ir::interp::random_inputs(&p, &sizes, 11).expect("inputs");
+        let want = mapsat_ir::interp::eval(&p, &sizes, &inputs).expect("interpreter");
+        for m in space.sample(8, 0).expect("samples") {
+            let q = space.apply(&p, &m).expect("applies");
+            let opts = mapsat_codegen::Options { sizes: sizes.clone(), ..mapsat_codegen::Options::default() };
+            let (source, _) = mapsat_codegen::emit(&q, &opts, mapsat_codegen::Dialect::OpenCl)
+                .unwrap_or_else(|e| panic!("{src}\n{}: {e}", space.show(&m)));
+            assert!(source.contains("acc_1"), "{source}");
+            if present {
+                let cfg = RunConfig { warmup: 0, runs: 1, check: false, ..RunConfig::default() };
+                let r = measure::run(&q, &sizes, None, &inputs, DeviceSpec::OpenCl(0, 0), &cfg).expect("run");
+                let c = r.output.compare(&want, 1e-4, 1e-5);
+                assert!(c.ok, "{src}\n{}: {} mismatches, first {:?}", space.show(&m), c.mismatches, c.first_mismatch);
+            }
+        }
+    }
+}

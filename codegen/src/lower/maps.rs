@@ -48,6 +48,31 @@ impl LoopCtx {
         }
     }
 
+    /// A loop of `extent` iterations of kind `kind`, `stride` apart for each thread: how many
+    /// each thread runs, and whether the threads of a work group run it a different number of
+    /// times.
+    pub(super) fn spread(kind: LoopKind, origin: String, var: VarId, extent: i64, stride: i64) -> LoopCtx {
+        let trips = if matches!(kind, LoopKind::Seq | LoopKind::Vec) {
+            Trips::Loop
+        } else if stride == extent {
+            Trips::One
+        } else if stride > extent {
+            Trips::AtMostOne
+        } else {
+            Trips::Loop
+        };
+        let divergent = match (kind, trips) {
+            (LoopKind::Local(_) | LoopKind::Global(_), Trips::AtMostOne) => {
+                Some(format!("{extent} iterations over {stride} threads"))
+            }
+            (LoopKind::Local(_) | LoopKind::Global(_), Trips::Loop) if extent % stride != 0 => {
+                Some(format!("{extent} iterations over {stride} threads"))
+            }
+            _ => None,
+        };
+        LoopCtx { kind, origin, var, extent, stride, trips, divergent }
+    }
+
     /// The loop statement with its body.
     pub(super) fn into_stmt(self, body: Vec<Stmt>) -> Stmt {
         let LoopCtx { kind, origin, var, extent, stride, trips, .. } = self;
@@ -106,7 +131,7 @@ impl Lower<'_> {
             let d = out.clone().at(Index::var(var));
             let o = lw.apply(f, vec![elem], Some(d.clone()))?;
             if !o.written {
-                lw.copy(&o.view, &d, &out_elem)?;
+                lw.copy_shared(&o.view, &d, &out_elem)?;
             }
             Ok(())
         })?;
@@ -131,26 +156,8 @@ impl Lower<'_> {
             MapKind::Vec => (LoopKind::Vec, 1),
             _ => (LoopKind::Seq, 1),
         };
-        let trips = if matches!(lkind, LoopKind::Seq | LoopKind::Vec) {
-            Trips::Loop
-        } else if stride == extent {
-            Trips::One
-        } else if stride > extent {
-            Trips::AtMostOne
-        } else {
-            Trips::Loop
-        };
-        let divergent = match (lkind, trips) {
-            (LoopKind::Local(_) | LoopKind::Global(_), Trips::AtMostOne) => {
-                Some(format!("{extent} iterations over {stride} threads"))
-            }
-            (LoopKind::Local(_) | LoopKind::Global(_), Trips::Loop) if extent % stride != 0 => {
-                Some(format!("{extent} iterations over {stride} threads"))
-            }
-            _ => None,
-        };
         let var = self.loop_var(f, lkind, extent);
-        LoopCtx { kind: lkind, origin, var, extent, stride, trips, divergent }
+        LoopCtx::spread(lkind, origin, var, extent, stride)
     }
 
     /// The variable of a map's loop: named after the function's binder (`i_x`), else after the
@@ -225,6 +232,11 @@ impl Lower<'_> {
         let init_v = self.data(init)?;
         let xs_v = self.data(xs)?;
         let (extent, _) = array_len(xs_ty)?;
+        if let (Type::Tuple(parts), None) = (acc_ty, &dest) {
+            if parts.iter().all(|t| matches!(t, Type::Scalar(_) | Type::Vector(..))) {
+                return self.reduce_tuple(f, init_v, xs_v, extent, parts);
+            }
+        }
         let (dims, elem) = dims_of(acc_ty)?;
         let (kind, width) = elem_of(&elem)?;
         let name = self.fresh("acc");
@@ -264,5 +276,48 @@ impl Lower<'_> {
             }
             None => Out::view(accv),
         }
+    }
+
+    /// `reduceSeq` with a tuple of scalars or vectors as its accumulator (a sum and a maximum,
+    /// `(acc.0 + x, max(acc.1, x))`): one private variable per part. Each step computes every
+    /// part from the old values into variables of its own before any part is stored (a part
+    /// may read another: `(acc.0 + x, acc.1 + acc.0 * x)`).
+    fn reduce_tuple(&mut self, f: &Arg, init: View, xs: View, extent: i64, parts: &[Type]) -> R<Out> {
+        let mut accs = Vec::with_capacity(parts.len());
+        for (k, t) in parts.iter().enumerate() {
+            let (kind, width) = elem_of(t)?;
+            let e = self.read(&View::Get(k as u32, Box::new(init.clone())))?;
+            let name = self.fresh("acc");
+            let b = Buffer {
+                name,
+                space: Space::Private,
+                role: Role::Temp,
+                kind,
+                width,
+                dims: vec![],
+                param: None,
+                by_value: false,
+            };
+            let acc = self.add_buf(b);
+            self.emit(Stmt::Decl(acc, Some(e)));
+            accs.push(acc);
+        }
+        let accv = View::Tuple(accs.iter().map(|a| View::Mem(*a)).collect());
+        let var = self.new_var("i", extent);
+        let ctx = LoopCtx::seq("reduceSeq", var, extent);
+        let (body, ctx) = self.in_loop(ctx, extent as u64, |lw| {
+            let o = lw.apply(f, vec![accv.clone(), xs.at(Index::var(var))], None)?;
+            let mut next = Vec::with_capacity(parts.len());
+            for (k, t) in parts.iter().enumerate() {
+                let e = lw.read(&View::Get(k as u32, Box::new(o.view.clone())))?;
+                next.push(lw.materialize(View::Value(e), t, "next")?);
+            }
+            for ((acc, v), t) in accs.iter().zip(next).zip(parts) {
+                lw.copy(&v, &View::Mem(*acc), t)?;
+            }
+            Ok(())
+        })?;
+        self.emit(ctx.into_stmt(body));
+        Out::view(accv)
     }
 }

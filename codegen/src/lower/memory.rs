@@ -5,6 +5,7 @@
 //! private inside a thread, local inside a work group, global otherwise. Values are written
 //! element by element ([`Lower::copy`]) where they are not computed in place.
 
+use super::barrier::ParallelLoop;
 use super::expr::{Arg, Out};
 use super::maps::LoopCtx;
 use super::names::map_name;
@@ -262,6 +263,37 @@ impl Lower<'_> {
             Type::Tuple(_) => Err(K::Unsupported(format!("storing a tuple of type {t}")).into()),
             Type::Fun(..) => Err(K::Unsupported("storing a function".into()).into()),
         }
+    }
+
+    /// Writes `src` to `dst` as [`Lower::copy`] does, where every thread of a work group would
+    /// write all of it (a `mapWrg`'s function returning a view of what its work group computed,
+    /// `pad(1, 1, 0.0, mapLcl(..))`): the copy's outer loops are handed out to the work group's
+    /// threads instead, one dimension of the work group each. Faster, and pocl computed wrong
+    /// results (and once corrupted the host's heap) with every thread copying all.
+    pub(super) fn copy_shared(&mut self, src: &View, dst: &View, t: &Type) -> R<()> {
+        let in_group = self.loops.iter().any(|l| matches!(l.kind, LoopKind::Group(_)));
+        let own = self.loops.iter().any(|l| matches!(l.kind, LoopKind::Global(_) | LoopKind::Local(_)));
+        let dims: Vec<u8> =
+            if in_group && !own { (0..3u8).filter(|&d| self.launch.local[d as usize] > 1).collect() } else { vec![] };
+        self.copy_spread(src, dst, t, &dims)
+    }
+
+    /// [`Lower::copy`] with its outer loops over the local threads of dimensions `dims`.
+    fn copy_spread(&mut self, src: &View, dst: &View, t: &Type, dims: &[u8]) -> R<()> {
+        let (Some((&d, rest)), Type::Array(e, n)) = (dims.split_first(), t) else {
+            return self.copy(src, dst, t);
+        };
+        let n = konst(n)?;
+        let var = self.new_var("c", n);
+        let ctx = LoopCtx::spread(LoopKind::Local(d), "copy".into(), var, n, self.launch.local[d as usize]);
+        let outer = std::mem::take(&mut self.written);
+        let (body, ctx) = self.in_loop(ctx, 1, |lw| {
+            lw.copy_spread(&src.clone().at(Index::var(var)), &dst.clone().at(Index::var(var)), e, rest)
+        })?;
+        let (kind, extent, stride) = (ctx.kind, ctx.extent, ctx.stride);
+        self.emit(ctx.into_stmt(body));
+        self.after_parallel_loop(ParallelLoop { kind, origin: "copy", var, extent, stride }, outer);
+        Ok(())
     }
 
     /// A store to buffer `b`: shared buffers are remembered for the barrier analysis.

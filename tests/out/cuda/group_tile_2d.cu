@@ -3,7 +3,7 @@
 // Launch: global (8, 8, 1), local (4, 4, 1).
 
 extern "C" __global__ void __launch_bounds__(16)
-f(const float* __restrict__ a, float* __restrict__ out, float* __restrict__ tmp_A) {
+f(const float* __restrict__ a, float* __restrict__ out, float* tmp_A) {
   // mapWrg(1)@A: one index per work group
   int i_rb = blockIdx.y;
   // mapWrg(0)@B: one index per work group

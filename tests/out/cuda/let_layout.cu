@@ -3,7 +3,7 @@
 // Launch: global (8, 1, 1), local (8, 1, 1).
 
 extern "C" __global__ void __launch_bounds__(8)
-f(const float* __restrict__ a, const float* __restrict__ b, float* __restrict__ out, float* __restrict__ tmp_B) {
+f(const float* __restrict__ a, const float* __restrict__ b, float* __restrict__ out, float* tmp_B) {
   // mapGlb(0)@B: one index per thread
   int i_col = blockIdx.x * blockDim.x + threadIdx.x;
   // mapSeq@C

@@ -13,7 +13,7 @@ __device__ inline void mapsat_vstore4(float4 v, float* p) { p[0] = v.x; p[1] = v
 __device__ inline float4 mapsat_fmaxf_float4(float4 a, float4 b) { return make_float4(fmaxf(a.x, b.x), fmaxf(a.y, b.y), fmaxf(a.z, b.z), fmaxf(a.w, b.w)); }
 
 extern "C" __global__ void __launch_bounds__(2)
-mmrelu(const float* __restrict__ a, const float* __restrict__ b, float* __restrict__ out, float* __restrict__ tmp_B) {
+mmrelu(const float* __restrict__ a, const float* __restrict__ b, float* __restrict__ out, float* tmp_B) {
   // mapGlb(1)@B: one index per thread
   int i_x = blockIdx.y * blockDim.y + threadIdx.y;
   // mapGlb(0)@A: one index per thread

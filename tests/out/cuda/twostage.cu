@@ -3,7 +3,7 @@
 // Launch: global (64, 1, 1), local (64, 1, 1).
 
 extern "C" __global__ void __launch_bounds__(64)
-twostage(const float* __restrict__ xs, float* __restrict__ out, float* __restrict__ tmp_A) {
+twostage(const float* __restrict__ xs, float* __restrict__ out, float* tmp_A) {
   // mapGlb(0)@A: one index per thread
   int i_x = blockIdx.x * blockDim.x + threadIdx.x;
   tmp_A[i_x] = xs[i_x] * 2.0f;

@@ -3,7 +3,7 @@
 // Launch: global (8, 8, 1), local (4, 4, 1).
 
 __kernel __attribute__((reqd_work_group_size(4, 4, 1)))
-void f(__global const float* restrict a, __global float* restrict out, __global float* restrict tmp_A) {
+void f(__global const float* restrict a, __global float* restrict out, __global float* tmp_A) {
   // mapWrg(1)@A: one index per work group
   int i_rb = get_group_id(1);
   // mapWrg(0)@B: one index per work group

@@ -3,7 +3,7 @@
 // Launch: global (8, 1, 1), local (8, 1, 1).
 
 __kernel __attribute__((reqd_work_group_size(8, 1, 1)))
-void f(__global const float* restrict a, __global const float* restrict b, __global float* restrict out, __global float* restrict tmp_B) {
+void f(__global const float* restrict a, __global const float* restrict b, __global float* restrict out, __global float* tmp_B) {
   // mapGlb(0)@B: one index per thread
   int i_col = get_global_id(0);
   // mapSeq@C

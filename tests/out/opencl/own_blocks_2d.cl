@@ -3,7 +3,7 @@
 // Launch: global (2, 2, 1), local (2, 1, 1).
 
 __kernel __attribute__((reqd_work_group_size(2, 1, 1)))
-void mmrelu(__global const float* restrict a, __global const float* restrict b, __global float* restrict out, __global float* restrict tmp_B) {
+void mmrelu(__global const float* restrict a, __global const float* restrict b, __global float* restrict out, __global float* tmp_B) {
   // mapGlb(1)@B: one index per thread
   int i_x = get_global_id(1);
   // mapGlb(0)@A: one index per thread

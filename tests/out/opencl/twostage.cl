@@ -3,7 +3,7 @@
 // Launch: global (64, 1, 1), local (64, 1, 1).
 
 __kernel __attribute__((reqd_work_group_size(64, 1, 1)))
-void twostage(__global const float* restrict xs, __global float* restrict out, __global float* restrict tmp_A) {
+void twostage(__global const float* restrict xs, __global float* restrict out, __global float* tmp_A) {
   // mapGlb(0)@A: one index per thread
   int i_x = get_global_id(0);
   tmp_A[i_x] = xs[i_x] * 2.0f;
