@@ -50,6 +50,33 @@ fn a_size_given_twice_or_too_large_is_refused_saying_so() {
     assert!(stderr.contains("size `N` = 9223372036854775807 is too large (sizes are at most 2^63 - 2)"), "{stderr}");
 }
 
+/// A program refused at the sizes given says which tunable sizes took their defaults: a
+/// rewrite variant's tile `tA = 4` does not tile N = 6, and the message named only the step 4
+/// (a tester). A size the user gave, or one in a parameter's type, is not named.
+#[test]
+fn an_error_at_the_sizes_given_names_the_defaulted_tile_sizes() {
+    let file = temp_program(
+        "tile-default",
+        "size N = 12, tA in 1..12 = 4\ndef f(xs: [f32]N) : [f32]N = join(map@A(map@B(fun(x => x * 2.0)), split(tA, xs)))\n",
+    );
+    let f = file.to_str().unwrap();
+    let dir = file.with_extension("out");
+    let d = dir.to_str().unwrap();
+    let commands: [&[&str]; 5] =
+        [&["check"], &["eval", "--random", "1"], &["emit", "-o", d], &["space"], &["rewrite", "-o", d]];
+    for args in commands {
+        let cmd = args[0];
+        let out = mapsat(&[args, &[f, "--size", "N=6"]].concat());
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(1), "{cmd}: {stderr}");
+        assert!(stderr.contains("note: at the default of the tunable size(s) tA = 4"), "{cmd}: {stderr}");
+    }
+    let out = mapsat(&["check", f, "--size", "N=6,tA=4"]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert!(!stderr.contains("note: at the default"), "{stderr}");
+}
+
 #[test]
 fn a_byte_order_mark_before_the_program_is_ignored() {
     let text = std::fs::read_to_string("examples/dot.lift").unwrap();

@@ -165,7 +165,11 @@ fn tune_tunes_each_kernel() {
     assert_eq!(out.status.code(), Some(0), "{args:?}: {}{}", text(&out.stdout), text(&out.stderr));
     // The last line printed runs the whole program as it was tuned: at its sizes, with the
     // combined mapping and every kernel's work group.
-    let again = stdout.lines().last().and_then(|l| l.strip_prefix("run it again: mapsat ")).expect("a run command");
+    let again = stdout
+        .lines()
+        .last()
+        .and_then(|l| l.strip_prefix("run the whole program again: mapsat "))
+        .expect("a run command");
     assert!(again.contains(&format!("--mapping {mapping} --size H=32,W=32")) && again.contains(groups), "{again}");
     let out = mapsat(&[again.split_whitespace().collect::<Vec<_>>(), vec!["--runs", "1"]].concat());
     assert!(out.status.success() && text(&out.stdout).contains("check: ok"), "{again}: {}", text(&out.stderr));

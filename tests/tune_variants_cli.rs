@@ -405,7 +405,12 @@ fn every_printed_run_command_of_a_variant_runs() {
     let out = mapsat(&[&args[..], &["--random-trials", "0", "--runs", "1", "-o", out_dir.to_str().unwrap()]].concat());
     assert!(out.status.success(), "{}", text(&out));
     let stdout = String::from_utf8_lossy(&out.stdout);
-    let again: Vec<&str> = stdout.lines().filter_map(|l| l.strip_prefix("run it again: mapsat ")).collect();
+    let again: Vec<&str> = stdout
+        .lines()
+        .filter_map(|l| {
+            l.strip_prefix("run it again: mapsat ").or_else(|| l.strip_prefix("run the whole program again: mapsat "))
+        })
+        .collect();
     // A whole program of two kernels, run from the variant's own file.
     let input = file.to_str().unwrap();
     assert!(again.iter().any(|c| c.contains("variant.lift") && c.contains(":1") && !c.contains(input)), "{stdout}");

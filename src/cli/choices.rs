@@ -3,7 +3,7 @@
 //! (`mapsat::choices`), over the input and its rewrite variants.
 
 use super::space::{count_parts, How};
-use super::{all_sizes, given_sizes, CliResult, Failure, Source};
+use super::{checked_sizes, given_sizes, CliResult, Failure, Source};
 use mapsat::choices::Choices;
 use mapsat::ir::{self, choice::Choice};
 use mapsat::rewrite::Options as RewriteOptions;
@@ -19,8 +19,7 @@ fn load(file: &Path, how: &How, k: usize) -> CliResult<Choices> {
     let p = src.parse()?;
     ir::check::check(&p).map_err(|e| src.reject(&e))?;
     let given = given_sizes(&p, how.sizes)?;
-    let sizes = all_sizes(&p, how.sizes)?;
-    ir::check::check_with_sizes(&p, &sizes).map_err(|e| src.reject(&e))?;
+    let sizes = checked_sizes(&src, &p, how.sizes)?;
     let profile = match how.target {
         Some(t) => Some(ir::profile::Profile::load(t).map_err(|e| Failure::Usage(e.to_string()))?),
         None => None,

@@ -2,7 +2,7 @@
 //! measurement, device limits and rates.
 
 use super::local::Locals;
-use super::{all_sizes, load_inputs, CliResult, Failure, SizeArgs, Source};
+use super::{checked_sizes, load_inputs, CliResult, Failure, SizeArgs, Source};
 use mapsat::ir;
 use mapsat::ir::profile::Profile;
 use mapsat_codegen::{Dialect, Options};
@@ -75,7 +75,7 @@ pub(super) fn emit(
     let src = Source::read(file)?;
     let p = src.parse()?;
     ir::check::check(&p).map_err(|e| src.reject(&e))?;
-    let sizes = all_sizes(&p, sizes)?;
+    let sizes = checked_sizes(&src, &p, sizes)?;
     let dialect = Dialect::parse(target)
         .ok_or_else(|| Failure::Usage(format!("--target must be opencl or cuda, not `{target}`")))?;
     if ir::stages::count(&p) > 1 {
@@ -121,7 +121,7 @@ pub(super) fn run(
     let src = Source::read(file)?;
     let p = src.parse()?;
     ir::check::check(&p).map_err(|e| src.reject(&e))?;
-    let sizes = all_sizes(&p, sizes)?;
+    let sizes = checked_sizes(&src, &p, sizes)?;
     let device: DeviceSpec = device.parse().map_err(|e: measure::MeasureError| Failure::Usage(e.to_string()))?;
     if cfg.runs == 0 {
         return Err(Failure::Usage("--runs must be at least 1".into()));

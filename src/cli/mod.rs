@@ -316,6 +316,31 @@ impl Source {
         Failure::Rejected(diag::render(&self.name, &self.text, e))
     }
 
+    /// An error of `p` at the sizes `given` by the user (the others at their defaults), with a
+    /// note naming the tunable sizes (declared with a range, in no parameter's type) that took
+    /// their defaults: a variant's tile size fits its own sizes, not necessarily those given
+    /// (`slide step 4 does not tile the input` said nothing of `tA`).
+    fn reject_at(&self, e: &dyn diag::Diagnose, p: &ir::Program, given: &Sizes) -> Failure {
+        let text = diag::render(&self.name, &self.text, e);
+        let in_params: Vec<String> = p.params.iter().flat_map(|q| q.ty.size_vars()).collect();
+        let used = p.used_sizes();
+        let defaulted: Vec<String> = p
+            .sizes
+            .iter()
+            .filter(|v| v.max.is_some() && !in_params.contains(&v.name) && used.contains(&v.name))
+            .filter(|v| !given.contains(&v.name))
+            .filter_map(|v| v.default.map(|d| format!("{} = {d}", v.name)))
+            .collect();
+        if defaulted.is_empty() {
+            return Failure::Rejected(text);
+        }
+        Failure::Rejected(format!(
+            "{}\nnote: at the default of the tunable size(s) {}; give another with `--size NAME=VALUE`",
+            text.trim_end(),
+            defaulted.join(", ")
+        ))
+    }
+
     /// A code generation error; one about a map that is not mapped says how a program of
     /// high-level maps gets a mapping.
     fn reject_codegen(&self, e: &mapsat_codegen::CodegenError) -> Failure {
@@ -412,6 +437,15 @@ fn all_sizes(p: &Program, args: &SizeArgs) -> CliResult<Sizes> {
     p.resolve_sizes(&given_sizes(p, args)?).map_err(|e| Failure::Usage(e.to_string()))
 }
 
+/// [`all_sizes`], with `p` type-checked at them (its error naming the tunable sizes that took
+/// their defaults, [`Source::reject_at`]).
+fn checked_sizes(src: &Source, p: &Program, args: &SizeArgs) -> CliResult<Sizes> {
+    let given = given_sizes(p, args)?;
+    let sizes = p.resolve_sizes(&given).map_err(|e| Failure::Usage(e.to_string()))?;
+    ir::check::check_with_sizes(p, &sizes).map_err(|e| src.reject_at(&e, p, &given))?;
+    Ok(sizes)
+}
+
 fn signature(p: &Program, result: &ir::Type, subst: Option<&Sizes>) -> String {
     let s: HashMap<String, ir::Size> =
         subst.map(|m| m.iter().map(|(k, v)| (k.to_string(), ir::Size::constant(v))).collect()).unwrap_or_default();
@@ -429,7 +463,7 @@ fn check(file: &Path, args: &SizeArgs) -> CliResult<()> {
         None
     } else {
         let sizes = given.or(&p.default_sizes());
-        let info = ir::check::check_with_sizes(&p, &sizes).map_err(|e| src.reject(&e))?;
+        let info = ir::check::check_with_sizes(&p, &sizes).map_err(|e| src.reject_at(&e, &p, &given))?;
         Some((sizes, info))
     };
     outln!("{}", signature(&p, &info.result, None));
@@ -454,8 +488,7 @@ fn eval(file: &Path, args: &SizeArgs, inputs: &[String], random: Option<u64>, ou
     let src = Source::read(file)?;
     let p = src.parse()?;
     ir::check::check(&p).map_err(|e| src.reject(&e))?;
-    let sizes = all_sizes(&p, args)?;
-    ir::check::check_with_sizes(&p, &sizes).map_err(|e| src.reject(&e))?;
+    let sizes = checked_sizes(&src, &p, args)?;
 
     let tensors = load_inputs(&src, &p, &sizes, inputs, random)?;
     let result = interp::eval(&p, &sizes, &tensors).map_err(|e| src.reject(&e))?;

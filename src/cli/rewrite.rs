@@ -1,6 +1,6 @@
 //! `mapsat rewrite`: equality saturation, K diverse variants written as `.lift` files.
 
-use super::{all_sizes, CliResult, Failure, SizeArgs, Source};
+use super::{checked_sizes, CliResult, Failure, SizeArgs, Source};
 use mapsat::ir;
 use mapsat::rewrite::{self as rw, Budget, Options, Outcome};
 use std::path::Path;
@@ -21,7 +21,8 @@ pub struct RewriteArgs {
     /// Stop saturating after this many iterations.
     #[arg(long, default_value_t = rw::saturate::ITER_LIMIT, value_name = "N")]
     iter_limit: usize,
-    /// Stop saturating after this many seconds.
+    /// Stop saturating after this many seconds (the saturation only: extracting the variants
+    /// afterwards, a bounded search over candidate terms, takes its own time).
     #[arg(long, default_value_t = rw::saturate::TIME_LIMIT.as_secs_f64(), value_name = "S")]
     time_limit: f64,
     /// Split factors to try (each only where it divides the length at the sizes); the program's
@@ -53,8 +54,7 @@ pub fn rewrite(a: &RewriteArgs) -> CliResult<()> {
     let src = Source::read(&a.file)?;
     let p = src.parse()?;
     ir::check::check(&p).map_err(|e| src.reject(&e))?;
-    let sizes = all_sizes(&p, &a.sizes)?;
-    ir::check::check_with_sizes(&p, &sizes).map_err(|e| src.reject(&e))?;
+    let sizes = checked_sizes(&src, &p, &a.sizes)?;
     let opts = Options {
         sizes: sizes.clone(),
         budget: Budget { nodes: a.node_limit, iterations: a.iter_limit, time, ..Budget::default() },

@@ -1,6 +1,6 @@
 //! `mapsat space` and `mapsat explain`: the parallel-mapping space of a program (Z3 constraints).
 
-use super::{all_sizes, CliResult, Failure, SizeArgs, Source};
+use super::{checked_sizes, CliResult, Failure, SizeArgs, Source};
 use mapsat::ir;
 use mapsat::rewrite::stage_choice::{self, Choice};
 use mapsat_constraints::{self as mc, Count, Options, Space};
@@ -40,8 +40,7 @@ fn load(file: &Path, how: &How) -> CliResult<Vec<Kernel>> {
     let src = Source::read(file)?;
     let p = src.parse()?;
     ir::check::check(&p).map_err(|e| src.reject(&e))?;
-    let sizes = all_sizes(&p, how.sizes)?;
-    ir::check::check_with_sizes(&p, &sizes).map_err(|e| src.reject(&e))?;
+    let sizes = checked_sizes(&src, &p, how.sizes)?;
     let profile = match how.target {
         Some(t) => Some(ir::profile::Profile::load(t).map_err(|e| Failure::Usage(e.to_string()))?),
         None => None,

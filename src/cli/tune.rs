@@ -349,7 +349,7 @@ pub(super) fn tune_program(
     let best = tuned(&device_name, &summaries, &files);
     write_pipeline(&p, out, &summaries, &files, &best)?;
     if let Some(cmd) = pipeline_run_command(a, Path::new(&src.name), given, device.dialect(), &summaries) {
-        outln!("run it again: {cmd}");
+        outln!("run the whole program again: {cmd}");
     }
     Ok(best)
 }
@@ -606,7 +606,13 @@ fn summarize(task: &Task, r: &tune::TuneResult, written: &[PathBuf], model: Opti
                 false => outln!("  work group {:?}", b.local),
             }
         }
-        None => outln!("no candidate ran correctly (see the report)"),
+        None => {
+            outln!("no candidate ran correctly (see the report)");
+            // Refused by code generation although the space accepts them: say why here.
+            if let Some(e) = s.codegen_examples.first() {
+                outln!("  code generation refused {} candidate(s), e.g. {e}", s.rejected_codegen);
+            }
+        }
     }
     outln!("{} ({} and {} trials)", s.phases(), r.guided.len(), r.random.len());
     for p in written {

@@ -107,7 +107,8 @@ impl<'a> Search<'a> {
                 self.rejections.codegen += 1;
                 if self.rejections.codegen_examples.len() < 5 {
                     let m = self.task.mapping_text(&c.codes);
-                    self.rejections.codegen_examples.push(format!("{m} at {}: {msg}", c.tuning));
+                    let at = if c.tuning.is_empty() { String::new() } else { format!(" at {}", c.tuning) };
+                    self.rejections.codegen_examples.push(format!("{m}{at}: {msg}"));
                 }
                 None
             }
