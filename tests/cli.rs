@@ -77,6 +77,18 @@ fn an_error_at_the_sizes_given_names_the_defaulted_tile_sizes() {
     assert!(!stderr.contains("note: at the default"), "{stderr}");
 }
 
+/// `run` takes the device profile as `--target` too, the name `space`, `explain` and `tune`
+/// give it (`run --target pocl-cpu` was a usage error suggesting `-- --target`).
+#[test]
+fn run_takes_the_profile_as_target_too() {
+    let args = ["run", "examples/listing1.lift", "--mapping", "A=G0,B=S,C=S,D=S,E=S", "--runs", "1"];
+    let out = mapsat(&[&args[..], &["--target", "pocl-cpu"]].concat());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!err.contains("unexpected argument"), "{err}");
+    let out = mapsat(&[&args[..], &["--target", "no-such-profile"]].concat());
+    assert_eq!(out.status.code(), Some(2), "{}", String::from_utf8_lossy(&out.stderr));
+}
+
 #[test]
 fn a_byte_order_mark_before_the_program_is_ignored() {
     let text = std::fs::read_to_string("examples/dot.lift").unwrap();

@@ -103,8 +103,9 @@ enum Command {
         /// Map a high-level program: `A=G0,B=S,...` (refused with its explanation if invalid).
         #[arg(long, value_name = "LABEL=CODE,...")]
         mapping: Option<String>,
-        /// Device profile for the mapping's device limits (default: the OpenCL device's own).
-        #[arg(long, value_name = "PROFILE")]
+        /// Device profile for the mapping's device limits (default: the OpenCL device's own);
+        /// also `--target`, as `space`, `explain` and `tune` name it.
+        #[arg(long, alias = "target", value_name = "PROFILE")]
         profile: Option<String>,
         /// `opencl:PLATFORM:DEVICE` or `cuda:N` (see `mapsat devices`).
         #[arg(long, default_value = "opencl:0:0")]
