@@ -761,8 +761,9 @@ fn written_maps(p: &Program, e: NodeId) -> Vec<NodeId> {
 }
 
 /// The maps whose results code generation copies to the output after computing them: `result`
-/// (the program's root, or the body of a map's function) seen through the views it writes through (`split`, `join`, `transpose`, `asVector`,
-/// `asScalar`), `let`s and the variables they bind, when what is left is another view
+/// (the program's root, or the body of a map's function) seen through the views it writes
+/// through (`split`, `join`, `transpose`, `asVector`, `asScalar`), `let`s and the variables
+/// they bind, when what is left is another view
 /// (`slide`, `pad`, `at`, `get`, `zip`, `tuple`), and the maps that view is made of
 /// ([`computed_under`]). Every thread of the grid (of the map's iteration) runs that copy,
 /// reading what every other thread wrote: only a result computed by one thread (or a work group,
