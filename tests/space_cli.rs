@@ -462,3 +462,26 @@ fn proposed_local_sizes_run_on_a_device() {
         assert!(run.stdout.contains("check: ok"), "{}", run.stdout);
     }
 }
+
+/// A work group given by hand need not be one of the values the space searches (divisors of
+/// the maps' lengths, powers of two): 7 threads for M4's loops of 8 and 16 run right; it was
+/// refused "(its mapLcl loops must be divisible by it)" (a tester). One above the longest
+/// loop is refused, naming the rule.
+#[test]
+fn a_work_group_given_by_hand_need_not_be_a_searched_value() {
+    let dir = common::scratch("space", "local-by-hand");
+    let d = dir.to_str().unwrap();
+    mapsat(&["emit", LISTING1, "--mapping", M4, "--local", "7,1,1", "-o", d]).exits(0);
+    let out = mapsat(&["emit", LISTING1, "--mapping", M4, "--local", "17,1,1", "-o", d]).exits(1);
+    assert!(
+        out.stderr.contains("local size ls0 is 1, or at most the length of the longest mapLcl(0) loop"),
+        "{}",
+        out.stderr
+    );
+    assert!(out.stderr.contains("the space proposes [16, 1, 1]"), "{}", out.stderr);
+    if common::opencl() {
+        let run = mapsat(&["run", LISTING1, "--mapping", M4, "--local", "7,1,1", "--check", "--runs", "1"]).exits(0);
+        assert!(run.stdout.contains("check: ok"), "{}", run.stdout);
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -2,7 +2,7 @@
 //! what a tuner searches besides the codes.
 
 use crate::expr::Env;
-use crate::{Error, Mapping, Space};
+use crate::{Constraint, Error, Mapping, Space};
 
 /// Most local-size vectors [`Space::local_sizes`] returns.
 pub const MAX_LOCAL_SIZES: usize = 4096;
@@ -20,11 +20,25 @@ impl Space {
         self.local_sizes_where(m, |_| true)
     }
 
-    /// [`Space::local_sizes`] of a mapping written by hand, which may break the space's
-    /// preferences ([`crate::Family::is_preference`]): the local sizes valid under its other
-    /// constraints (none at all, where it breaks a preference, otherwise).
-    pub fn local_sizes_written(&self, m: &Mapping) -> Result<Vec<Vec<i64>>, Error> {
-        self.local_sizes_where(m, |c| !c.family.is_preference())
+    /// The constraints on the local sizes that a work-group size `ls` given by hand breaks with
+    /// `m` (none: it is valid): all but the candidate values, which only keep the search small
+    /// (3 threads for loops of 10 and 8 run as well as 2 or 4; [`crate::Constraint`]'s
+    /// `search_only`), and, for a mapping `written` by hand, but the space's preferences
+    /// ([`crate::Family::is_preference`]).
+    pub fn local_size_violations(&self, m: &Mapping, ls: &[i64], written: bool) -> Result<Vec<&Constraint>, Error> {
+        self.check_codes(m)?;
+        if ls.len() != self.local_size_count() {
+            return Err(Error::Apply(format!("{} local sizes for a space with {}", ls.len(), self.local_size_count())));
+        }
+        let codes: Vec<Option<i64>> = m.codes.iter().map(|c| Some(c.to_int())).collect();
+        let values: Vec<Option<i64>> = ls.iter().map(|v| Some(*v)).collect();
+        let env = Env::new(&codes, &self.parents, &values);
+        Ok(self
+            .constraints
+            .iter()
+            .filter(|c| c.expr.has_ls() && !c.search_only && !(written && c.family.is_preference()))
+            .filter(|c| env.eval(&c.expr) != Some(true))
+            .collect())
     }
 
     fn local_sizes_where(

@@ -122,6 +122,7 @@ mod tests {
                 text: String::new(),
                 expr: Expr::Bool(true),
                 pair: Some((PairRule::Duplicate, o, i)),
+                search_only: false,
             })
             .collect()
     }

@@ -143,6 +143,10 @@ pub struct Constraint {
     /// which, and the pair (outer, inner). Z3 reads the whole family through prefix variables
     /// when the pairs are those of a nesting tree (`crate::nesting`).
     pub(crate) pair: Option<(PairRule, usize, usize)>,
+    /// A restriction of the search only, not of validity: the candidate values of a local
+    /// size, which keep the enumeration small. A work-group size given by hand is checked
+    /// without them ([`Space::local_size_violations`]).
+    pub(crate) search_only: bool,
 }
 
 /// A rule stated for every pair of nested maps, which Z3 can read in linear size.

@@ -15,8 +15,8 @@ pub(super) fn violations(space: &Space, e: &Explanation) -> String {
 }
 
 /// `p` with `mapping` applied at `sizes`, and the work-group size to use: `local`, else the
-/// space's choice when the mapping has `mapLcl` maps (their loops must be divisible by it),
-/// else code generation's default. A program without a map takes the empty mapping: its
+/// space's choice when the mapping has `mapLcl` maps (in each dimension at most its longest
+/// `mapLcl` loop), else code generation's default. A program without a map takes the empty mapping: its
 /// reductions run in one work item.
 pub(super) fn apply(
     p: &Program,
@@ -113,17 +113,16 @@ fn check(
     if let (Some(l), true) = (local, has_lcl && space.local_size_count() > 0) {
         let mut padded = l.to_vec();
         padded.resize(space.local_size_count(), 1);
-        let valid = match written {
-            true => space.local_sizes_written(m),
-            false => space.local_sizes(m),
-        }
-        .map_err(rejected)?;
-        if !valid.contains(&padded) {
-            let some: Vec<String> = valid.iter().take(8).map(|v| format!("{v:?}")).collect();
-            return Err(Failure::Rejected(format!(
-                "error: --local {l:?} is not valid with this mapping (its mapLcl loops must be divisible by it); valid ones include {}\n",
-                some.join(", ")
-            )));
+        let broken = space.local_size_violations(m, &padded, written).map_err(rejected)?;
+        if !broken.is_empty() {
+            let mut msg = format!("error: --local {l:?} is not valid with this mapping:\n");
+            for c in broken {
+                msg += &format!("  [{}] {}\n", c.family, c.text);
+            }
+            if let Some(s) = &e.local_sizes {
+                msg += &format!("the space proposes {s:?}\n");
+            }
+            return Err(Failure::Rejected(msg));
         }
     }
     Ok(if has_lcl { e.local_sizes } else { None })

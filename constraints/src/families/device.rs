@@ -42,11 +42,16 @@ fn local_sizes(g: &Gen, out: &mut Out) -> Vec<Vec<i64>> {
         cand.sort_unstable();
         cand.dedup();
         ls_domains.push(cand.clone());
+        out.push_search_only(
+            Family::DeviceLimits,
+            format!("local size ls{d} is a candidate value (a divisor of a map's length, or a power of two)"),
+            Expr::In(Term::Ls(d), cand),
+        );
         out.push(
             Family::DeviceLimits,
             &[],
-            format!("local size ls{d} is a candidate value at most {max_d}"),
-            Expr::In(Term::Ls(d), cand),
+            format!("local size ls{d} at most {max_d}"),
+            Expr::negate(Expr::Lt(Term::Const(max_d), Term::Ls(d))),
         );
         out.push(
             Family::DeviceLimits,

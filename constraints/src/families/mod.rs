@@ -179,7 +179,15 @@ impl Out {
                 ids.push(MapId(i));
             }
         }
-        self.0.push(Constraint { family, maps: ids, text, expr, pair: None });
+        self.0.push(Constraint { family, maps: ids, text, expr, pair: None, search_only: false });
+    }
+
+    /// Adds a restriction of the search that is not one of validity ([`Constraint::search_only`]).
+    fn push_search_only(&mut self, family: Family, text: String, expr: Expr) {
+        self.push(family, &[], text, expr);
+        if let Some(c) = self.0.last_mut() {
+            c.search_only = true;
+        }
     }
 
     /// Adds a constraint of a rule stated for the pair of nested maps `outer`, `inner`.
