@@ -167,6 +167,16 @@ fn a_program_of_several_kernels_has_its_variants_tuned_kernel_by_kernel() {
     let w = summary["best"].as_u64().expect("a winner") as usize;
     let ms = |v: &Value| v["best_ms"].as_f64().unwrap();
     assert!(variants.iter().all(|v| ms(v) >= ms(&variants[w])), "{summary}");
+    // Each program of several kernels has its whole-program command printed, the joined one
+    // too (it had none; a tester), and each runs and checks.
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let whole: Vec<&str> =
+        stdout.lines().filter_map(|l| l.strip_prefix("run the whole program again: mapsat ")).collect();
+    assert_eq!(whole.len(), if variants.len() == 3 { 2 } else { 1 }, "{stdout}");
+    for cmd in whole {
+        let run = mapsat(&[cmd.split_whitespace().collect::<Vec<_>>(), vec!["--runs", "1"]].concat());
+        assert!(run.status.success() && text(&run).contains("check: ok"), "{cmd}\n{}", text(&run));
+    }
     let _ = std::fs::remove_dir_all(&dir);
 }
 

@@ -206,7 +206,33 @@ fn per_kernel(
     let file = a.output.join(&dir).join(program_file(&candidate.program));
     super::super::write(&file, &format!("// {note}.\n{text}"))?;
     let tuned = assembled(&parts).ok_or_else(|| "a chosen candidate has no tuned kernel".to_string());
+    if let Ok(t) = &tuned {
+        if let Some(cmd) = joined_run_command(a, &file, &candidate.program, t, given, device) {
+            outln!("run the whole program again: {cmd}");
+        }
+    }
     Ok(Some(Outcome { candidate, dir, tuned, confirmed: None }))
+}
+
+/// The `mapsat run` command that runs and checks the joined program `q` (in `file`) as its
+/// kernels were tuned: the combined mapping, the tune's sizes, each kernel's work group.
+fn joined_run_command(
+    a: &TuneArgs,
+    file: &std::path::Path,
+    q: &Program,
+    t: &Tuned,
+    given: &Sizes,
+    device: DeviceSpec,
+) -> Option<String> {
+    let names: Vec<String> = ir::stages::split(q).ok()?.into_iter().map(|s| s.program.name).collect();
+    let mut args = vec![format!("--mapping {}", t.mapping)];
+    let sizes: Vec<String> = given.iter().map(|(k, v)| format!("{k}={v}")).collect();
+    if !sizes.is_empty() {
+        args.push(format!("--size {}", sizes.join(",")));
+    }
+    args.extend(names.iter().zip(&t.locals).filter_map(|(n, l)| super::local_flag(Some(n), l)));
+    let reassociate = !mapsat_codegen::build_options(device.dialect(), !a.strict_math).is_empty();
+    Some(super::run_command(file, &a.device, &args, reassociate))
 }
 
 /// The candidate of each kernel to join: the fastest correct one (`None` when a kernel has
