@@ -16,8 +16,8 @@ pub(super) fn violations(space: &Space, e: &Explanation) -> String {
 
 /// `p` with `mapping` applied at `sizes`, and the work-group size to use: `local`, else the
 /// space's choice when the mapping has `mapLcl` maps (in each dimension at most its longest
-/// `mapLcl` loop), else code generation's default. A program without a map takes the empty mapping: its
-/// reductions run in one work item.
+/// `mapLcl` loop), else code generation's default. A program without a map takes the empty
+/// mapping: its reductions run in one work item.
 pub(super) fn apply(
     p: &Program,
     sizes: &Sizes,

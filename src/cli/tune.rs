@@ -576,14 +576,29 @@ fn pipeline_run_command(
 ) -> Option<String> {
     let bests: Vec<_> = kernels.iter().map(|s| s.best.as_ref().map(|b| (s, b))).collect::<Option<_>>()?;
     let mappings: Vec<&str> = bests.iter().map(|(_, b)| b.mapping.as_str()).collect();
+    let locals: Vec<(&str, &[i64])> = bests.iter().map(|(s, b)| (s.program.as_str(), &b.local[..])).collect();
+    Some(whole_run_command(a, file, &mappings.join(","), given, &locals, dialect))
+}
+
+/// `mapsat run FILE --mapping M [--size ..] [--local KERNEL:X,Y,Z ..] [--reassociate] --check`
+/// for a program of several kernels: the combined `mapping`, the sizes `given`, each kernel's
+/// work group.
+fn whole_run_command(
+    a: &TuneArgs,
+    file: &Path,
+    mapping: &str,
+    given: &mapsat::ir::Sizes,
+    locals: &[(&str, &[i64])],
+    dialect: Dialect,
+) -> String {
     let sizes: Vec<String> = given.iter().map(|(k, v)| format!("{k}={v}")).collect();
-    let mut args = vec![format!("--mapping {}", mappings.join(","))];
+    let mut args = vec![format!("--mapping {mapping}")];
     if !sizes.is_empty() {
         args.push(format!("--size {}", sizes.join(",")));
     }
-    args.extend(bests.iter().filter_map(|(s, b)| local_flag(Some(&s.program), &b.local)));
+    args.extend(locals.iter().filter_map(|(k, l)| local_flag(Some(k), l)));
     let reassociate = !mapsat_codegen::build_options(dialect, !a.strict_math).is_empty();
-    Some(run_command(file, &a.device, &args, reassociate))
+    run_command(file, &a.device, &args, reassociate)
 }
 
 fn summarize(task: &Task, r: &tune::TuneResult, written: &[PathBuf], model: Option<&Path>, device: &str) {

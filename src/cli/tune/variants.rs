@@ -225,14 +225,8 @@ fn joined_run_command(
     device: DeviceSpec,
 ) -> Option<String> {
     let names: Vec<String> = ir::stages::split(q).ok()?.into_iter().map(|s| s.program.name).collect();
-    let mut args = vec![format!("--mapping {}", t.mapping)];
-    let sizes: Vec<String> = given.iter().map(|(k, v)| format!("{k}={v}")).collect();
-    if !sizes.is_empty() {
-        args.push(format!("--size {}", sizes.join(",")));
-    }
-    args.extend(names.iter().zip(&t.locals).filter_map(|(n, l)| super::local_flag(Some(n), l)));
-    let reassociate = !mapsat_codegen::build_options(device.dialect(), !a.strict_math).is_empty();
-    Some(super::run_command(file, &a.device, &args, reassociate))
+    let locals: Vec<(&str, &[i64])> = names.iter().zip(&t.locals).map(|(n, l)| (n.as_str(), &l[..])).collect();
+    Some(super::whole_run_command(a, file, &t.mapping, given, &locals, device.dialect()))
 }
 
 /// The candidate of each kernel to join: the fastest correct one (`None` when a kernel has
