@@ -89,13 +89,14 @@ fn a_mapping_against_the_spaces_preferences_is_emitted_with_a_warning() {
 }
 
 /// Such a mapping takes a `--local` of its own, its default launch included, checked against
-/// the local sizes valid under the space's other constraints (every one was refused, the list
-/// of valid ones empty); one that does not divide its `mapLcl` loops is still refused.
+/// the space's other constraints on local sizes (every one was refused, the list of valid ones
+/// empty): one that does not divide its `mapLcl(0)` loops of 16 (3, no barrier inside them)
+/// too, and one above them is refused, naming the rule.
 #[test]
 fn a_mapping_against_the_spaces_preferences_takes_a_local_size() {
     let dir = std::env::temp_dir().join(format!("mapsat-hand-pref-local-{}", std::process::id()));
     let (f, d) = ("tests/filetests/kernels/lcl2d.lift", dir.to_str().unwrap());
-    for local in ["16,4", "8,2"] {
+    for local in ["16,4", "8,2", "3,4"] {
         let out = mapsat(&["emit", f, "--local", local, "--target", "opencl", "-o", d]);
         assert_eq!(out.status.code(), Some(0), "{local}: {}", String::from_utf8_lossy(&out.stderr));
         if opencl() {
@@ -104,10 +105,11 @@ fn a_mapping_against_the_spaces_preferences_takes_a_local_size() {
             assert!(out.status.success() && stdout.contains("check: ok"), "{local}: {stdout}");
         }
     }
-    let out = mapsat(&["emit", f, "--local", "3,4", "--target", "opencl", "-o", d]);
+    let out = mapsat(&["emit", f, "--local", "40,4", "--target", "opencl", "-o", d]);
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(1), "{stderr}");
-    assert!(stderr.contains("--local [3, 4] is not valid") && stderr.contains("[4, 2, 1]"), "{stderr}");
+    assert!(stderr.contains("--local [40, 4] is not valid"), "{stderr}");
+    assert!(stderr.contains("at most the length of the longest mapLcl(0) loop"), "{stderr}");
     std::fs::remove_dir_all(dir).ok();
 }
 
