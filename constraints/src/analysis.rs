@@ -357,6 +357,19 @@ impl<'a> Walker<'a> {
         }
     }
 
+    /// The copy of the view `r` a thread makes: it reads every element, and writes a fresh
+    /// array of the same shape.
+    fn copied(&mut self, r: View) -> View {
+        self.read_all(&r, Reader::Thread);
+        let mut lens = Vec::new();
+        let mut leaf = r;
+        while let View::Arr(d, e) = leaf {
+            lens.push(d.len);
+            leaf = *e;
+        }
+        fresh(&lens, leaf, None)
+    }
+
     fn read_dim(&mut self, d: &Dim, reader: Reader) {
         for &(b, k) in &d.src {
             if !self.buffers[b].reads.contains(&(k, reader.clone())) {
@@ -664,21 +677,6 @@ impl<'a> Walker<'a> {
         self.buffers.push(Buffer { top: m, writers, spaces, bytes, reads: Vec::new(), merged: false });
         self.explicit_dims.push(explicit);
         AV::V(fresh(&lens, leaf, Some(b)))
-    }
-}
-
-impl Walker<'_> {
-    /// The copy of the view `r` a thread makes: it reads every element, and writes a fresh
-    /// array of the same shape.
-    fn copied(&mut self, r: View) -> View {
-        self.read_all(&r, Reader::Thread);
-        let mut lens = Vec::new();
-        let mut leaf = r;
-        while let View::Arr(d, e) = leaf {
-            lens.push(d.len);
-            leaf = *e;
-        }
-        fresh(&lens, leaf, None)
     }
 }
 

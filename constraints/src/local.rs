@@ -17,7 +17,19 @@ impl Space {
     /// answer, `[]`: the local size is code generation's choice. At most [`MAX_LOCAL_SIZES`]
     /// vectors are returned.
     pub fn local_sizes(&self, m: &Mapping) -> Result<Vec<Vec<i64>>, Error> {
-        self.local_sizes_where(m, |_| true)
+        self.check_codes(m)?;
+        let codes: Vec<Option<i64>> = m.codes.iter().map(|c| Some(c.to_int())).collect();
+        let unset: Vec<Option<i64>> = vec![None; self.local_size_count()];
+        let env = Env::new(&codes, &self.parents, &unset);
+        // Constraints on the codes alone first: they rule out every local size at once.
+        let (with_ls, without): (Vec<_>, Vec<_>) = self.constraints.iter().partition(|c| c.expr.has_ls());
+        if without.iter().any(|c| env.eval(&c.expr) == Some(false)) {
+            return Ok(Vec::new());
+        }
+        let mut out = Vec::new();
+        let mut ls = vec![1i64; self.local_size_count()];
+        self.local_sizes_from(0, &mut ls, &codes, &with_ls, &mut out);
+        Ok(out)
     }
 
     /// The constraints on the local sizes that a work-group size `ls` given by hand breaks with
@@ -26,12 +38,7 @@ impl Space {
     /// `search_only`), and, for a mapping `written` by hand, but the space's preferences
     /// ([`crate::Family::is_preference`]).
     pub fn local_size_violations(&self, m: &Mapping, ls: &[i64], written: bool) -> Result<Vec<&Constraint>, Error> {
-        self.check_codes(m)?;
-        if ls.len() != self.local_size_count() {
-            return Err(Error::Apply(format!("{} local sizes for a space with {}", ls.len(), self.local_size_count())));
-        }
-        let codes: Vec<Option<i64>> = m.codes.iter().map(|c| Some(c.to_int())).collect();
-        let values: Vec<Option<i64>> = ls.iter().map(|v| Some(*v)).collect();
+        let (codes, values) = self.assignment(m, ls)?;
         let env = Env::new(&codes, &self.parents, &values);
         Ok(self
             .constraints
@@ -39,27 +46,6 @@ impl Space {
             .filter(|c| c.expr.has_ls() && !c.search_only && !(written && c.family.is_preference()))
             .filter(|c| env.eval(&c.expr) != Some(true))
             .collect())
-    }
-
-    fn local_sizes_where(
-        &self,
-        m: &Mapping,
-        keep: impl Fn(&crate::Constraint) -> bool,
-    ) -> Result<Vec<Vec<i64>>, Error> {
-        self.check_codes(m)?;
-        let codes: Vec<Option<i64>> = m.codes.iter().map(|c| Some(c.to_int())).collect();
-        let unset: Vec<Option<i64>> = vec![None; self.local_size_count()];
-        let env = Env::new(&codes, &self.parents, &unset);
-        // Constraints on the codes alone first: they rule out every local size at once.
-        let (with_ls, without): (Vec<_>, Vec<_>) =
-            self.constraints.iter().filter(|c| keep(c)).partition(|c| c.expr.has_ls());
-        if without.iter().any(|c| env.eval(&c.expr) == Some(false)) {
-            return Ok(Vec::new());
-        }
-        let mut out = Vec::new();
-        let mut ls = vec![1i64; self.local_size_count()];
-        self.local_sizes_from(0, &mut ls, &codes, &with_ls, &mut out);
-        Ok(out)
     }
 
     /// The valid local sizes of `m` whose `mapLcl` loops run in the fewest rounds (the sum over
@@ -107,14 +93,21 @@ impl Space {
     /// Is `m` valid with the local sizes `ls` (as many as [`Space::local_size_count`])? Every
     /// constraint is evaluated once: the check [`Space::local_sizes`] makes for each vector.
     pub fn valid_with_local_sizes(&self, m: &Mapping, ls: &[i64]) -> Result<bool, Error> {
+        let (codes, values) = self.assignment(m, ls)?;
+        let env = Env::new(&codes, &self.parents, &values);
+        Ok(self.constraints.iter().all(|c| env.eval(&c.expr) == Some(true)))
+    }
+
+    /// The codes of `m` and the local sizes `ls` as the values of the space's variables
+    /// (refused unless `ls` has one value per local size).
+    #[allow(clippy::type_complexity)]
+    fn assignment(&self, m: &Mapping, ls: &[i64]) -> Result<(Vec<Option<i64>>, Vec<Option<i64>>), Error> {
         self.check_codes(m)?;
         if ls.len() != self.local_size_count() {
             return Err(Error::Apply(format!("{} local sizes for a space with {}", ls.len(), self.local_size_count())));
         }
-        let codes: Vec<Option<i64>> = m.codes.iter().map(|c| Some(c.to_int())).collect();
-        let values: Vec<Option<i64>> = ls.iter().map(|v| Some(*v)).collect();
-        let env = Env::new(&codes, &self.parents, &values);
-        Ok(self.constraints.iter().all(|c| env.eval(&c.expr) == Some(true)))
+        let codes = m.codes.iter().map(|c| Some(c.to_int())).collect();
+        Ok((codes, ls.iter().map(|v| Some(*v)).collect()))
     }
 
     fn local_sizes_from(

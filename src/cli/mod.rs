@@ -318,19 +318,15 @@ impl Source {
     }
 
     /// An error of `p` at the sizes `given` by the user (the others at their defaults), with a
-    /// note naming the tunable sizes (declared with a range, in no parameter's type) that took
-    /// their defaults: a variant's tile size fits its own sizes, not necessarily those given
+    /// note naming the tunable sizes (those `tune` searches, `params::tunables`) that took their
+    /// defaults: a variant's tile size fits its own sizes, not necessarily those given
     /// (`slide step 4 does not tile the input` said nothing of `tA`).
     fn reject_at(&self, e: &dyn diag::Diagnose, p: &ir::Program, given: &Sizes) -> Failure {
         let text = diag::render(&self.name, &self.text, e);
-        let in_params: Vec<String> = p.params.iter().flat_map(|q| q.ty.size_vars()).collect();
-        let used = p.used_sizes();
-        let defaulted: Vec<String> = p
-            .sizes
-            .iter()
-            .filter(|v| v.max.is_some() && !in_params.contains(&v.name) && used.contains(&v.name))
-            .filter(|v| !given.contains(&v.name))
-            .filter_map(|v| v.default.map(|d| format!("{} = {d}", v.name)))
+        let defaults = p.default_sizes();
+        let defaulted: Vec<String> = mapsat_tuner::tune::params::tunables(p, given, &Sizes::new())
+            .into_iter()
+            .filter_map(|t| defaults.get(&t.name).map(|d| format!("{} = {d}", t.name)))
             .collect();
         if defaulted.is_empty() {
             return Failure::Rejected(text);
@@ -433,13 +429,8 @@ fn given_sizes(p: &Program, args: &SizeArgs) -> CliResult<Sizes> {
     Ok(out)
 }
 
-/// Every size variable's value: flags first, then the file's defaults.
-fn all_sizes(p: &Program, args: &SizeArgs) -> CliResult<Sizes> {
-    p.resolve_sizes(&given_sizes(p, args)?).map_err(|e| Failure::Usage(e.to_string()))
-}
-
-/// [`all_sizes`], with `p` type-checked at them (its error naming the tunable sizes that took
-/// their defaults, [`Source::reject_at`]).
+/// Every size variable's value, flags first, then the file's defaults, with `p` type-checked
+/// at them (its error naming the tunable sizes that took their defaults, [`Source::reject_at`]).
 fn checked_sizes(src: &Source, p: &Program, args: &SizeArgs) -> CliResult<Sizes> {
     let given = given_sizes(p, args)?;
     let sizes = p.resolve_sizes(&given).map_err(|e| Failure::Usage(e.to_string()))?;

@@ -8,7 +8,7 @@
 //! standard output and in `DIR/variants.json`.
 
 use super::{rejected, tune_program, TuneArgs, Tuned};
-use crate::cli::{all_sizes, CliResult, Failure, Source};
+use crate::cli::{checked_sizes, CliResult, Failure, Source};
 use mapsat::ir::profile::Profile;
 use mapsat::ir::{self, Program, Sizes};
 use mapsat::rewrite::{self as rw, Budget, Options};
@@ -39,8 +39,7 @@ pub(super) fn tune_variants(
     profile: Profile,
     k: usize,
 ) -> CliResult<()> {
-    let sizes = all_sizes(&p, &a.sizes)?;
-    ir::check::check_with_sizes(&p, &sizes).map_err(|e| src.reject(&e))?;
+    let sizes = checked_sizes(src, &p, &a.sizes)?;
     let opts = Options {
         sizes: sizes.clone(),
         budget: Budget {
