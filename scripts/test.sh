@@ -2,8 +2,8 @@
 # The whole test suite, as CI runs it: cargo-nextest's `ci` profile (.config/nextest.toml), which
 # adds the exhaustive checks the everyday `cargo nextest run` leaves out, with 50 sampled
 # mappings per example in tuner/tests/soundness.rs, and a larger differential test
-# (tuner/tests/differential: more mappings per kernel, more generated pipelines). See
-# docs/testing.md.
+# (tuner/tests/differential: more mappings per kernel, more generated pipelines); then the Python
+# package's tests (python/tests, pytest, against numpy). See docs/testing.md.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh
@@ -16,3 +16,4 @@ if cargo nextest --version >/dev/null 2>&1; then
 else
   cargo test --workspace --no-fail-fast  # without nextest: every test, doctests included
 fi
+bash scripts/python.sh -m pytest -q python/tests

@@ -3,10 +3,21 @@
 //! This facade re-exports the phases: [`ir`] (types, text format, checker, interpreter) and
 //! [`rewrite`] (equality saturation, variants of a program), and [`variants`]: the programs that
 //! `mapsat tune --variants K` tunes (the input and its rewrite variants), and [`choices`]: their
-//! stage choices as variables of one mapping space.
+//! stage choices as variables of one mapping space, and [`mapping`]: a mapping given by hand,
+//! checked by the space and applied, and [`target`]: the device profile a tune works under. The other stages are re-exported as [`constraints`],
+//! [`codegen`] and [`tuner`], so that research code needs only this crate.
 
 pub use mapsat_ir as ir;
 pub use mapsat_rewrite as rewrite;
 
+pub use mapsat_codegen as codegen;
+pub use mapsat_constraints as constraints;
+pub use mapsat_tuner as tuner;
+
 pub mod choices;
+pub mod error;
+pub mod mapping;
+pub mod target;
 pub mod variants;
+
+pub use error::Error;

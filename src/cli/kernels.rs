@@ -6,7 +6,6 @@ use super::{checked_sizes, load_inputs, CliResult, Failure, SizeArgs, Source};
 use mapsat::ir;
 use mapsat::ir::profile::Profile;
 use mapsat_codegen::{Dialect, Options};
-use mapsat_constraints::readback;
 use mapsat_tuner::measure::{self, DeviceSpec, RunConfig};
 use std::path::Path;
 
@@ -43,24 +42,12 @@ impl Mapped<'_> {
             Some(name) => Some(Profile::load(name).map_err(|e| Failure::Usage(e.to_string()))?),
             None => default_profile(),
         };
-        match self.mapping {
-            Some(mapping) => super::mapping::apply(&p, sizes, mapping, profile, local),
-            None if readback::is_hand_mapped(&p) => {
-                super::mapping::check_written(&p, sizes, profile, local.as_deref())?;
-                Ok((p, local))
-            }
-            None => Ok((super::mapping::unmapped(p, sizes), local)),
+        let prepared =
+            mapsat::mapping::prepare(p, sizes, self.mapping, profile, local).map_err(super::mapping::failure)?;
+        if let Some(w) = prepared.warning {
+            eprint!("{w}");
         }
-    }
-}
-
-/// The device limits under which `emit` without `--profile` maps a program: none for OpenCL
-/// (a device is not known), CUDA's for CUDA (those of the built-in `h100` profile: blocks of
-/// at most 1,024 threads, 64 in z), so that the space's work group is one CUDA launches.
-pub(super) fn emit_profile(dialect: Dialect) -> Option<Profile> {
-    match dialect {
-        Dialect::OpenCl => None,
-        Dialect::Cuda => Profile::builtin("h100"),
+        Ok((prepared.program, prepared.local))
     }
 }
 
@@ -83,7 +70,7 @@ pub(super) fn emit(
     }
     local.check_kernels(&[&p.name])?;
     let local = local.of(&p.name);
-    let (p, local) = how.program(p, &sizes, local, || emit_profile(dialect))?;
+    let (p, local) = how.program(p, &sizes, local, || mapsat::mapping::default_profile(dialect))?;
     let opts = how.codegen_options(sizes, local)?;
     let (code, manifest) = mapsat_codegen::emit(&p, &opts, dialect).map_err(|e| src.reject_codegen(&e))?;
     super::create_dir(out)?;

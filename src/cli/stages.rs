@@ -108,7 +108,7 @@ pub(super) fn emit(
     out: &Path,
 ) -> CliResult<()> {
     let split = stages::split_at(p, sizes).map_err(|e| src.reject(&e))?;
-    let stages = mapped(src, split, sizes, how, local, || super::kernels::emit_profile(dialect))?;
+    let stages = mapped(src, split, sizes, how, local, || mapsat::mapping::default_profile(dialect))?;
     let mut emitted = Vec::new();
     for s in &stages {
         let opts = how.codegen_options(sizes.clone(), s.local.clone())?;

@@ -136,25 +136,7 @@ fn tune_error(e: TuneError) -> Failure {
 /// The device profile: `--target`, else the OpenCL device's own limits (with the rates of the
 /// built-in `pocl-cpu` profile for a CPU device, whose rates were measured on a like machine).
 fn profile_for(target: Option<&str>, device: DeviceSpec) -> CliResult<Profile> {
-    if let Some(t) = target {
-        return Profile::load(t).map_err(|e| Failure::Usage(e.to_string()));
-    }
-    match device {
-        DeviceSpec::OpenCl(..) => {
-            let mut p = measure::opencl_profile(device).map_err(rejected)?;
-            if p.private_mem_bytes == measure::CPU_PRIVATE_MEM_BYTES {
-                p.rates = Profile::builtin("pocl-cpu").and_then(|b| b.rates);
-            }
-            Ok(p)
-        }
-        DeviceSpec::Cuda(_) => {
-            measure::cuda_driver().map_err(rejected)?;
-            Err(Failure::Usage(
-                "give the CUDA device's profile with --target (built-in: h100), or a file from `mapsat calibrate`"
-                    .into(),
-            ))
-        }
-    }
+    mapsat::target::tune_profile(target, device).map_err(super::mapping::failure)
 }
 
 fn parse_fault(s: &str) -> CliResult<(Fault, u64)> {

@@ -1,0 +1,245 @@
+"""mapsat from Python: numpy arrays in, numpy arrays out.
+
+A program of mapsat's IR (the text format of ``docs/language.md``) is evaluated by the
+interpreter, mapped, emitted as an OpenCL or CUDA kernel, run on a device and tuned, as the
+``mapsat`` command line does::
+
+    import numpy as np, mapsat
+    p = mapsat.Program.load("examples/matmul.lift")
+    a, b = np.random.rand(64, 32), np.random.rand(32, 48)
+    want = p.eval(a, b)                                   # sizes from the arrays' shapes
+    best = p.tune(a=a, b=b, device="opencl:0:0", trials=16)
+    got = p.run(a, b, mapping=best.mapping, local=best.local, sizes=best.sizes).output
+
+Sizes not given (``sizes={"N": 64}``) are read off the inputs' shapes where a dimension is a
+size variable, else take the program's defaults. Inputs are converted to the parameter's
+scalar type: ``f32`` takes any float or integer array (float64 is rounded), ``i32`` any integer
+array whose values fit, ``bool`` a bool array. Every refusal raises :class:`Error` with
+mapsat's message (a file:line:col with a caret for an error in the program).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+from dataclasses import dataclass, field
+from typing import Any, Dict, List, Optional
+
+import numpy as np
+
+from . import _mapsat
+from ._mapsat import Error
+
+__all__ = ["Program", "Kernel", "Run", "Tuned", "Error", "devices"]
+
+
+def devices() -> List[str]:
+    """The OpenCL platforms and devices and the CUDA devices, one line each."""
+    return _mapsat.devices()
+
+
+@dataclass
+class Kernel:
+    """An emitted kernel: its source and manifest (entry point, arguments, launch sizes)."""
+
+    source: str
+    manifest: Dict[str, Any]
+
+
+@dataclass
+class Run:
+    """A run on a device: its result, and the median and fastest times of the timed launches."""
+
+    output: np.ndarray
+    median_ms: float
+    min_ms: float
+    device: str
+
+
+@dataclass
+class Tuned:
+    """The best kernel of a tune: its mapping and work group (give both to :meth:`Program.run`
+    or :meth:`Program.emit`), its time, GFLOP/s and source, and ``mapsat tune``'s whole JSON
+    report (``report``); the tune's files (log, report, plot, kernel) are in ``out``."""
+
+    mapping: Optional[str]
+    local: Optional[List[int]]
+    sizes: Dict[str, int]
+    time_ms: float
+    gflops: float
+    source: Optional[str] = field(repr=False)
+    out: str = ""
+    report: Dict[str, Any] = field(default_factory=dict, repr=False)
+
+
+_DTYPES = {"f32": np.float32, "i32": np.int32, "bool": np.bool_}
+
+
+def _convert(name: str, value: Any, kind: str) -> np.ndarray:
+    a = np.asarray(value)
+    want = _DTYPES.get(kind)
+    if want is None:
+        raise Error(f"parameter `{name}` has elements of type {kind}, which numpy arrays cannot give")
+    ok = {
+        "f32": a.dtype.kind in "fiu",
+        "i32": a.dtype.kind in "iu",
+        "bool": a.dtype.kind == "b",
+    }[kind]
+    if not ok:
+        raise Error(f"parameter `{name}` is {kind}; an array of {a.dtype} cannot be given for it")
+    if kind == "i32" and a.size and (a.min() < -(2**31) or a.max() > 2**31 - 1):
+        raise Error(f"parameter `{name}` is i32; the array holds values outside its range")
+    return np.ascontiguousarray(a, dtype=want)
+
+
+class Program:
+    """A program of mapsat's IR, parsed and type-checked."""
+
+    def __init__(self, text: str, name: str = "<string>"):
+        self._p = _mapsat.Program(text, name)
+
+    @classmethod
+    def load(cls, path: "os.PathLike[str] | str") -> "Program":
+        """The program in the file ``path``."""
+        try:
+            with open(path, encoding="utf-8") as f:
+                text = f.read()
+        except OSError as e:
+            raise Error(f"error: cannot read {path}: {e.strerror}") from None
+        return cls(text, os.fspath(path))
+
+    @property
+    def name(self) -> str:
+        """The program's name."""
+        return self._p.name
+
+    @property
+    def params(self) -> List[str]:
+        """The parameters' names, in order."""
+        return [q[0] for q in self._p.params()]
+
+    @property
+    def maps(self) -> List[str]:
+        """The labels of the program's maps (the names a mapping gives codes to)."""
+        return self._p.maps()
+
+    @property
+    def size_defaults(self) -> Dict[str, Optional[int]]:
+        """The size variables and their defaults (``None``: none)."""
+        return dict(self._p.size_defaults())
+
+    def __str__(self) -> str:
+        return str(self._p)
+
+    def __repr__(self) -> str:
+        return f"<mapsat.Program {self.name}({', '.join(self.params)})>"
+
+    def sizes(self, *args: Any, sizes: Optional[Dict[str, int]] = None, **kwargs: Any) -> Dict[str, int]:
+        """Every size variable's value: ``sizes``, then those read off the inputs' shapes, then
+        the defaults; checked (the program type-checks at them)."""
+        return self._p.resolve(self._given(self._arrays(args, kwargs, required=False), sizes))
+
+    def result_type(self, *args: Any, sizes: Optional[Dict[str, int]] = None, **kwargs: Any) -> str:
+        """The result's type at the sizes."""
+        return self._p.result_type(self._given(self._arrays(args, kwargs, required=False), sizes))
+
+    def eval(self, *args: Any, sizes: Optional[Dict[str, int]] = None, **kwargs: Any) -> np.ndarray:
+        """The interpreter's result on the inputs (positional in parameter order, or by name)."""
+        arrays = self._arrays(args, kwargs)
+        return self._p.eval(arrays, self._given(arrays, sizes))
+
+    def mappings(self, n: int = 10, seed: int = 0, sizes: Optional[Dict[str, int]] = None,
+                 target: Optional[str] = None, **inputs: Any) -> List[str]:
+        """Up to ``n`` valid mappings sampled from the space (``target``: a device profile)."""
+        return self._p.sample(self._given(self._arrays((), inputs, required=False), sizes), n, seed, target)
+
+    def count(self, sizes: Optional[Dict[str, int]] = None, target: Optional[str] = None,
+              **inputs: Any) -> int:
+        """The number of valid mappings (an estimate when the space is too large to count)."""
+        value, _exact = self._p.count(self._given(self._arrays((), inputs, required=False), sizes), target)
+        return int(round(value))
+
+    def explain(self, mapping: str, sizes: Optional[Dict[str, int]] = None,
+                target: Optional[str] = None, **inputs: Any) -> List[str]:
+        """The constraints ``mapping`` violates; an empty list when it is valid."""
+        return self._p.explain(mapping, self._given(self._arrays((), inputs, required=False), sizes), target)
+
+    def emit(self, mapping: Optional[str] = None, target: str = "opencl",
+             sizes: Optional[Dict[str, int]] = None, local: Optional[List[int]] = None,
+             profile: Optional[str] = None, **inputs: Any) -> Kernel:
+        """The kernel of the program mapped by ``mapping`` (or mapped as written), for
+        ``target`` (``opencl`` or ``cuda``)."""
+        given = self._given(self._arrays((), inputs, required=False), sizes)
+        source, manifest = self._p.emit(given, mapping, target, local, profile)
+        return Kernel(source, json.loads(manifest))
+
+    def run(self, *args: Any, mapping: Optional[str] = None, device: str = "opencl:0:0",
+            sizes: Optional[Dict[str, int]] = None, local: Optional[List[int]] = None,
+            runs: int = 5, check: bool = True, **kwargs: Any) -> Run:
+        """Runs the kernel on ``device`` with the inputs; with ``check``, a result that
+        differs from the interpreter's raises :class:`Error`."""
+        arrays = self._arrays(args, kwargs)
+        out, median_ms, min_ms, name = self._p.run(
+            arrays, self._given(arrays, sizes), device, mapping, local, runs, check)
+        return Run(out, median_ms, min_ms, name)
+
+    def tune(self, sizes: Optional[Dict[str, int]] = None, device: str = "opencl:0:0",
+             target: Optional[str] = None, trials: int = 64, random_trials: int = 32, seed: int = 0,
+             out: "Optional[os.PathLike[str] | str]" = None, timeout: float = 60.0,
+             **inputs: Any) -> Tuned:
+        """Tunes the program on ``device`` (``mapsat tune``): ``trials`` candidates chosen by
+        the cost models and ``random_trials`` at random, each checked against the interpreter.
+        Inputs given by name fix the sizes by their shapes (they are not used otherwise: the
+        tune measures on random inputs). Tunable sizes (tile sizes) not given are searched."""
+        given = self._given(self._arrays((), inputs, required=False), sizes)
+        out = os.fspath(out) if out is not None else tempfile.mkdtemp(prefix=f"mapsat-tune-{self.name}-")
+        report = json.loads(self._p.tune(given, device, out, target, trials, random_trials, seed, timeout))
+        best = report.get("best") or {}
+        return Tuned(
+            mapping=best.get("mapping"),
+            local=best.get("local") or None,
+            sizes={**report.get("sizes", {}), **best.get("tuning", {})},
+            time_ms=report.get("best_ms", 0.0),
+            gflops=report.get("best_gflops", 0.0),
+            source=report.get("best_source"),
+            out=out,
+            report=report,
+        )
+
+    def _arrays(self, args: tuple, kwargs: Dict[str, Any], required: bool = True) -> List[Optional[np.ndarray]]:
+        params = self._p.params()
+        if len(args) > len(params):
+            raise Error(f"{self.name} takes {len(params)} input(s), {len(args)} given")
+        unknown = sorted(set(kwargs) - {q[0] for q in params})
+        if unknown:
+            raise Error(f"{self.name} has no parameter {', '.join(map(repr, unknown))} "
+                        f"(it has: {', '.join(q[0] for q in params)})")
+        out: List[Optional[np.ndarray]] = []
+        for i, (name, _dims, kind) in enumerate(params):
+            if i < len(args) and name in kwargs:
+                raise Error(f"parameter `{name}` is given twice")
+            value = args[i] if i < len(args) else kwargs.get(name)
+            if value is None and required:
+                raise Error(f"no input for parameter `{name}`")
+            out.append(None if value is None else _convert(name, value, kind))
+        return out
+
+    def _given(self, arrays: List[Optional[np.ndarray]], sizes: Optional[Dict[str, int]]) -> Dict[str, int]:
+        """``sizes``, and the size variables read off the arrays' shapes (the Rust half adds
+        the defaults and checks)."""
+        given = {k: int(v) for k, v in (sizes or {}).items()}
+        seen: Dict[str, tuple] = {}
+        for (name, dims, _kind), a in zip(self._p.params(), arrays):
+            if a is None:
+                continue
+            for axis, var in enumerate(dims[: a.ndim]):
+                if var is None or var in (sizes or {}):
+                    continue
+                if var in seen and seen[var][0] != a.shape[axis]:
+                    first = seen[var]
+                    raise Error(f"size `{var}` is {first[0]} by `{first[1]}`'s shape and "
+                                f"{a.shape[axis]} by `{name}`'s")
+                seen[var] = (a.shape[axis], name)
+                given[var] = int(a.shape[axis])
+        return given

@@ -1,0 +1,161 @@
+"""mapsat's Python package against numpy: the interpreter, kernels run on pocl, a tune, and
+refusals as `mapsat.Error` (never a crash). Run by scripts/test.sh (scripts/python.sh builds the
+package into target/py-venv first)."""
+
+import pathlib
+import random
+
+import numpy as np
+import pytest
+
+import mapsat
+
+ROOT = pathlib.Path(__file__).resolve().parents[2]
+EXAMPLES = ROOT / "examples"
+DEVICE = "opencl:0:0"
+
+SEVERAL_KERNELS = """
+size N = 32
+def twice(x: [f32]N) : [f32]N =
+  let y = toGlobal(map@A(fun(v => v * 2.0), x)) in
+  map@B(fun(v => v + 1.0), y)
+"""
+
+
+def rng(seed=0):
+    return np.random.default_rng(seed)
+
+
+def test_eval_of_matmul_is_numpy_product_with_sizes_from_the_shapes():
+    p = mapsat.Program.load(EXAMPLES / "matmul.lift")
+    a, b = rng().random((13, 7)), rng(1).random((7, 5))
+    assert p.sizes(a, b) == {"M": 13, "K": 7, "N": 5}
+    got = p.eval(a, b)
+    assert got.dtype == np.float32 and got.shape == (13, 5)
+    np.testing.assert_allclose(got, a.astype(np.float32) @ b.astype(np.float32), rtol=1e-5)
+    assert p.result_type(a=a, b=b) == "[[f32]5]13"
+
+
+def test_inputs_by_name_and_given_sizes():
+    p = mapsat.Program.load(EXAMPLES / "dot.lift")
+    x, y = rng().random(10), rng(2).random(10)
+    got = p.eval(y=y, x=x)
+    assert got.shape == ()
+    assert abs(float(got) - float(np.dot(x.astype(np.float32), y.astype(np.float32)))) < 1e-5
+    assert p.sizes(sizes={"N": 3}) == {"N": 3}
+
+
+def test_every_sampled_mapping_runs_on_pocl_as_numpy_computes():
+    p = mapsat.Program.load(EXAMPLES / "stencil1d.lift")
+    xs = rng().standard_normal(37).astype(np.float32)
+    padded = np.pad(xs, 1)
+    want = 0.25 * padded[:-2] + 0.5 * padded[1:-1] + 0.25 * padded[2:]
+    mappings = p.mappings(n=4, seed=3, xs=xs)
+    assert len(mappings) == 4 and len(set(mappings)) == 4
+    for m in mappings:
+        assert p.explain(m, xs=xs) == []
+        r = p.run(xs, mapping=m, device=DEVICE, runs=2)
+        np.testing.assert_allclose(r.output, want, rtol=1e-5, atol=1e-6)
+        assert r.median_ms > 0 and r.min_ms <= r.median_ms
+
+
+def test_generated_elementwise_pipelines_agree_with_numpy():
+    ops = [
+        ("v + 1.5", lambda v: v + np.float32(1.5)),
+        ("v * 2.0", lambda v: v * np.float32(2.0)),
+        ("max(v, 0.0)", lambda v: np.maximum(v, np.float32(0.0))),
+        ("v * v - v", lambda v: v * v - v),
+    ]
+    gen = random.Random(7)
+    for case in range(6):
+        chain = [gen.choice(ops) for _ in range(gen.randint(1, 3))]
+        n = gen.choice([1, 5, 17, 64])
+        body = "x"
+        for i, (text, _) in enumerate(chain):
+            body = f"map@M{i}(fun(v => {text}), {body})"
+        reduce = case % 2 == 1
+        result = "f32" if reduce else "[f32]N"
+        if reduce:
+            body = f"reduce(add, 0.0, {body})"
+        p = mapsat.Program(f"size N = 8\ndef g(x: [f32]N) : {result} =\n  {body}\n", f"case{case}")
+        x = rng(case).standard_normal(n).astype(np.float32)
+        want = x
+        for _, f in chain:
+            want = f(want)
+        if reduce:
+            want = want.sum(dtype=np.float32)
+        np.testing.assert_allclose(p.eval(x), want, rtol=1e-4, atol=1e-4)
+        m = p.mappings(n=1, seed=case, x=x)[0]
+        np.testing.assert_allclose(p.run(x, mapping=m, device=DEVICE, runs=1).output, want, rtol=1e-4, atol=1e-4)
+
+
+def test_emit_gives_source_and_launch_for_both_targets():
+    p = mapsat.Program.load(EXAMPLES / "matmul.lift")
+    for target, marker in [("opencl", "__kernel"), ("cuda", "__global__")]:
+        k = p.emit("A=G1,B=G0,C=S", target=target, sizes={"M": 16, "K": 8, "N": 12})
+        assert marker in k.source and "matmul" in k.source
+        assert k.manifest["launch"]["global"][:2] == [12, 16]
+
+
+def test_a_tune_finds_a_kernel_that_computes_the_product(tmp_path):
+    p = mapsat.Program.load(EXAMPLES / "matmul.lift")
+    a, b = rng().random((16, 8), dtype=np.float32), rng(1).random((8, 12), dtype=np.float32)
+    best = p.tune(a=a, b=b, device=DEVICE, trials=4, random_trials=2, out=tmp_path)
+    assert best.mapping and best.time_ms > 0 and best.sizes == {"M": 16, "K": 8, "N": 12}
+    assert (tmp_path / "report.json").is_file() and (tmp_path / "tune.jsonl").is_file()
+    assert p.explain(best.mapping, a=a, b=b) == []
+    r = p.run(a, b, mapping=best.mapping, local=best.local, sizes=best.sizes, device=DEVICE)
+    np.testing.assert_allclose(r.output, a @ b, rtol=1e-4)
+
+
+def test_integer_inputs_are_converted_when_they_fit():
+    p = mapsat.Program("size N = 4\ndef s(x: [i32]N) : i32 = reduce(add, 0, x)", "s")
+    x = np.arange(-5, 9, dtype=np.int64)
+    assert int(p.eval(x)) == int(x.sum())
+    with pytest.raises(mapsat.Error, match="outside its range"):
+        p.eval(np.array([2**40], dtype=np.int64))
+    with pytest.raises(mapsat.Error, match="cannot be given"):
+        p.eval(np.ones(4, dtype=np.float32))
+
+
+def test_bad_programs_and_calls_raise_mapsat_errors():
+    with pytest.raises(mapsat.Error) as e:
+        mapsat.Program("def f(x: [f32]N) =\n  map(fun(y => y + z), x)", "bad.lift")
+    assert "unknown name `z`" in str(e.value) and "bad.lift:2:20" in str(e.value)
+    with pytest.raises(mapsat.Error, match="cannot read"):
+        mapsat.Program.load(EXAMPLES / "no-such-file.lift")
+    p = mapsat.Program.load(EXAMPLES / "matmul.lift")
+    a, b = np.ones((4, 3)), np.ones((3, 2))
+    with pytest.raises(mapsat.Error, match="size `K` is 3"):
+        p.eval(a, np.ones((4, 2)))
+    with pytest.raises(mapsat.Error, match="no parameter 'c'"):
+        p.eval(a, b, c=a)
+    with pytest.raises(mapsat.Error, match="no input for parameter `b`"):
+        p.eval(a)
+    with pytest.raises(mapsat.Error, match="not valid"):
+        p.run(a, b, mapping="A=G0,B=G0,C=S", device=DEVICE)
+    with pytest.raises(mapsat.Error, match="does not give a code"):
+        p.emit("A=G0")
+    with pytest.raises(mapsat.Error):
+        p.run(a, b, mapping="A=G0,B=S,C=S", device="opencl:9:9")
+    with pytest.raises(mapsat.Error, match="no size variable `Q`"):
+        p.sizes(sizes={"Q": 3})
+
+
+def test_a_program_of_several_kernels_evaluates_and_is_refused_by_run():
+    p = mapsat.Program(SEVERAL_KERNELS, "twice.lift")
+    x = rng().random(32, dtype=np.float32)
+    np.testing.assert_allclose(p.eval(x), x * 2 + 1, rtol=1e-6)
+    with pytest.raises(mapsat.Error, match="several kernels"):
+        p.run(x, mapping="A=G0,B=G0", device=DEVICE)
+
+
+def test_a_long_chain_is_evaluated_on_mapsats_own_stack():
+    terms = " + ".join(["v"] * 2000)
+    p = mapsat.Program(f"size N = 3\ndef f(x: [f32]N) : [f32]N = map@A(fun(v => {terms}), x)", "long")
+    x = np.array([1.0, 2.0, 0.5], dtype=np.float32)
+    np.testing.assert_allclose(p.eval(x), x * 2000, rtol=1e-5)
+
+
+def test_devices_lists_pocl():
+    assert any("Portable Computing Language" in d or "pocl" in d.lower() for d in mapsat.devices())
