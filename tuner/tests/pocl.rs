@@ -122,3 +122,84 @@ fn a_tuple_accumulator_keeps_a_variable_per_part() {
         }
     }
 }
+
+/// A kernel named like one of OpenCL C's built-in functions (`upsample` is an integer one) is
+/// renamed: pocl refused the kernel with CL_INVALID_KERNEL_NAME (a tester's finding).
+#[test]
+fn a_kernel_named_like_a_built_in_function_runs() {
+    let present = opencl_present();
+    for name in ["upsample", "rotate", "popcount", "shuffle", "hadd", "mul24", "clz", "nan", "prefetch", "bitselect"] {
+        let src = format!("size N = 8\ndef {name}(x: [f32]N) : [f32]N = mapGlb(0)(fun(v => v + 1.0), x)");
+        let p = mapsat_ir::parse(&src).expect("parse");
+        let sizes = p.default_sizes();
+        let opts = mapsat_codegen::Options { sizes: sizes.clone(), ..mapsat_codegen::Options::default() };
+        let (source, manifest) = mapsat_codegen::emit(&p, &opts, mapsat_codegen::Dialect::OpenCl).expect("emits");
+        assert_ne!(manifest.entry, name, "{source}");
+        if present {
+            let inputs = mapsat_ir::interp::random_inputs(&p, &sizes, 1).expect("inputs");
+            let r = measure::run(&p, &sizes, None, &inputs, DeviceSpec::OpenCl(0, 0), &RunConfig::default())
+                .unwrap_or_else(|e| panic!("{name}: {e}"));
+            assert!(r.check.is_some_and(|c| c.ok), "{name}");
+        }
+    }
+}
+
+/// `select` of tuples is one select per part: an argmax written the natural way, with the
+/// space's mappings, runs as the interpreter computes (code generation refused it).
+#[test]
+fn a_select_of_tuples_selects_each_part() {
+    let src = "size M = 5, N = 13\ndef argmax(xs: [[f32]N]M, idx: [i32]N) : [i32]M =\n  \
+               map@A(fun(row => reduce(fun(acc, p => select(p.0 > acc.0, p, acc)), (-1e30, -1), zip(row, idx)).1), xs)";
+    let p = mapsat_ir::parse(src).expect("parse");
+    let space = mapsat_constraints::Space::generate(&p, mapsat_constraints::Options::default()).expect("space");
+    let sizes = p.default_sizes();
+    let mut inputs = mapsat_ir::interp::random_inputs(&p, &sizes, 5).expect("inputs");
+    inputs[1] = mapsat_ir::interp::Tensor::i32(vec![13], (0..13).collect());
+    let want = mapsat_ir::interp::eval(&p, &sizes, &inputs).expect("interpreter");
+    let present = opencl_present();
+    for m in space.sample(4, 0).expect("samples") {
+        let q = space.apply(&p, &m).expect("applies");
+        let opts = mapsat_codegen::Options { sizes: sizes.clone(), ..mapsat_codegen::Options::default() };
+        let (source, _) = mapsat_codegen::emit(&q, &opts, mapsat_codegen::Dialect::OpenCl)
+            .unwrap_or_else(|e| panic!("{}: {e}", space.show(&m)));
+        assert!(source.matches(" ? ").count() >= 2, "{source}");
+        if present {
+            let cfg = RunConfig { warmup: 0, runs: 1, check: false, ..RunConfig::default() };
+            let r = measure::run(&q, &sizes, None, &inputs, DeviceSpec::OpenCl(0, 0), &cfg).expect("run");
+            let c = r.output.compare(&want, 0.0, 0.0);
+            assert!(c.ok, "{}: {} mismatches, first {:?}", space.show(&m), c.mismatches, c.first_mismatch);
+        }
+    }
+}
+
+/// A kernel whose local buffers (here one code generation stages for a `mapLcl` map's result)
+/// exceed the device's local memory is refused before it is launched: pocl aborted the process
+/// (a tester's finding); at half the size it runs.
+#[test]
+fn a_kernel_beyond_the_local_memory_is_refused_not_launched() {
+    if !opencl_present() {
+        return;
+    }
+    let src = std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("../examples/listing3.lift")).unwrap();
+    let p = mapsat_ir::parse(&src).expect("parse");
+    let space_opts = |n: i64| mapsat_constraints::Options {
+        sizes: Sizes::new().with("n", n).with("s0", n).with("s1", 4),
+        ..mapsat_constraints::Options::default()
+    };
+    let local = measure::opencl_profile(DeviceSpec::OpenCl(0, 0)).expect("profile").local_mem_bytes as i64;
+    for (n, fits) in [(local / 8, true), (local / 2, false)] {
+        let o = space_opts(n);
+        let sizes = o.sizes.clone();
+        let space = mapsat_constraints::Space::generate(&p, o).expect("space");
+        let q = space.apply(&p, &space.parse_mapping("A=W0,C=L0,D=S,B=L0").expect("mapping")).expect("applies");
+        let inputs = mapsat_ir::interp::random_inputs(&p, &sizes, 1).expect("inputs");
+        let cfg = RunConfig { warmup: 0, runs: 1, check: false, ..RunConfig::default() };
+        match measure::run(&q, &sizes, None, &inputs, DeviceSpec::OpenCl(0, 0), &cfg) {
+            Ok(_) => assert!(fits, "n = {n}: ran"),
+            Err(e) => {
+                assert!(!fits, "n = {n}: {e}");
+                assert!(e.to_string().contains("bytes of local memory per work group"), "{e}");
+            }
+        }
+    }
+}
