@@ -195,21 +195,11 @@ impl Lower<'_> {
                 Out::view(View::Value(Expr::Un(*op, Box::new(a))))
             }
             Prim::Select => {
-                if !matches!(res, Type::Scalar(_) | Type::Vector(..)) {
-                    return Err(K::Unsupported(format!(
-                        "`select` of values of type {res}: kernels select scalars and vectors only (select each element instead: a map over a zip of the arrays)"
-                    ))
-                    .into());
-                }
-                let mut es = Vec::new();
-                for a in args {
-                    let v = self.data(a)?;
-                    es.push(self.read(&v)?);
-                }
-                let c = es.remove(0);
-                let a = es.remove(0);
-                let b = es.remove(0);
-                Out::view(View::Value(Expr::Select(Box::new(c), Box::new(a), Box::new(b))))
+                let c = self.data(&args[0])?;
+                let c = self.read(&c)?;
+                let a = self.data(&args[1])?;
+                let b = self.data(&args[2])?;
+                Out::view(self.select(&c, a, b, res)?)
             }
             Prim::Cast(k) => {
                 let a = self.data(&args[0])?;
@@ -222,6 +212,29 @@ impl Lower<'_> {
                 Out::view(View::Value(Expr::Splat(Box::new(a), w.lanes)))
             }
             _ => Err(K::Internal(format!("`{}` is not a scalar operation", prim.name())).into()),
+        }
+    }
+
+    /// `select(c, a, b)` of values of type `ty`: of scalars and vectors a C select, of tuples of
+    /// them one select per part (an argmax's `select(p.0 > acc.0, p, acc)`).
+    fn select(&mut self, c: &Expr, a: View, b: View, ty: &Type) -> R<View> {
+        match ty {
+            Type::Scalar(_) | Type::Vector(..) => {
+                let (a, b) = (self.read(&a)?, self.read(&b)?);
+                Ok(View::Value(Expr::Select(Box::new(c.clone()), Box::new(a), Box::new(b))))
+            }
+            Type::Tuple(parts) => {
+                let mut out = Vec::with_capacity(parts.len());
+                for (k, t) in parts.iter().enumerate() {
+                    let part = |v: &View| View::Get(k as u32, Box::new(v.clone()));
+                    out.push(self.select(c, part(&a), part(&b), t)?);
+                }
+                Ok(View::Tuple(out))
+            }
+            _ => Err(K::Unsupported(format!(
+                "`select` of values of type {ty}: kernels select scalars, vectors and tuples of them only (select each element instead: a map over a zip of the arrays)"
+            ))
+            .into()),
         }
     }
 }
