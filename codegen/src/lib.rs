@@ -58,6 +58,11 @@ pub struct Options {
     /// items (a device profile's `private_group_bytes`: pocl's worker stack): a kernel beyond it
     /// is refused. `None`: not checked here.
     pub max_private_group_bytes: Option<u64>,
+    /// The target's local memory per work group (a device profile's `local_mem_bytes`): a
+    /// kernel whose local buffers, the program's `toLocal` ones and those code generation
+    /// stages itself, hold more is refused (pocl aborted the process launching one). `None`: not
+    /// checked here.
+    pub max_local_bytes: Option<u64>,
 }
 
 impl Options {
@@ -74,6 +79,7 @@ impl Options {
             max_work_item_sizes: Some(profile.max_work_item_sizes.map(|x| x as i64)),
             address_bits: Some(profile.address_bits),
             max_private_group_bytes: profile.private_group_bytes,
+            max_local_bytes: Some(profile.local_mem_bytes),
         }
     }
 }
@@ -83,6 +89,16 @@ impl Options {
 /// which variables and index parts are 64-bit ([`width`](mod@width)). In debug builds the
 /// kernel is verified ([`verify`](mod@verify)) after each of the three steps.
 pub fn lower(p: &mapsat_ir::Program, opts: &Options) -> Result<Kernel, CodegenError> {
+    let k = lower_in_private(p, opts)?;
+    if let Some(max) = opts.max_local_bytes {
+        limits::check_local(k.memory().local_bytes, max)?;
+    }
+    Ok(k)
+}
+
+/// [`lower_at`], with a smaller default work group when the default one holds more private
+/// memory than the target allows.
+fn lower_in_private(p: &mapsat_ir::Program, opts: &Options) -> Result<Kernel, CodegenError> {
     let k = lower_at(p, opts)?;
     let Some(max) = opts.max_private_group_bytes else { return Ok(k) };
     match limits::check_private_group(k.memory().private_bytes, &k.launch.local, max) {

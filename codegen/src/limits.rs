@@ -65,6 +65,16 @@ pub fn check_group_size(local: &[i64; 3], max: i64) -> Result<(), CodegenError> 
     }
 }
 
+/// Refuses a kernel whose work group holds more than `max` bytes of local memory.
+pub fn check_local(bytes: u64, max: u64) -> Result<(), CodegenError> {
+    match bytes <= max {
+        true => Ok(()),
+        false => Err(limit(format!(
+            "{bytes} bytes of local memory per work group; the target allows {max} (local_mem_bytes)"
+        ))),
+    }
+}
+
 /// Refuses a kernel whose work group holds more than `max` bytes of private memory in all
 /// (`private` bytes per work item times the work items).
 pub fn check_private_group(private: u64, local: &[i64; 3], max: u64) -> Result<(), CodegenError> {

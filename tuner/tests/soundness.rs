@@ -140,6 +140,7 @@ fn sampled_mappings_run_correctly() {
                         max_work_item_sizes: None,
                         address_bits: None,
                         max_private_group_bytes: None,
+                        max_local_bytes: None,
                     };
                     if let Err(e) = mapsat_codegen::lower(&q, &opts) {
                         failures.push(format!("{name} {shown} {sizes:?}: codegen: {e}"));

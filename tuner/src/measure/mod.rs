@@ -153,11 +153,14 @@ pub fn run(
     cfg: &RunConfig,
 ) -> R<RunReport> {
     let sizes = p.resolve_sizes(sizes).map_err(|e| MeasureError::Input(e.to_string()))?;
-    // The device's limit on a work group's private memory (a CPU device's: pocl's worker
-    // stack), from its profile: beyond it the kernel would crash this process, so code
-    // generation refuses it.
-    let max_private_group_bytes = opencl_profile(device).ok().and_then(|p| p.private_group_bytes);
-    let opts = Options { sizes: sizes.clone(), local, max_private_group_bytes, ..Options::default() };
+    // The device's limits on a work group's private memory (a CPU device's: pocl's worker
+    // stack) and local memory, from its profile: beyond either the kernel would crash this
+    // process (pocl aborted launching one beyond its local memory), so code generation
+    // refuses it.
+    let profile = opencl_profile(device).ok();
+    let max_private_group_bytes = profile.as_ref().and_then(|p| p.private_group_bytes);
+    let max_local_bytes = profile.as_ref().map(|p| p.local_mem_bytes);
+    let opts = Options { sizes: sizes.clone(), local, max_private_group_bytes, max_local_bytes, ..Options::default() };
     let (src, mut manifest) = mapsat_codegen::emit(p, &opts, device.dialect())?;
     manifest.build_options = mapsat_codegen::build_options(device.dialect(), cfg.reassociate);
     interp::check_inputs(p, &sizes, inputs).map_err(|e| MeasureError::Input(e.to_string()))?;
