@@ -113,6 +113,17 @@ fn bad_input_and_usage() {
     assert_eq!(mapsat(&["rewrite", "examples/dot.lift"]).status.code(), Some(2), "-o is required");
     assert_eq!(mapsat(&["rewrite", "examples/dot.lift", "--size", "Q=3", "-o", d]).status.code(), Some(2));
     assert!(!dir.exists(), "nothing written on an error");
+    // Nothing to rewrite: a reduction with a tuple accumulator, which no rule splits, has no
+    // variant with a map (it said "0 variants" and exited 0).
+    let file = std::env::temp_dir().join(format!("mapsat-rewrite-tuple-{}.lift", std::process::id()));
+    let text = "size N = 16\ndef mm(xs: [f32]N) : f32 =\n  \
+                let t = reduce(fun(acc, x => (acc.0 + x, max(acc.1, x))), (0.0, -1e30), xs) in t.0 - t.1\n";
+    std::fs::write(&file, text).unwrap();
+    let out = mapsat(&["rewrite", file.to_str().unwrap(), "-o", d]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("no variant to write"));
+    assert!(!dir.exists(), "nothing written");
+    let _ = std::fs::remove_file(file);
 }
 
 /// Variants are ordinary programs for the rest of the pipeline: each one's sampled valid mapping

@@ -72,6 +72,13 @@ pub fn rewrite(a: &RewriteArgs) -> CliResult<()> {
         }
         None => true,
     });
+    if out.variants.is_empty() {
+        return Err(Failure::Rejected(format!(
+            "error: no variant to write: {} has no map to rewrite or to map (a plain reduction runs in one work item: `mapsat run {}`)",
+            a.file.display(),
+            a.file.display()
+        )));
+    }
     let files = write(&a.output, &a.file, &out)?;
     let mut summary = summary(&a.file, &sizes, &opts, &out, &files);
     summary["tunable_split_sizes"] = serde_json::json!(rw::tunable(&p));
