@@ -97,7 +97,9 @@ pub fn check_with_sizes(p: &Program, sizes: &crate::Sizes) -> TResult<TypeInfo> 
 fn check_bounds(p: &Program, info: &TypeInfo, sizes: &crate::Sizes) -> TResult<()> {
     let at = |vars: Vec<String>| {
         let named: Vec<String> = vars.iter().filter_map(|v| sizes.get(v).map(|x| format!("{v}={x}"))).collect();
-        if named.is_empty() {
+        if named.is_empty() && sizes.is_empty() {
+            String::new()
+        } else if named.is_empty() {
             format!(" at {sizes}")
         } else {
             format!(" at {}", named.join(", "))
@@ -128,6 +130,16 @@ fn check_bounds(p: &Program, info: &TypeInfo, sizes: &crate::Sizes) -> TResult<(
         }
     }
     Ok(())
+}
+
+/// True when a length in the data type `t` divides by zero ([`Size::divides_by_zero`]).
+fn divides_by_zero(t: &Type) -> bool {
+    match t {
+        Type::Array(e, n) => n.divides_by_zero() || divides_by_zero(e),
+        Type::Tuple(ts) => ts.iter().any(divides_by_zero),
+        // A function's sizes are those of the values it is applied to, found there.
+        Type::Fun(..) | Type::Scalar(_) | Type::Vector(..) => false,
+    }
 }
 
 /// [`Program::validate`] as a type error, at the offending node's span when it has one.
@@ -191,6 +203,13 @@ impl<'a> Checker<'a> {
                 ));
             }
         }
+        if let Some(i) = self.types.iter().position(|t| t.as_ref().is_some_and(divides_by_zero)) {
+            let t = self.types[i].as_ref().expect("found");
+            return Err(TypeError::new(
+                self.p.span(NodeId(i as u32)),
+                format!("a size of this value's type {t} divides by zero"),
+            ));
+        }
         Ok(TypeInfo { types: self.types, result })
     }
 
@@ -199,6 +218,16 @@ impl<'a> Checker<'a> {
             s.clone()
         } else {
             s.substitute(&self.subst)
+        }
+    }
+
+    /// A primitive's static size argument at the checker's sizes; one that divides by zero
+    /// has no value.
+    fn static_size(&self, s: &Size, span: Span) -> TResult<Size> {
+        let v = self.sz(s);
+        match v.divides_by_zero() {
+            true => Err(TypeError::new(span, format!("the size {s} divides by zero"))),
+            false => Ok(v),
         }
     }
 
@@ -540,7 +569,7 @@ impl<'a> Checker<'a> {
                 Ok((tys, Type::array(Type::Tuple(elems), len.expect("zip has arguments"))))
             }
             Prim::Split(m) => {
-                let m = self.sz(m);
+                let m = self.static_size(m, pspan)?;
                 let t = self.data(&args[0])?;
                 let (el, n) = self.array(&t, &args[0], "split")?;
                 self.divides(&n, &m, pspan, "split factor")?;
@@ -560,7 +589,7 @@ impl<'a> Checker<'a> {
                 Ok((vec![t.clone()], Type::array(Type::array(el.clone(), n), m)))
             }
             Prim::Slide(size, step) => {
-                let (size, step) = (self.sz(size), self.sz(step));
+                let (size, step) = (self.static_size(size, pspan)?, self.static_size(step, pspan)?);
                 let t = self.data(&args[0])?;
                 let (el, n) = self.array(&t, &args[0], "slide")?;
                 if step.as_const().is_some_and(|c| c <= 0) || size.as_const().is_some_and(|c| c <= 0) {
@@ -581,7 +610,7 @@ impl<'a> Checker<'a> {
                 Ok((vec![t.clone()], Type::array(Type::array(el.clone(), size), count)))
             }
             Prim::Pad(l, r, mode) => {
-                let (l, r) = (self.sz(l), self.sz(r));
+                let (l, r) = (self.static_size(l, pspan)?, self.static_size(r, pspan)?);
                 let t = self.data(&args[0])?;
                 let (el, n) = self.array(&t, &args[0], name)?;
                 if l.as_const().is_some_and(|c| c < 0) || r.as_const().is_some_and(|c| c < 0) {
@@ -602,10 +631,12 @@ impl<'a> Checker<'a> {
                 Ok((vec![t.clone()], Type::array(el.clone(), l.add(&n).add(&r))))
             }
             Prim::At(i) => {
-                let i = self.sz(i);
+                let i = self.static_size(i, pspan)?;
                 let t = self.data(&args[0])?;
                 let (el, n) = self.array(&t, &args[0], "at")?;
-                let bad = i.as_const().is_some_and(|c| c < 0)
+                // Constants compared directly: the largest (2^63 - 1) is where size arithmetic
+                // saturates, so `n - i` would not show it out of bounds.
+                let bad = i.as_const().is_some_and(|c| c < 0 || n.as_const().is_some_and(|n| c >= n))
                     || n.sub(&i).maximum_in(&Size::constant(0), &self.ranges) == Size::constant(0);
                 if bad {
                     return Err(TypeError::new(

@@ -514,6 +514,16 @@ impl Size {
         Some(sum)
     }
 
+    /// True when some division or modulo in this size divides by the constant 0 (`4 / (1 / 0)`,
+    /// or `N / (M - 4)` at `M = 4`): such a size has no value.
+    pub fn divides_by_zero(&self) -> bool {
+        self.terms.keys().flat_map(|m| m.keys()).any(|a| match a {
+            Atom::Div(x, y) | Atom::Mod(x, y) => y.as_const() == Some(0) || x.divides_by_zero() || y.divides_by_zero(),
+            Atom::Min(x, y) | Atom::Max(x, y) => x.divides_by_zero() || y.divides_by_zero(),
+            Atom::Var(_) => false,
+        })
+    }
+
     /// The size variables this size mentions, in order.
     pub fn vars(&self) -> Vec<String> {
         let mut out = Vec::new();
