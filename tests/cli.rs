@@ -104,6 +104,23 @@ fn missing_file_is_rejected() {
     assert!(String::from_utf8_lossy(&out.stderr).contains("cannot read no/such/file.lift"));
 }
 
+/// A file that is no program text: endless (`/dev/zero` was read until memory ran out, a
+/// tester's finding) or not UTF-8.
+#[test]
+fn an_endless_or_binary_file_is_rejected() {
+    if std::path::Path::new("/dev/zero").exists() {
+        let out = mapsat(&["check", "/dev/zero"]);
+        assert_eq!(out.status.code(), Some(1));
+        assert!(String::from_utf8_lossy(&out.stderr).contains("is larger than 16 MiB"));
+    }
+    let path = std::env::temp_dir().join(format!("mapsat-binary-{}.lift", std::process::id()));
+    std::fs::write(&path, [0xff, 0xfe, 0x00]).unwrap();
+    let out = mapsat(&["check", path.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("not UTF-8 text"));
+    let _ = std::fs::remove_file(path);
+}
+
 #[test]
 fn check_prints_type_and_labels() {
     let out = mapsat(&["check", "examples/listing3.lift", "--size", "n=64,s0=16,s1=4"]);

@@ -246,3 +246,43 @@ fn deep_nesting_is_an_error_not_a_crash() {
         assert!(e.message.contains(want), "{}", e.message);
     }
 }
+
+/// Sizes have their own limit on operators in a row: millions of minus signs overflowed the
+/// parser's stack (the process aborted), and thousands of divisions took minutes (a tester's
+/// findings). At the limit a size parses.
+#[test]
+fn a_long_size_is_an_error_not_a_crash_or_a_hang() {
+    for src in [
+        format!("size N = 4\ndef f(x: [f32]N) = split({}4, x)", "-".repeat(3_000_000)),
+        format!("size N = 4\ndef f(x: [f32]N) = split({} + 1, x)", vec!["N"; 10_000].join("/")),
+        format!("def f(x: [f32]({})) = x", vec!["1"; 300].join(" * ")),
+    ] {
+        let e = parse(&src).expect_err("too long");
+        assert!(e.message.contains("a size of more than 200 operators in a row"), "{}", e.message);
+    }
+    let ok = format!("def f(x: [f32]({}4)) = x", "-".repeat(200));
+    let p = parse(&ok).expect("200 minus signs");
+    assert_eq!(p.params[0].ty.to_string(), "[f32]4");
+}
+
+/// Lists have a limit too: a tuple of 20,000 components took all of a machine's memory, a
+/// `zip` of 100,000 arguments likewise, 100,000 parameters most of a minute (a tester's
+/// findings). At the limit a program parses.
+#[test]
+fn a_long_list_is_an_error_not_a_hang() {
+    let xs = |n: usize| vec!["x"; n].join(", ");
+    let params = |n: usize| (0..n).map(|i| format!("p{i}: f32")).collect::<Vec<_>>().join(", ");
+    let sizes = |n: usize| (0..n).map(|i| format!("S{i} = 1")).collect::<Vec<_>>().join(", ");
+    for (src, what) in [
+        (format!("def f(x: f32) = ({}).0", xs(20_000)), "tuple components"),
+        (format!("size N = 4\ndef f(x: [f32]N) = map(fun(p => p.0), zip({}))", xs(300)), "arguments"),
+        (format!("def f({}) = p0", params(300)), "parameters"),
+        (format!("size {}\ndef f(x: f32) = x", sizes(300)), "size declarations"),
+        (format!("def f(x: ({})) = x", vec!["f32"; 300].join(", ")), "tuple components"),
+    ] {
+        let e = parse(&src).expect_err("too long");
+        assert!(e.message.contains(&format!("more than 256 {what}")), "{}", e.message);
+    }
+    assert!(parse(&format!("def f(x: f32) = ({}).0", xs(256))).is_ok());
+    assert!(parse(&format!("def f({}) = p0", params(256))).is_ok());
+}

@@ -124,6 +124,8 @@ def test_bad_programs_and_calls_raise_mapsat_errors():
     assert "unknown name `z`" in str(e.value) and "bad.lift:2:20" in str(e.value)
     with pytest.raises(mapsat.Error, match="cannot read"):
         mapsat.Program.load(EXAMPLES / "no-such-file.lift")
+    with pytest.raises(mapsat.Error, match="larger than 16 MiB"):
+        mapsat.Program.load("/dev/zero")
     p = mapsat.Program.load(EXAMPLES / "matmul.lift")
     a, b = np.ones((4, 3)), np.ones((3, 2))
     with pytest.raises(mapsat.Error, match="size `K` is 3"):

@@ -295,6 +295,9 @@ pub fn main() -> ExitCode {
     }
 }
 
+/// The largest program file read (the largest example is a few KB).
+const MAX_SOURCE_BYTES: u64 = 16 << 20;
+
 /// A source file, kept for error messages.
 struct Source {
     name: String,
@@ -303,8 +306,23 @@ struct Source {
 
 impl Source {
     fn read(path: &Path) -> CliResult<Source> {
-        let text = std::fs::read_to_string(path)
-            .map_err(|e| Failure::Rejected(format!("error: cannot read {}: {e}", path.display())))?;
+        use std::io::Read;
+        let cannot = |e: std::io::Error| Failure::Rejected(format!("error: cannot read {}: {e}", path.display()));
+        let file = std::fs::File::open(path).map_err(cannot)?;
+        // At most MAX_SOURCE_BYTES: `/dev/zero`, or a data file given by mistake, would
+        // otherwise be read until memory runs out.
+        let mut bytes = Vec::new();
+        file.take(MAX_SOURCE_BYTES + 1).read_to_end(&mut bytes).map_err(cannot)?;
+        if bytes.len() as u64 > MAX_SOURCE_BYTES {
+            return Err(Failure::Rejected(format!(
+                "error: {} is larger than {} MiB: not a program",
+                path.display(),
+                MAX_SOURCE_BYTES >> 20
+            )));
+        }
+        let text = String::from_utf8(bytes).map_err(|e| {
+            cannot(std::io::Error::new(std::io::ErrorKind::InvalidData, format!("not UTF-8 text ({e})")))
+        })?;
         // A byte order mark (editors on Windows write one) is not part of the program.
         let text = match text.strip_prefix('\u{feff}') {
             Some(rest) => rest.to_string(),

@@ -25,6 +25,14 @@ const MAX_DEPTH: usize = 200;
 /// recursive passes over the tree (elaboration, checking, printing, lowering) handle on a
 /// thread's default stack (tested with generated programs at this limit).
 const MAX_CHAIN: usize = 2000;
+/// The most operators in a row in a size expression: each one simplifies the whole size so
+/// far (2,000 divisions took seconds, 10,000 minutes); sizes are short.
+const MAX_SIZE_CHAIN: usize = 200;
+/// The most items of a list: tuple components (in a type or an expression), a call's
+/// arguments, parameters (of the program or a function) and size declarations. Checking and
+/// lowering a tuple or `zip` is quadratic in its width (20,000 components took all of a
+/// machine's 23 GB); programs write a few.
+const MAX_LIST: usize = 256;
 
 type PResult<T> = Result<T, ParseError>;
 
@@ -150,6 +158,7 @@ impl<'a> Parser<'a> {
         while self.is_kw("size") {
             self.bump();
             loop {
+                self.list_item(sizes.len(), "size declarations")?;
                 sizes.push(self.size_decl()?);
                 if !self.eat_sym(",") {
                     break;
@@ -165,6 +174,7 @@ impl<'a> Parser<'a> {
         let mut params = Vec::new();
         if !self.is_sym(")") {
             loop {
+                self.list_item(params.len(), "parameters")?;
                 let (pname, span) = self.ident("a parameter name")?;
                 self.expect_sym(":")?;
                 let ty = self.ty()?;
@@ -224,6 +234,7 @@ impl<'a> Parser<'a> {
         if self.eat_sym("(") {
             let mut ts = vec![self.ty()?];
             while self.eat_sym(",") {
+                self.list_item(ts.len(), "tuple components")?;
                 ts.push(self.ty()?);
             }
             self.expect_sym(")")?;
@@ -280,37 +291,68 @@ impl<'a> Parser<'a> {
 
     fn size_sum(&mut self) -> PResult<Size> {
         let mut acc = self.size_term()?;
-        loop {
+        for links in 0.. {
             if self.eat_sym("+") {
+                self.size_link(links)?;
                 acc = acc.add(&self.size_term()?);
             } else if self.eat_sym("-") {
+                self.size_link(links)?;
                 acc = acc.sub(&self.size_term()?);
             } else {
-                return Ok(acc);
+                break;
             }
         }
+        Ok(acc)
     }
 
     fn size_term(&mut self) -> PResult<Size> {
         let mut acc = self.size_unary()?;
-        loop {
-            if self.eat_sym("*") {
-                acc = acc.mul(&self.size_unary()?);
-            } else if self.eat_sym("/") {
-                acc = acc.div(&self.size_unary()?);
-            } else if self.eat_sym("%") {
-                acc = acc.rem(&self.size_unary()?);
-            } else {
-                return Ok(acc);
-            }
+        for links in 0.. {
+            let op = ["*", "/", "%"].into_iter().find(|op| self.eat_sym(op));
+            let Some(op) = op else { break };
+            self.size_link(links)?;
+            let b = self.size_unary()?;
+            acc = match op {
+                "*" => acc.mul(&b),
+                "/" => acc.div(&b),
+                _ => acc.rem(&b),
+            };
+        }
+        Ok(acc)
+    }
+
+    /// Minus signs in a row, counted in a loop (a recursion per sign overflowed the stack on
+    /// millions of them), at most [`MAX_SIZE_CHAIN`].
+    fn size_unary(&mut self) -> PResult<Size> {
+        let mut negate = false;
+        let mut links = 0;
+        while self.eat_sym("-") {
+            self.size_link(links)?;
+            links += 1;
+            negate = !negate;
+        }
+        let a = self.size_atom()?;
+        Ok(if negate { Size::default().sub(&a) } else { a })
+    }
+
+    /// Refuses the item after `n` of a list (`what`: tuple components, arguments, parameters,
+    /// size declarations) when the list is longer than [`MAX_LIST`].
+    fn list_item(&self, n: usize, what: &str) -> PResult<()> {
+        match n < MAX_LIST {
+            true => Ok(()),
+            false => Err(ParseError::new(self.span(), format!("more than {MAX_LIST} {what}"))),
         }
     }
 
-    fn size_unary(&mut self) -> PResult<Size> {
-        if self.eat_sym("-") {
-            return Ok(Size::default().sub(&self.size_unary()?));
+    /// Refuses the operator after `links` of a size expression's chain when the chain is
+    /// longer than [`MAX_SIZE_CHAIN`].
+    fn size_link(&self, links: usize) -> PResult<()> {
+        match links < MAX_SIZE_CHAIN {
+            true => Ok(()),
+            false => {
+                Err(ParseError::new(self.span(), format!("a size of more than {MAX_SIZE_CHAIN} operators in a row")))
+            }
         }
-        self.size_atom()
     }
 
     /// expr := comp ('$' expr)?
@@ -465,6 +507,7 @@ impl<'a> Parser<'a> {
             return Ok(args);
         }
         loop {
+            self.list_item(args.len(), "arguments")?;
             args.push(self.expr()?);
             if self.eat_sym(")") {
                 return Ok(args);
@@ -495,6 +538,7 @@ impl<'a> Parser<'a> {
                 self.bump();
                 let mut es = vec![self.expr()?];
                 while self.eat_sym(",") {
+                    self.list_item(es.len(), "tuple components")?;
                     es.push(self.expr()?);
                 }
                 self.expect_sym(")")?;
@@ -528,6 +572,7 @@ impl<'a> Parser<'a> {
         self.expect_sym("(")?;
         let mut params = Vec::new();
         loop {
+            self.list_item(params.len(), "parameters")?;
             let (name, sp) = self.ident("a parameter name")?;
             let ty = if self.eat_sym(":") { Some(self.ty()?) } else { None };
             params.push((name, ty, sp));

@@ -73,6 +73,9 @@ class Tuned:
     report: Dict[str, Any] = field(default_factory=dict, repr=False)
 
 
+# The largest program file read, as the command line's (`/dev/zero` would be read forever).
+_MAX_SOURCE_BYTES = 16 << 20
+
 _DTYPES = {"f32": np.float32, "i32": np.int32, "bool": np.bool_}
 
 
@@ -103,10 +106,16 @@ class Program:
     def load(cls, path: "os.PathLike[str] | str") -> "Program":
         """The program in the file ``path``."""
         try:
-            with open(path, encoding="utf-8") as f:
-                text = f.read()
+            with open(path, "rb") as f:
+                data = f.read(_MAX_SOURCE_BYTES + 1)
         except OSError as e:
             raise Error(f"error: cannot read {path}: {e.strerror}") from None
+        if len(data) > _MAX_SOURCE_BYTES:
+            raise Error(f"error: {path} is larger than {_MAX_SOURCE_BYTES >> 20} MiB: not a program")
+        try:
+            text = data.decode("utf-8")
+        except UnicodeDecodeError as e:
+            raise Error(f"error: cannot read {path}: not UTF-8 text ({e.reason})") from None
         return cls(text, os.fspath(path))
 
     @property
