@@ -132,11 +132,12 @@ fn check_bounds(p: &Program, info: &TypeInfo, sizes: &crate::Sizes) -> TResult<(
     Ok(())
 }
 
-/// True when a length in the data type `t` divides by zero ([`Size::divides_by_zero`]).
-fn divides_by_zero(t: &Type) -> bool {
+/// True when a length in the data type `t` is `bad` ([`Size::divides_by_zero`],
+/// [`Size::overflows`]).
+fn any_size(t: &Type, bad: fn(&Size) -> bool) -> bool {
     match t {
-        Type::Array(e, n) => n.divides_by_zero() || divides_by_zero(e),
-        Type::Tuple(ts) => ts.iter().any(divides_by_zero),
+        Type::Array(e, n) => bad(n) || any_size(e, bad),
+        Type::Tuple(ts) => ts.iter().any(|t| any_size(t, bad)),
         // A function's sizes are those of the values it is applied to, found there.
         Type::Fun(..) | Type::Scalar(_) | Type::Vector(..) => false,
     }
@@ -203,12 +204,17 @@ impl<'a> Checker<'a> {
                 ));
             }
         }
-        if let Some(i) = self.types.iter().position(|t| t.as_ref().is_some_and(divides_by_zero)) {
-            let t = self.types[i].as_ref().expect("found");
-            return Err(TypeError::new(
-                self.p.span(NodeId(i as u32)),
-                format!("a size of this value's type {t} divides by zero"),
-            ));
+        // At concrete sizes an overflowed length is refused by `check_bounds`, which names them.
+        let overflow = self.subst.is_empty().then_some(("overflows 64 bits", Size::overflows as fn(&Size) -> bool));
+        let zero = ("divides by zero", Size::divides_by_zero as fn(&Size) -> bool);
+        for (what, bad) in std::iter::once(zero).chain(overflow) {
+            if let Some(i) = self.types.iter().position(|t| t.as_ref().is_some_and(|t| any_size(t, bad))) {
+                let t = self.types[i].as_ref().expect("found");
+                return Err(TypeError::new(
+                    self.p.span(NodeId(i as u32)),
+                    format!("a size of this value's type {t} {what}"),
+                ));
+            }
         }
         Ok(TypeInfo { types: self.types, result })
     }

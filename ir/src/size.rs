@@ -524,6 +524,20 @@ impl Size {
         })
     }
 
+    /// True when a coefficient of this size saturated by an overflow (`4 + (2^63 - 2)`): it
+    /// has no value in 64 bits.
+    pub fn overflows(&self) -> bool {
+        self.terms.iter().any(|(m, c)| {
+            overflowed(*c)
+                || m.keys().any(|a| match a {
+                    Atom::Div(x, y) | Atom::Mod(x, y) | Atom::Min(x, y) | Atom::Max(x, y) => {
+                        x.overflows() || y.overflows()
+                    }
+                    Atom::Var(_) => false,
+                })
+        })
+    }
+
     /// The size variables this size mentions, in order.
     pub fn vars(&self) -> Vec<String> {
         let mut out = Vec::new();

@@ -276,7 +276,18 @@ impl View {
 }
 
 pub(crate) fn too_large(n: usize) -> String {
-    format!("array of {n} scalars is too large for the interpreter (limit {MAX_ELEMS})")
+    match n {
+        usize::MAX => format!("array of more than 2^64 scalars is too large for the interpreter (limit {MAX_ELEMS})"),
+        n => format!("array of {n} scalars is too large for the interpreter (limit {MAX_ELEMS})"),
+    }
+}
+
+/// `n` scalars (`None`: more than a `usize` counts) when the interpreter holds that many.
+fn within_limit(n: Option<usize>) -> Result<usize, String> {
+    match n {
+        Some(n) if n <= MAX_ELEMS => Ok(n),
+        n => Err(too_large(n.unwrap_or(usize::MAX))),
+    }
 }
 
 fn append_strided<T: Copy>(src: &[T], off: usize, dims: &[Dim], out: &mut Vec<T>) {
@@ -510,9 +521,7 @@ impl Array {
         self.with(dims, &mut |v| {
             let mut shape = v.lens();
             shape[d] = total;
-            let size = checked_numel(shape.iter().copied())
-                .filter(|&s| s <= MAX_ELEMS)
-                .ok_or_else(|| too_large(usize::MAX))?;
+            let size = within_limit(checked_numel(shape.iter().copied()))?;
             let mut b = Buffer::try_with_capacity(v.kind(), size)?;
             pad_leaf(v, d, l, r, fill, &mut b)?;
             Ok(View::contiguous(b, &shape, v.vec))
