@@ -4,7 +4,7 @@
 
 mod common;
 
-use common::{mapsat, root};
+use common::{mapsat, opencl, root};
 use std::path::PathBuf;
 use std::process::{Command, Output};
 
@@ -102,6 +102,29 @@ fn missing_file_is_rejected() {
     let out = mapsat(&["check", "no/such/file.lift"]);
     assert_eq!(out.status.code(), Some(1));
     assert!(String::from_utf8_lossy(&out.stderr).contains("cannot read no/such/file.lift"));
+}
+
+/// Empty arrays and zero sizes: no kernel is emitted or launched (`emit` wrote one at a size
+/// of 0 that `eval` refused; `run` failed with a bare CL_INVALID_BUFFER_SIZE).
+#[test]
+fn zero_sizes_and_empty_arrays_make_no_kernel() {
+    let dir = std::env::temp_dir().join(format!("mapsat-zero-{}", std::process::id()));
+    let out = mapsat(&[
+        "emit",
+        "tests/filetests/errors/size_zero_in_range.lift",
+        "--mapping",
+        "A=G0",
+        "-o",
+        dir.to_str().unwrap(),
+    ]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("need every size positive"));
+    assert!(!dir.exists());
+    if opencl() {
+        let out = mapsat(&["run", "tests/filetests/errors/empty_array_run.lift", "--device", "opencl:0:0"]);
+        assert_eq!(out.status.code(), Some(1));
+        assert!(String::from_utf8_lossy(&out.stderr).contains("input `xs` has no elements"));
+    }
 }
 
 /// A file that is no program text: endless (`/dev/zero` was read until memory ran out, a

@@ -83,6 +83,13 @@ pub fn check_with_sizes(p: &Program, sizes: &crate::Sizes) -> TResult<TypeInfo> 
                     format!("size `{}` = {v} is outside its range ({range})", s.name),
                 ));
             }
+            // A range may reach 0 or below, but values (and kernels) need positive sizes.
+            if v < 1 {
+                return Err(TypeError::new(
+                    Span::default(),
+                    format!("size `{}` = {v}: the interpreter and kernels need every size positive", s.name),
+                ));
+            }
         }
     }
     let p = &*crate::widths::specialize(p, sizes).map_err(|m| TypeError::new(Span::default(), m))?;

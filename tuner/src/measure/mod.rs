@@ -165,6 +165,20 @@ pub fn run(
     manifest.build_options = mapsat_codegen::build_options(device.dialect(), cfg.reassociate);
     interp::check_inputs(p, &sizes, inputs).map_err(|e| MeasureError::Input(e.to_string()))?;
     let shape = result_shape(p, &sizes)?;
+    // A device buffer holds at least one value (OpenCL refused an empty one with
+    // CL_INVALID_BUFFER_SIZE).
+    let empty = |s: &[usize]| s.contains(&0);
+    if let Some(q) = p.params.iter().zip(inputs).find(|(_, t)| empty(&t.shape)).map(|(q, _)| q) {
+        return Err(MeasureError::Input(format!(
+            "input `{}` has no elements: a kernel over an empty array is not launched (`mapsat eval` evaluates the program)",
+            q.name
+        )));
+    }
+    if empty(&shape) {
+        return Err(MeasureError::Input(
+            "the result has no elements: a kernel that writes an empty array is not launched (`mapsat eval` evaluates the program)".into(),
+        ));
+    }
     let mut session = Session::open(device)?;
     let r = session.run(&src, &manifest, inputs, shape, cfg)?;
     let check = if cfg.check {
