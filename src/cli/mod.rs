@@ -381,6 +381,9 @@ impl Source {
 fn seconds(flag: &str, s: f64) -> CliResult<std::time::Duration> {
     match std::time::Duration::try_from_secs_f64(s) {
         Ok(d) if !d.is_zero() => Ok(d),
+        Err(_) if s.is_finite() && s > 0.0 => {
+            Err(Failure::Usage(format!("{flag} {s} is too large (at most about 1.8e19 seconds)")))
+        }
         _ => Err(Failure::Usage(format!("{flag} must be a positive number of seconds, got {s}"))),
     }
 }
@@ -439,6 +442,10 @@ fn given_sizes(p: &Program, args: &SizeArgs) -> CliResult<Sizes> {
             };
             Failure::Usage(format!("--size {name}: `{value}` {why}"))
         })?;
+        // 2^63 - 1 is what an overflowed size saturates to: as much a usage error as 2^63.
+        if v == i64::MAX {
+            return Err(Failure::Usage(format!("--size {name}: `{value}` is too large (sizes are at most 2^63 - 2)")));
+        }
         if let Some(before) = out.get(name) {
             return Err(Failure::Usage(format!("--size {name} is given twice ({before} and {v})")));
         }
