@@ -22,9 +22,18 @@ pub struct Checked {
 pub fn violations(space: &Space, e: &Explanation) -> String {
     let mut msg = format!("invalid: {} violated constraint(s)\n", e.violated.len());
     for c in &e.violated {
-        msg += &format!("  [{}] maps {}: {}\n", c.family, space.labels_of(&c.maps).join(", "), c.text);
+        msg += &format!("  {}\n", describe(space, c));
     }
     msg
+}
+
+/// A constraint as `[family] maps A, B: text`, or `[family] text` for one of no map's (a
+/// work-group size's limit).
+pub fn describe(space: &Space, c: &Constraint) -> String {
+    match c.maps.is_empty() {
+        true => format!("[{}] {}", c.family, c.text),
+        false => format!("[{}] maps {}: {}", c.family, space.labels_of(&c.maps).join(", "), c.text),
+    }
 }
 
 /// A program ready to lower: mapped, with its work-group size.

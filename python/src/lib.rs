@@ -261,10 +261,7 @@ impl PyProgram {
             let space = self.space(&to_sizes(given), target.as_deref())?;
             let m = space.parse_mapping(&mapping).map_err(|e| e.to_string())?;
             let e = space.explain(&m).map_err(|e| e.to_string())?;
-            Ok(e.violated
-                .iter()
-                .map(|c| format!("[{}] maps {}: {}", c.family, space.labels_of(&c.maps).join(", "), c.text))
-                .collect())
+            Ok(e.violated.iter().map(|c| mapsat::mapping::describe(&space, c)).collect())
         })
     }
 
