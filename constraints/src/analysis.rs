@@ -235,6 +235,10 @@ impl AV {
 
 struct Walker<'a> {
     p: &'a Program,
+    /// The program only rearranges its input, its outermost maps writing the result: nothing
+    /// is computed, so a function's view is written by its own map's threads, never copied
+    /// from what other threads computed ([`copied_maps`] does not apply).
+    rearranging: bool,
     /// The sizes the analysis is made at.
     sizes: Sizes,
     /// The same, for substitution into types.
@@ -578,7 +582,7 @@ impl<'a> Walker<'a> {
         // A function whose result is a view of what it computes that cannot be written through
         // (`fun(r => pad(1, 1, 0.0, map(g, r)))`): code generation computes it, then copies it
         // in every thread of this map's iteration.
-        let copies = matches!(&f, AV::Clo(body, _) if !copied_maps(self.p, *body).is_empty());
+        let copies = !self.rearranging && matches!(&f, AV::Clo(body, _) if !copied_maps(self.p, *body).is_empty());
         let copy = self.maps[m].explicit_space.is_some();
         self.copy_depth += copy as usize;
         self.stack.push(m);
@@ -900,9 +904,10 @@ impl Analysis {
                 }
             }
         }
-        let walk = |explicit: HashMap<NodeId, AddressSpace>| {
+        let walk = |explicit: HashMap<NodeId, AddressSpace>, rearranging: bool| {
             let mut w = Walker {
                 p,
+                rearranging,
                 sizes: sizes.clone(),
                 subst: subst.clone(),
                 explicit,
@@ -923,7 +928,7 @@ impl Analysis {
             }
             w
         };
-        let mut w = walk(explicit.clone());
+        let mut w = walk(explicit.clone(), false);
         // A program whose maps only rearrange its input (a transposition, a copy: the first stage
         // of `let wt = toGlobal(map(.., transpose(ks))) in ..`, whose `toGlobal` the stage drops)
         // still writes its result to global memory: its outermost maps are that copy, as under
@@ -933,7 +938,7 @@ impl Analysis {
             for m in root_maps {
                 explicit.entry(m).or_insert(AddressSpace::Global);
             }
-            w = walk(explicit);
+            w = walk(explicit, true);
         }
         let mut maps = w.maps;
         // Parents: nearest concrete map on the context stack.
@@ -970,7 +975,10 @@ impl Analysis {
                 tree.add_edge(graph_node[&par], graph_node[&i], ());
             }
         }
-        let copied = copied_maps(p, p.root).into_iter().filter_map(|n| maps.iter().position(|m| m.node == n)).collect();
+        let copied = match w.rearranging {
+            true => Vec::new(),
+            false => copied_maps(p, p.root).into_iter().filter_map(|n| maps.iter().position(|m| m.node == n)).collect(),
+        };
         Analysis {
             maps,
             tree,

@@ -102,3 +102,43 @@ fn a_copy_reading_what_other_work_groups_wrote_is_refused() {
     assert!(!e.valid);
     assert!(e.violated.iter().any(|v| v.family == mapsat_constraints::Family::Sync), "{e:?}");
 }
+
+/// A program that only picks elements of its input (a strided subsample, a component of a zip)
+/// computes nothing: its outermost maps write the result, each thread its own elements, and
+/// nothing is copied from what other threads wrote. The space kept only the one-thread
+/// mapping (`the program's result, computed by F, is copied out by every thread`), and in 2-D
+/// refused `E=G0,F=G1` for a barrier no kernel has (a tester's finding). Every valid mapping
+/// runs right on pocl.
+#[test]
+fn a_program_that_only_picks_elements_runs_in_parallel() {
+    let programs = [
+        ("size N = 13\ndef f(xs: [f32]N) = map@F(fun(w => at(0, w)), slide(1, 2, xs))", 4),
+        ("size H = 7, W = 5\ndef f(v: [[f32]W]H) =
+            map@E(fun(r => map@F(fun(w => at(0, w)), slide(1, 2, at(0, r)))), slide(1, 2, v))", 13),
+        ("size N = 13\ndef f(a: [f32]N, b: [f32]N) = map@F(fun(p => p.0), zip(a, b))", 4),
+    ];
+    let present = common::opencl_present();
+    for (src, count) in programs {
+        let p = mapsat_ir::parse(src).expect("parse");
+        let space = space(&p);
+        let mut mappings = Vec::new();
+        space
+            .enumerate(None, |m| {
+                mappings.push(m.clone());
+                ControlFlow::Continue(())
+            })
+            .expect("enumerates");
+        assert_eq!(mappings.len(), count, "{src}");
+        let sizes = p.default_sizes();
+        let inputs = mapsat_ir::interp::random_inputs(&p, &sizes, 3).expect("inputs");
+        let want = mapsat_ir::interp::eval(&p, &sizes, &inputs).expect("interpreter");
+        for m in mappings.iter().filter(|_| present) {
+            let local = space.suggested_local_size(m).expect("local sizes");
+            let q = space.apply(&p, m).expect("applies");
+            let cfg = RunConfig { warmup: 0, runs: 1, check: false, ..RunConfig::default() };
+            let r = measure::run(&q, &sizes, local, &inputs, DeviceSpec::OpenCl(0, 0), &cfg)
+                .unwrap_or_else(|e| panic!("{src}\n{}: {e}", space.show(m)));
+            assert!(r.output.compare(&want, 0.0, 0.0).ok, "{src}\n{}", space.show(m));
+        }
+    }
+}
