@@ -287,6 +287,8 @@ fn random_baseline() {
     assert!(valid <= 10, "{valid} of 500 at a density of 1.4e-4");
     // Without the flag, no baseline.
     assert!(mapsat(&["space", LISTING1, "--json"]).exits(0).json().get("random_baseline").is_none());
+    // Bounded: 2^64 - 1 draws ran until killed (a tester's finding).
+    mapsat(&["space", LISTING1, "--random-baseline", "18446744073709551615"]).exits(2);
 }
 
 #[test]

@@ -177,8 +177,9 @@ enum Command {
         /// Seed of the sampling, estimate and baseline.
         #[arg(long, default_value_t = 0)]
         seed: u64,
-        /// Also draw N uniformly random assignments and report the fraction that is valid.
-        #[arg(long = "random-baseline", value_name = "N")]
+        /// Also draw N uniformly random assignments and report the fraction that is valid (at
+        /// most 10,000,000: each draw is a check of every constraint).
+        #[arg(long = "random-baseline", value_name = "N", value_parser = clap::value_parser!(u64).range(..=10_000_000))]
         random_baseline: Option<u64>,
         /// Turn off the sequential map fusion heuristic (rule 8).
         #[arg(long)]
