@@ -14,7 +14,7 @@ static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 /// elaboration, checking, printing, lowering) recurse along its tree, whose depth the parser
 /// bounds (200 levels of nesting, chains of 2,000 terms); this leaves room for the deepest
 /// program it accepts, in debug builds too. Only the pages used are committed.
-const STACK_SIZE: usize = 512 << 20;
+pub(crate) const STACK_SIZE: usize = 512 << 20;
 
 fn main() -> ExitCode {
     match std::thread::Builder::new().name("mapsat".into()).stack_size(STACK_SIZE).spawn(cli::main) {

@@ -130,6 +130,10 @@ enum Command {
         /// does by default; the manifest of a tuned kernel says so in `build_options`).
         #[arg(long)]
         reassociate: bool,
+        /// Longest wait for the whole run in seconds (build, launches, check): a kernel that
+        /// hangs or is far too large is given up with an error (exit 1).
+        #[arg(long, default_value_t = 600.0, value_name = "SECONDS")]
+        timeout: f64,
     },
     /// Equality saturation: write K diverse variants of a program (each the same function).
     Rewrite(Box<rewrite::RewriteArgs>),
@@ -248,12 +252,27 @@ pub fn main() -> ExitCode {
             let how = kernels::Mapped { mapping: mapping.as_deref(), profile: profile.as_deref() };
             local::Locals::parse(&local).and_then(|l| kernels::emit(&file, &sizes, how, &target, &l, &output))
         }
-        Command::Run { file, sizes, mapping, profile, device, local, inputs, seed, check, runs, reassociate } => {
-            let how = kernels::Mapped { mapping: mapping.as_deref(), profile: profile.as_deref() };
-            let cfg = mapsat_tuner::measure::RunConfig { check, runs, reassociate, ..Default::default() };
-            local::Locals::parse(&local)
-                .and_then(|l| kernels::run(&file, &sizes, how, &device, &l, &inputs, seed, &cfg))
-        }
+        Command::Run {
+            file,
+            sizes,
+            mapping,
+            profile,
+            device,
+            local,
+            inputs,
+            seed,
+            check,
+            runs,
+            reassociate,
+            timeout,
+        } => seconds("--timeout", timeout).and_then(|limit| {
+            within(limit, move || {
+                let how = kernels::Mapped { mapping: mapping.as_deref(), profile: profile.as_deref() };
+                let cfg = mapsat_tuner::measure::RunConfig { check, runs, reassociate, ..Default::default() };
+                local::Locals::parse(&local)
+                    .and_then(|l| kernels::run(&file, &sizes, how, &device, &l, &inputs, seed, &cfg))
+            })
+        }),
         Command::Rewrite(args) => rewrite::rewrite(&args),
         Command::Tune(args) => tune::tune(&args),
         Command::Predict(args) => tune::predict(&args),
@@ -375,6 +394,29 @@ impl Source {
 
     fn parse(&self) -> CliResult<Program> {
         ir::parse(&self.text).map_err(|e| self.reject(&e))
+    }
+}
+
+/// `f`'s result, or an error when it takes longer than `limit`: `f` runs on a thread of its
+/// own (with the command's stack), which a kernel that never returns leaves behind, and the
+/// process ends with the command.
+fn within(limit: std::time::Duration, f: impl FnOnce() -> CliResult<()> + Send + 'static) -> CliResult<()> {
+    let (tx, rx) = std::sync::mpsc::channel();
+    let spawned = std::thread::Builder::new().stack_size(crate::STACK_SIZE).spawn(move || {
+        let _ = tx.send(f());
+    });
+    if let Err(e) = spawned {
+        return Err(Failure::Rejected(format!("error: cannot start a thread: {e}")));
+    }
+    match rx.recv_timeout(limit) {
+        Ok(r) => r,
+        Err(std::sync::mpsc::RecvTimeoutError::Timeout) => Err(Failure::Rejected(format!(
+            "error: the run did not finish within {} s (--timeout): the kernel hangs or is far too large",
+            limit.as_secs_f64()
+        ))),
+        Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => {
+            Err(Failure::Rejected("error: internal error: the run stopped without a result (please report it)".into()))
+        }
     }
 }
 
