@@ -113,8 +113,11 @@ fn a_copy_reading_what_other_work_groups_wrote_is_refused() {
 fn a_program_that_only_picks_elements_runs_in_parallel() {
     let programs = [
         ("size N = 13\ndef f(xs: [f32]N) = map@F(fun(w => at(0, w)), slide(1, 2, xs))", 4),
-        ("size H = 7, W = 5\ndef f(v: [[f32]W]H) =
-            map@E(fun(r => map@F(fun(w => at(0, w)), slide(1, 2, at(0, r)))), slide(1, 2, v))", 13),
+        (
+            "size H = 7, W = 5\ndef f(v: [[f32]W]H) =
+            map@E(fun(r => map@F(fun(w => at(0, w)), slide(1, 2, at(0, r)))), slide(1, 2, v))",
+            13,
+        ),
         ("size N = 13\ndef f(a: [f32]N, b: [f32]N) = map@F(fun(p => p.0), zip(a, b))", 4),
     ];
     let present = common::opencl_present();
