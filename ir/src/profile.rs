@@ -19,7 +19,9 @@ pub struct Profile {
     pub compute_units: u32,
     /// Largest number of work items in a work group.
     pub max_work_group_size: u64,
-    /// Largest work-group extent in each of the three dimensions.
+    /// Largest work-group extent in each of the three dimensions (exactly three values: serde
+    /// read the first three of five and dropped the rest).
+    #[serde(deserialize_with = "three")]
     pub max_work_item_sizes: [u64; 3],
     /// Number of NDRange dimensions (1 to 3).
     pub max_dims: u32,
@@ -323,6 +325,13 @@ impl Profile {
     }
 }
 
+/// Three values, exactly.
+fn three<'de, D: serde::Deserializer<'de>>(d: D) -> Result<[u64; 3], D::Error> {
+    let v: Vec<u64> = Vec::deserialize(d)?;
+    <[u64; 3]>::try_from(v.as_slice())
+        .map_err(|_| serde::de::Error::custom(format!("expected 3 values (x, y, z), found {}", v.len())))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -426,6 +435,18 @@ mod tests {
         p.max_groups = Some([1, 0, 1]);
         let e = p.validate("t").unwrap_err().to_string();
         assert!(e.contains("max_groups must be positive"), "{e}");
+    }
+
+    /// Three work-item sizes, exactly: five were read as their first three (a tester's finding).
+    #[test]
+    fn work_item_sizes_are_three() {
+        let text = Profile::builtin("pocl-cpu").unwrap().to_toml("t", &[]).unwrap();
+        assert!(Profile::from_toml(&text, "t").is_ok());
+        let line = text.lines().find(|l| l.starts_with("max_work_item_sizes")).unwrap();
+        for bad in ["[4096, 4096, 4096, 7, 9]", "[4096, 4096]"] {
+            let e = Profile::from_toml(&text.replace(line, &format!("max_work_item_sizes = {bad}")), "t").unwrap_err();
+            assert!(e.to_string().contains("expected 3 values (x, y, z)"), "{e}");
+        }
     }
 
     #[test]
