@@ -15,6 +15,8 @@ use pyo3::exceptions::PyException;
 use pyo3::prelude::*;
 use std::collections::BTreeMap;
 use std::path::PathBuf;
+use std::sync::{mpsc, Arc};
+use std::time::{Duration, Instant};
 
 pyo3::create_exception!(mapsat, Error, PyException, "A program, mapping, input or device mapsat refuses.");
 
@@ -24,30 +26,56 @@ fn err(msg: impl std::fmt::Display) -> PyErr {
     Error::new_err(msg.to_string().trim_end().to_string())
 }
 
+/// The largest program text, as the command line's.
+const MAX_SOURCE_BYTES: usize = 16 << 20;
+
 /// The command line's stack for the passes over a program ([`ir`] bounds its depth).
 const STACK_SIZE: usize = 512 << 20;
 
-/// Runs `f` without the GIL on a thread with [`STACK_SIZE`] of stack.
-fn deep<T: Send>(py: Python<'_>, f: impl FnOnce() -> R<T> + Send) -> PyResult<T> {
-    py.detach(|| {
-        std::thread::scope(|s| {
-            let h = std::thread::Builder::new().stack_size(STACK_SIZE).spawn_scoped(s, f);
-            match h.map(|h| h.join()) {
-                Ok(Ok(r)) => r,
-                Ok(Err(_)) => Err("internal error: mapsat panicked (please report it)".into()),
-                Err(e) => Err(format!("cannot start a thread: {e}")),
-            }
+/// Runs `f` without the GIL on a thread with [`STACK_SIZE`] of stack, waiting for it in steps
+/// so that Ctrl-C (`KeyboardInterrupt`) and `limit` end the wait; the thread then goes on to
+/// its end in the background (a kernel cannot be stopped), its result dropped.
+fn deep<T: Send + 'static>(
+    py: Python<'_>,
+    limit: Option<Duration>,
+    f: impl FnOnce() -> R<T> + Send + 'static,
+) -> PyResult<T> {
+    let (tx, mut rx) = mpsc::channel();
+    std::thread::Builder::new()
+        .stack_size(STACK_SIZE)
+        .spawn(move || {
+            let _ = tx.send(f());
         })
-    })
-    .map_err(err)
+        .map_err(|e| err(format!("cannot start a thread: {e}")))?;
+    let start = Instant::now();
+    loop {
+        let (r, back) = py.detach(move || (rx.recv_timeout(Duration::from_millis(50)), rx));
+        rx = back;
+        match r {
+            Ok(r) => return r.map_err(err),
+            Err(mpsc::RecvTimeoutError::Disconnected) => {
+                return Err(err("internal error: mapsat panicked (please report it)"))
+            }
+            Err(mpsc::RecvTimeoutError::Timeout) => {
+                py.check_signals()?;
+                if let Some(l) = limit.filter(|l| start.elapsed() > *l) {
+                    return Err(err(format!(
+                        "error: did not finish within {} s (timeout): the kernel hangs or is far too large",
+                        l.as_secs_f64()
+                    )));
+                }
+            }
+        }
+    }
 }
 
 /// A program of mapsat's IR, parsed and type-checked.
 #[pyclass(frozen, name = "Program", module = "mapsat._mapsat")]
+#[derive(Clone)]
 struct PyProgram {
-    name: String,
-    text: String,
-    program: Program,
+    name: Arc<str>,
+    text: Arc<str>,
+    program: Arc<Program>,
 }
 
 fn render(p: &PyProgram, e: &dyn diag::Diagnose) -> String {
@@ -67,11 +95,12 @@ fn from_sizes(s: &Sizes) -> BTreeMap<String, i64> {
 }
 
 impl PyProgram {
-    /// Refuses a program of several kernels, which only the command line emits, runs and tunes.
+    /// Refuses a program of several kernels, which only the command line maps, emits, runs and
+    /// tunes.
     fn one_kernel(&self) -> R<()> {
         match ir::stages::count(&self.program) > 1 {
             true => Err(format!(
-                "{}: a program of several kernels (`let x = toGlobal(..) in`) is emitted, run and tuned kernel by kernel by the command line (`mapsat emit|run|tune`); from Python, give one kernel",
+                "{}: a program of several kernels (`let x = toGlobal(..) in`) is mapped, emitted, run and tuned kernel by kernel by the command line (`mapsat space|explain|emit|run|tune`); from Python, give one kernel",
                 self.name
             )),
             false => Ok(()),
@@ -99,7 +128,7 @@ impl PyProgram {
         local: Option<Vec<i64>>,
     ) -> R<(Program, Option<Vec<i64>>)> {
         self.one_kernel()?;
-        let p = mapsat::mapping::prepare(self.program.clone(), sizes, mapping, profile, local)
+        let p = mapsat::mapping::prepare((*self.program).clone(), sizes, mapping, profile, local)
             .map_err(|e| e.to_string())?;
         Ok((p.program, p.local))
     }
@@ -115,6 +144,14 @@ fn device(spec: &str) -> R<DeviceSpec> {
 
 fn dialect(name: &str) -> R<Dialect> {
     Dialect::parse(name).ok_or_else(|| format!("target must be opencl or cuda, not `{name}`"))
+}
+
+/// A time limit in seconds: positive and at most what a `Duration` holds.
+fn seconds(what: &str, s: f64) -> PyResult<Duration> {
+    match Duration::try_from_secs_f64(s) {
+        Ok(d) if !d.is_zero() => Ok(d),
+        _ => Err(err(format!("{what} must be a positive number of seconds, got {s}"))),
+    }
 }
 
 /// A numpy array of f32, i32 or bool (the Python half converts other dtypes) as a tensor.
@@ -155,11 +192,14 @@ impl PyProgram {
     #[new]
     fn new(py: Python<'_>, text: String, name: String) -> PyResult<Self> {
         let text = text.strip_prefix('\u{feff}').map(str::to_string).unwrap_or(text);
-        deep(py, move || {
+        if text.len() > MAX_SOURCE_BYTES {
+            return Err(err(format!("error: {name} is larger than {} MiB: not a program", MAX_SOURCE_BYTES >> 20)));
+        }
+        deep(py, None, move || {
             let r = |e: &dyn diag::Diagnose| diag::render(&name, &text, e);
             let program = ir::parse(&text).map_err(|e| r(&e))?;
             ir::check::check(&program).map_err(|e| r(&e))?;
-            Ok(PyProgram { name, text, program })
+            Ok(PyProgram { name: name.into(), text: text.into(), program: Arc::new(program) })
         })
     }
 
@@ -192,14 +232,16 @@ impl PyProgram {
 
     /// Every size at `given` (the others at their defaults), checked.
     fn resolve(&self, py: Python<'_>, given: BTreeMap<String, i64>) -> PyResult<BTreeMap<String, i64>> {
-        deep(py, || Ok(from_sizes(&self.sizes(&to_sizes(given))?)))
+        let me = self.clone();
+        deep(py, None, move || Ok(from_sizes(&me.sizes(&to_sizes(given))?)))
     }
 
     /// The type of the result at `given`.
     fn result_type(&self, py: Python<'_>, given: BTreeMap<String, i64>) -> PyResult<String> {
-        deep(py, || {
-            let sizes = self.sizes(&to_sizes(given))?;
-            let info = ir::check::check_with_sizes(&self.program, &sizes).map_err(|e| render(self, &e))?;
+        let me = self.clone();
+        deep(py, None, move || {
+            let sizes = me.sizes(&to_sizes(given))?;
+            let info = ir::check::check_with_sizes(&me.program, &sizes).map_err(|e| render(&me, &e))?;
             Ok(info.result.to_string())
         })
     }
@@ -212,9 +254,10 @@ impl PyProgram {
         given: BTreeMap<String, i64>,
     ) -> PyResult<Bound<'py, PyAny>> {
         let inputs = tensors(&inputs)?;
-        let out = deep(py, || {
-            let sizes = self.sizes(&to_sizes(given))?;
-            interp::eval(&self.program, &sizes, &inputs).map_err(|e| render(self, &e))
+        let me = self.clone();
+        let out = deep(py, None, move || {
+            let sizes = me.sizes(&to_sizes(given))?;
+            interp::eval(&me.program, &sizes, &inputs).map_err(|e| render(&me, &e))
         })?;
         array(py, out)
     }
@@ -229,8 +272,9 @@ impl PyProgram {
         seed: u64,
         target: Option<String>,
     ) -> PyResult<Vec<String>> {
-        deep(py, || {
-            let space = self.space(&to_sizes(given), target.as_deref())?;
+        let me = self.clone();
+        deep(py, None, move || {
+            let space = me.space(&to_sizes(given), target.as_deref())?;
             let ms = space.sample(n, seed).map_err(|e| e.to_string())?;
             Ok(ms.iter().map(|m| space.show(m).to_string()).collect())
         })
@@ -239,8 +283,9 @@ impl PyProgram {
     /// The number of valid mappings: `(value, exact)`.
     #[pyo3(signature = (given, target=None))]
     fn count(&self, py: Python<'_>, given: BTreeMap<String, i64>, target: Option<String>) -> PyResult<(f64, bool)> {
-        deep(py, || {
-            let space = self.space(&to_sizes(given), target.as_deref())?;
+        let me = self.clone();
+        deep(py, None, move || {
+            let space = me.space(&to_sizes(given), target.as_deref())?;
             Ok(match space.count(0).map_err(|e| e.to_string())? {
                 mapsat::constraints::Count::Exact(n) => (n as f64, true),
                 mapsat::constraints::Count::Estimate { value, .. } => (value, false),
@@ -257,8 +302,9 @@ impl PyProgram {
         given: BTreeMap<String, i64>,
         target: Option<String>,
     ) -> PyResult<Vec<String>> {
-        deep(py, || {
-            let space = self.space(&to_sizes(given), target.as_deref())?;
+        let me = self.clone();
+        deep(py, None, move || {
+            let space = me.space(&to_sizes(given), target.as_deref())?;
             let m = space.parse_mapping(&mapping).map_err(|e| e.to_string())?;
             let e = space.explain(&m).map_err(|e| e.to_string())?;
             Ok(e.violated.iter().map(|c| mapsat::mapping::describe(&space, c)).collect())
@@ -277,19 +323,20 @@ impl PyProgram {
         local: Option<Vec<i64>>,
         profile: Option<String>,
     ) -> PyResult<(String, String)> {
-        deep(py, || {
-            let sizes = self.sizes(&to_sizes(given))?;
+        let me = self.clone();
+        deep(py, None, move || {
+            let sizes = me.sizes(&to_sizes(given))?;
             let dialect = dialect(&target)?;
             let profile = match profile.as_deref() {
                 Some(_) => self::profile(profile.as_deref())?,
                 None => mapsat::mapping::default_profile(dialect),
             };
-            let (p, local) = self.prepared(&sizes, mapping.as_deref(), profile.clone(), local)?;
+            let (p, local) = me.prepared(&sizes, mapping.as_deref(), profile.clone(), local)?;
             let opts = match &profile {
                 Some(q) => codegen::Options::for_profile(sizes, local, q),
                 None => codegen::Options { sizes, local, ..codegen::Options::default() },
             };
-            let (code, manifest) = codegen::emit(&p, &opts, dialect).map_err(|e| render(self, &e))?;
+            let (code, manifest) = codegen::emit(&p, &opts, dialect).map_err(|e| render(&me, &e))?;
             Ok((code, manifest.to_json()))
         })
     }
@@ -297,7 +344,7 @@ impl PyProgram {
     /// Runs the program's kernel on `device`: the device's result, the median and fastest
     /// times in ms, and the device's name. With `check`, a result that differs from the
     /// interpreter's is an error.
-    #[pyo3(signature = (inputs, given, device, mapping=None, local=None, runs=5, check=true))]
+    #[pyo3(signature = (inputs, given, device, mapping=None, local=None, runs=5, check=true, timeout=600.0))]
     #[allow(clippy::too_many_arguments)]
     fn run<'py>(
         &self,
@@ -309,9 +356,13 @@ impl PyProgram {
         local: Option<Vec<i64>>,
         runs: usize,
         check: bool,
+        timeout: f64,
     ) -> PyResult<(Bound<'py, PyAny>, f64, f64, String)> {
         let inputs = tensors(&inputs)?;
-        let r = deep(py, || self.run_on(&inputs, given, &device, mapping.as_deref(), local, runs, check))?;
+        let me = self.clone();
+        let limit = seconds("timeout", timeout)?;
+        let r =
+            deep(py, Some(limit), move || me.run_on(&inputs, given, &device, mapping.as_deref(), local, runs, check))?;
         Ok((array(py, r.output)?, r.median_ms, r.min_ms, r.device))
     }
 
@@ -333,22 +384,18 @@ impl PyProgram {
         timeout_s: f64,
     ) -> PyResult<String> {
         let worker = worker_command(py)?;
-        deep(py, || {
-            let opts = TuneOptions {
-                trials,
-                random_trials,
-                seed,
-                timeout: std::time::Duration::try_from_secs_f64(timeout_s)
-                    .map_err(|_| format!("timeout_s must be a positive number of seconds, got {timeout_s}"))?,
-                ..TuneOptions::default()
-            };
-            self.tune_in(to_sizes(given), &device, target.as_deref(), &opts, &out, worker)
+        let timeout = seconds("timeout", timeout_s)?;
+        let me = self.clone();
+        deep(py, None, move || {
+            let opts = TuneOptions { trials, random_trials, seed, timeout, ..TuneOptions::default() };
+            me.tune_in(to_sizes(given), &device, target.as_deref(), &opts, &out, worker)
         })
     }
 }
 
 impl PyProgram {
     fn space(&self, given: &Sizes, target: Option<&str>) -> R<mapsat::constraints::Space> {
+        self.one_kernel()?;
         let sizes = self.sizes(given)?;
         let options = mapsat::constraints::Options { profile: profile(target)?, sizes, ..Default::default() };
         mapsat::constraints::Space::generate(&self.program, options).map_err(|e| format!("error: {e}"))
@@ -396,7 +443,7 @@ impl PyProgram {
         self.one_kernel()?;
         let device = device(device_spec)?;
         let profile = mapsat::target::tune_profile(target, device).map_err(|e| e.to_string())?;
-        let task = Task::new(self.program.clone(), &given, profile, device.dialect(), true, opts.seed)
+        let task = Task::new((*self.program).clone(), &given, profile, device.dialect(), true, opts.seed)
             .map_err(|e| e.to_string())?
             .reassociating();
         std::fs::create_dir_all(out).map_err(|e| format!("error: cannot create {}: {e}", out.display()))?;
@@ -448,7 +495,7 @@ fn worker_command(py: Python<'_>) -> PyResult<Vec<std::ffi::OsString>> {
 /// The tuner's measurement worker on this process's stdin and stdout.
 #[pyfunction]
 fn _serve_worker(py: Python<'_>) -> PyResult<()> {
-    deep(py, || {
+    deep(py, None, || {
         let stdin = std::io::stdin();
         let stdout = std::io::stdout();
         tune::worker::serve(stdin.lock(), stdout.lock()).map_err(|e| e.to_string())
@@ -458,7 +505,7 @@ fn _serve_worker(py: Python<'_>) -> PyResult<()> {
 /// The OpenCL platforms and devices and the CUDA devices, one line each.
 #[pyfunction]
 fn devices(py: Python<'_>) -> PyResult<Vec<String>> {
-    deep(py, || Ok(measure::list_devices()))
+    deep(py, None, || Ok(measure::list_devices()))
 }
 
 #[pymodule]

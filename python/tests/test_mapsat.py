@@ -4,6 +4,8 @@ package into target/py-venv first)."""
 
 import pathlib
 import random
+import subprocess
+import sys
 
 import numpy as np
 import pytest
@@ -144,12 +146,69 @@ def test_bad_programs_and_calls_raise_mapsat_errors():
         p.sizes(sizes={"Q": 3})
 
 
-def test_a_program_of_several_kernels_evaluates_and_is_refused_by_run():
+def test_a_program_of_several_kernels_evaluates_and_is_refused_by_the_rest():
     p = mapsat.Program(SEVERAL_KERNELS, "twice.lift")
     x = rng().random(32, dtype=np.float32)
     np.testing.assert_allclose(p.eval(x), x * 2 + 1, rtol=1e-6)
     with pytest.raises(mapsat.Error, match="several kernels"):
         p.run(x, mapping="A=G0,B=G0", device=DEVICE)
+    # The space of one kernel would answer for the whole program, wrongly (a tester's finding).
+    for call in [lambda: p.count(), lambda: p.mappings(2), lambda: p.explain("A=G0,B=G0")]:
+        with pytest.raises(mapsat.Error, match="several kernels"):
+            call()
+
+
+def test_scalar_parameters_are_given_as_numbers_or_0d_arrays():
+    # Listing 3 of the paper: X * y + z; a scalar was made 1-d and refused (a tester's finding).
+    p = mapsat.Program.load(EXAMPLES / "listing3.lift")
+    x = rng().random(64, dtype=np.float32)
+    for y, z in [(2.0, 1.0), (np.float32(2.0), np.array(1.0))]:
+        np.testing.assert_allclose(p.eval(x, y, z), x * 2 + 1, rtol=1e-6)
+    m = p.mappings(n=1, seed=1, X=x)[0]
+    np.testing.assert_allclose(p.run(x, 2.0, 1.0, mapping=m, device=DEVICE).output, x * 2 + 1, rtol=1e-6)
+
+
+def test_a_run_past_its_timeout_raises():
+    # In a process of its own: the kernel cannot be stopped, and it keeps the device busy for
+    # the rest of the process (a later run there would wait for it).
+    code = """
+import numpy as np, mapsat
+p = mapsat.Program("def f(xs: [f32]10) : f32 = reduce(add, 0.0, pad(1000000000000, 1000000000000, 0.0, xs))", "hang")
+try:
+    p.run(np.ones(10), device="opencl:0:0", runs=1, timeout=1.0)
+except mapsat.Error as e:
+    print(e)
+"""
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert "did not finish within 1" in out.stdout, out.stdout + out.stderr
+
+
+def test_a_tune_without_a_correct_candidate_raises(tmp_path):
+    p = mapsat.Program.load(EXAMPLES / "stencil1d.lift")
+    with pytest.raises(mapsat.Error, match="no candidate ran correctly"):
+        p.tune(sizes={"N": 16}, device=DEVICE, trials=2, random_trials=0, timeout=0.001, out=tmp_path)
+    with pytest.raises(mapsat.Error, match="positive number of seconds"):
+        p.tune(device=DEVICE, trials=1, timeout=0, out=tmp_path)
+
+
+def test_arguments_of_the_wrong_kind_raise_mapsat_errors():
+    p = mapsat.Program.load(EXAMPLES / "matmul.lift")
+    a, b = np.ones((4, 3)), np.ones((3, 2))
+    for call in [
+        lambda: p.eval(a, b, sizes={"M": 2**70}),
+        lambda: p.eval(a, b, sizes={"M": "x"}),
+        lambda: p.eval(a, b, sizes=[("M", 4)]),
+        lambda: p.mappings(n=-1),
+        lambda: p.mappings(seed=2**64),
+        lambda: p.run(a, b, mapping="A=G0,B=S,C=S", runs=-1, device=DEVICE),
+        lambda: p.run(a, b, mapping="A=G0,B=S,C=S", local="4", device=DEVICE),
+        lambda: p.eval([[1, 2], [3]], b),
+        lambda: mapsat.Program(b"def f(x: f32) = x"),
+        lambda: mapsat.Program("def f(x: f32) = x \ud800"),
+        lambda: mapsat.Program("// " + "x" * (17 << 20)),
+    ]:
+        with pytest.raises(mapsat.Error):
+            call()
 
 
 def test_a_long_chain_is_evaluated_on_mapsats_own_stack():

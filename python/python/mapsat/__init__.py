@@ -80,7 +80,10 @@ _DTYPES = {"f32": np.float32, "i32": np.int32, "bool": np.bool_}
 
 
 def _convert(name: str, value: Any, kind: str) -> np.ndarray:
-    a = np.asarray(value)
+    try:
+        a = np.asarray(value)
+    except ValueError as e:
+        raise Error(f"parameter `{name}`: not an array ({e})") from None
     want = _DTYPES.get(kind)
     if want is None:
         raise Error(f"parameter `{name}` has elements of type {kind}, which numpy arrays cannot give")
@@ -93,14 +96,40 @@ def _convert(name: str, value: Any, kind: str) -> np.ndarray:
         raise Error(f"parameter `{name}` is {kind}; an array of {a.dtype} cannot be given for it")
     if kind == "i32" and a.size and (a.min() < -(2**31) or a.max() > 2**31 - 1):
         raise Error(f"parameter `{name}` is i32; the array holds values outside its range")
-    return np.ascontiguousarray(a, dtype=want)
+    # Not np.ascontiguousarray, which makes a scalar (a 0-d array) 1-d.
+    return np.asarray(a, dtype=want, order="C")
+
+
+_I64 = (-(2**63), 2**63 - 1)
+
+
+def _int(what: str, value: Any, low: int = 0, high: int = 2**64 - 1) -> int:
+    """``value`` as an int in ``[low, high]``, else :class:`Error` naming ``what``."""
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
+        raise Error(f"{what} must be an integer, not {value!r}")
+    if not low <= int(value) <= high:
+        raise Error(f"{what} = {value} is out of range ({low} to {high})")
+    return int(value)
+
+
+def _local(local: Any) -> Optional[List[int]]:
+    if local is None:
+        return None
+    if isinstance(local, (str, bytes)) or not hasattr(local, "__iter__"):
+        raise Error(f"local must be a list of up to 3 work-group sizes, not {local!r}")
+    return [_int("a work-group size", x, *_I64) for x in local]
 
 
 class Program:
     """A program of mapsat's IR, parsed and type-checked."""
 
     def __init__(self, text: str, name: str = "<string>"):
-        self._p = _mapsat.Program(text, name)
+        if not isinstance(text, str) or not isinstance(name, str):
+            raise Error("a program is given as text (str), with a name (str)")
+        try:
+            self._p = _mapsat.Program(text, name)
+        except UnicodeEncodeError as e:
+            raise Error(f"{name}: the text is not valid Unicode ({e.reason})") from None
 
     @classmethod
     def load(cls, path: "os.PathLike[str] | str") -> "Program":
@@ -161,7 +190,8 @@ class Program:
     def mappings(self, n: int = 10, seed: int = 0, sizes: Optional[Dict[str, int]] = None,
                  target: Optional[str] = None, **inputs: Any) -> List[str]:
         """Up to ``n`` valid mappings sampled from the space (``target``: a device profile)."""
-        return self._p.sample(self._given(self._arrays((), inputs, required=False), sizes), n, seed, target)
+        given = self._given(self._arrays((), inputs, required=False), sizes)
+        return self._p.sample(given, _int("n", n), _int("seed", seed), target)
 
     def count(self, sizes: Optional[Dict[str, int]] = None, target: Optional[str] = None,
               **inputs: Any) -> int:
@@ -180,17 +210,21 @@ class Program:
         """The kernel of the program mapped by ``mapping`` (or mapped as written), for
         ``target`` (``opencl`` or ``cuda``)."""
         given = self._given(self._arrays((), inputs, required=False), sizes)
-        source, manifest = self._p.emit(given, mapping, target, local, profile)
+        source, manifest = self._p.emit(given, mapping, target, _local(local), profile)
         return Kernel(source, json.loads(manifest))
 
     def run(self, *args: Any, mapping: Optional[str] = None, device: str = "opencl:0:0",
             sizes: Optional[Dict[str, int]] = None, local: Optional[List[int]] = None,
-            runs: int = 5, check: bool = True, **kwargs: Any) -> Run:
+            runs: int = 5, check: bool = True, timeout: float = 600.0, **kwargs: Any) -> Run:
         """Runs the kernel on ``device`` with the inputs; with ``check``, a result that
-        differs from the interpreter's raises :class:`Error`."""
+        differs from the interpreter's raises :class:`Error`. A run longer than ``timeout``
+        seconds (or one interrupted with Ctrl-C) raises; the kernel cannot be stopped, so it
+        goes on in the background until it ends, and the device's later kernels in this
+        process wait for it."""
         arrays = self._arrays(args, kwargs)
         out, median_ms, min_ms, name = self._p.run(
-            arrays, self._given(arrays, sizes), device, mapping, local, runs, check)
+            arrays, self._given(arrays, sizes), device, mapping, _local(local), _int("runs", runs),
+            bool(check), float(timeout))
         return Run(out, median_ms, min_ms, name)
 
     def tune(self, sizes: Optional[Dict[str, int]] = None, device: str = "opencl:0:0",
@@ -200,11 +234,18 @@ class Program:
         """Tunes the program on ``device`` (``mapsat tune``): ``trials`` candidates chosen by
         the cost models and ``random_trials`` at random, each checked against the interpreter.
         Inputs given by name fix the sizes by their shapes (they are not used otherwise: the
-        tune measures on random inputs). Tunable sizes (tile sizes) not given are searched."""
+        tune measures on random inputs). Tunable sizes (tile sizes) not given are searched.
+        ``timeout`` bounds each candidate's measurement. A tune in which no candidate ran
+        correctly raises :class:`Error`."""
         given = self._given(self._arrays((), inputs, required=False), sizes)
         out = os.fspath(out) if out is not None else tempfile.mkdtemp(prefix=f"mapsat-tune-{self.name}-")
-        report = json.loads(self._p.tune(given, device, out, target, trials, random_trials, seed, timeout))
-        best = report.get("best") or {}
+        report = json.loads(self._p.tune(given, device, out, target, _int("trials", trials),
+                                          _int("random_trials", random_trials), _int("seed", seed),
+                                          float(timeout)))
+        best = report.get("best")
+        if not best:
+            raise Error("error: no candidate ran correctly: each was refused by code generation, "
+                        f"failed or gave a wrong result (see the report in {out})")
         return Tuned(
             mapping=best.get("mapping"),
             local=best.get("local") or None,
@@ -237,7 +278,13 @@ class Program:
     def _given(self, arrays: List[Optional[np.ndarray]], sizes: Optional[Dict[str, int]]) -> Dict[str, int]:
         """``sizes``, and the size variables read off the arrays' shapes (the Rust half adds
         the defaults and checks)."""
-        given = {k: int(v) for k, v in (sizes or {}).items()}
+        if sizes is not None and not isinstance(sizes, dict):
+            raise Error(f"sizes must be a dict of size names to integers, not {sizes!r}")
+        given = {}
+        for k, v in (sizes or {}).items():
+            if not isinstance(k, str):
+                raise Error(f"a size is named by a str, not {k!r}")
+            given[k] = _int(f"size `{k}`", v, *_I64)
         seen: Dict[str, tuple] = {}
         for (name, dims, _kind), a in zip(self._p.params(), arrays):
             if a is None:
