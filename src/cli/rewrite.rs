@@ -74,7 +74,7 @@ pub fn rewrite(a: &RewriteArgs) -> CliResult<()> {
     });
     if out.variants.is_empty() {
         return Err(Failure::Rejected(format!(
-            "error: no variant to write: {} has no map to rewrite or to map (a plain reduction runs in one work item: `mapsat run {}`)",
+            "error: no variant to write: {} has no map to rewrite or to map (it runs in one work item: `mapsat run {}`)",
             a.file.display(),
             a.file.display()
         )));
