@@ -4,7 +4,8 @@
 //! [`rewrite`] (equality saturation, variants of a program), and [`variants`]: the programs that
 //! `mapsat tune --variants K` tunes (the input and its rewrite variants), and [`choices`]: their
 //! stage choices as variables of one mapping space, and [`mapping`]: a mapping given by hand,
-//! checked by the space and applied, and [`target`]: the device profile a tune works under. The other stages are re-exported as [`constraints`],
+//! checked by the space and applied, [`target`]: the device profile a tune works under, and [`limits`]: the stack, the largest
+//! program text and time limits the command line and Python share. The other stages are re-exported as [`constraints`],
 //! [`codegen`] and [`tuner`], so that research code needs only this crate.
 
 pub use mapsat_ir as ir;
@@ -16,6 +17,7 @@ pub use mapsat_tuner as tuner;
 
 pub mod choices;
 pub mod error;
+pub mod limits;
 pub mod mapping;
 pub mod target;
 pub mod variants;

@@ -10,14 +10,9 @@ use std::process::ExitCode;
 #[global_allocator]
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
-/// The stack of the thread that runs the command: the passes over a program (parsing,
-/// elaboration, checking, printing, lowering) recurse along its tree, whose depth the parser
-/// bounds (200 levels of nesting, chains of 2,000 terms); this leaves room for the deepest
-/// program it accepts, in debug builds too. Only the pages used are committed.
-pub(crate) const STACK_SIZE: usize = 512 << 20;
-
+/// Runs the command on a thread with the passes' stack ([`mapsat::limits::STACK_SIZE`]).
 fn main() -> ExitCode {
-    match std::thread::Builder::new().name("mapsat".into()).stack_size(STACK_SIZE).spawn(cli::main) {
+    match std::thread::Builder::new().name("mapsat".into()).stack_size(mapsat::limits::STACK_SIZE).spawn(cli::main) {
         Ok(h) => h.join().unwrap_or(ExitCode::from(101)),
         Err(_) => cli::main(),
     }

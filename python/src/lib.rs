@@ -7,6 +7,7 @@
 use mapsat::codegen::{self, Dialect};
 use mapsat::ir::interp::{self, Tensor, TensorData};
 use mapsat::ir::{self, diag, profile::Profile, Program, Sizes};
+use mapsat::limits::MAX_SOURCE_BYTES;
 use mapsat::tuner::measure::{self, DeviceSpec, RunConfig};
 use mapsat::tuner::tune::{self, task::Task, Files, TuneOptions};
 use numpy::ndarray::{ArrayD, IxDyn};
@@ -26,27 +27,16 @@ fn err(msg: impl std::fmt::Display) -> PyErr {
     Error::new_err(msg.to_string().trim_end().to_string())
 }
 
-/// The largest program text, as the command line's.
-const MAX_SOURCE_BYTES: usize = 16 << 20;
-
-/// The command line's stack for the passes over a program ([`ir`] bounds its depth).
-const STACK_SIZE: usize = 512 << 20;
-
-/// Runs `f` without the GIL on a thread with [`STACK_SIZE`] of stack, waiting for it in steps
-/// so that Ctrl-C (`KeyboardInterrupt`) and `limit` end the wait; the thread then goes on to
-/// its end in the background (a kernel cannot be stopped), its result dropped.
+/// Runs `f` without the GIL on a thread with the passes' stack
+/// ([`mapsat::limits::spawn_deep`]), waiting for it in steps so that Ctrl-C
+/// (`KeyboardInterrupt`) and `limit` end the wait; the thread then goes on to its end in the
+/// background (a kernel cannot be stopped), its result dropped.
 fn deep<T: Send + 'static>(
     py: Python<'_>,
     limit: Option<Duration>,
     f: impl FnOnce() -> R<T> + Send + 'static,
 ) -> PyResult<T> {
-    let (tx, mut rx) = mpsc::channel();
-    std::thread::Builder::new()
-        .stack_size(STACK_SIZE)
-        .spawn(move || {
-            let _ = tx.send(f());
-        })
-        .map_err(|e| err(format!("cannot start a thread: {e}")))?;
+    let mut rx = mapsat::limits::spawn_deep(f).map_err(err)?;
     let start = Instant::now();
     loop {
         let (r, back) = py.detach(move || (rx.recv_timeout(Duration::from_millis(50)), rx));
@@ -146,12 +136,9 @@ fn dialect(name: &str) -> R<Dialect> {
     Dialect::parse(name).ok_or_else(|| format!("target must be opencl or cuda, not `{name}`"))
 }
 
-/// A time limit in seconds: positive and at most what a `Duration` holds.
+/// [`mapsat::limits::seconds`].
 fn seconds(what: &str, s: f64) -> PyResult<Duration> {
-    match Duration::try_from_secs_f64(s) {
-        Ok(d) if !d.is_zero() => Ok(d),
-        _ => Err(err(format!("{what} must be a positive number of seconds, got {s}"))),
-    }
+    mapsat::limits::seconds(what, s).map_err(err)
 }
 
 /// A numpy array of f32, i32 or bool (the Python half converts other dtypes) as a tensor.
@@ -192,7 +179,7 @@ impl PyProgram {
     #[new]
     fn new(py: Python<'_>, text: String, name: String) -> PyResult<Self> {
         let text = text.strip_prefix('\u{feff}').map(str::to_string).unwrap_or(text);
-        if text.len() > MAX_SOURCE_BYTES {
+        if text.len() as u64 > MAX_SOURCE_BYTES {
             return Err(err(format!("error: {name} is larger than {} MiB: not a program", MAX_SOURCE_BYTES >> 20)));
         }
         deep(py, None, move || {
@@ -511,6 +498,7 @@ fn devices(py: Python<'_>) -> PyResult<Vec<String>> {
 #[pymodule]
 fn _mapsat(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("Error", m.py().get_type::<Error>())?;
+    m.add("MAX_SOURCE_BYTES", MAX_SOURCE_BYTES)?;
     m.add_class::<PyProgram>()?;
     m.add_function(wrap_pyfunction!(devices, m)?)?;
     m.add_function(wrap_pyfunction!(_serve_worker, m)?)?;

@@ -315,9 +315,6 @@ pub fn main() -> ExitCode {
     }
 }
 
-/// The largest program file read (the largest example is a few KB).
-const MAX_SOURCE_BYTES: u64 = 16 << 20;
-
 /// A source file, kept for error messages.
 struct Source {
     name: String,
@@ -329,15 +326,13 @@ impl Source {
         use std::io::Read;
         let cannot = |e: std::io::Error| Failure::Rejected(format!("error: cannot read {}: {e}", path.display()));
         let file = std::fs::File::open(path).map_err(cannot)?;
-        // At most MAX_SOURCE_BYTES: `/dev/zero`, or a data file given by mistake, would
-        // otherwise be read until memory runs out.
         let mut bytes = Vec::new();
-        file.take(MAX_SOURCE_BYTES + 1).read_to_end(&mut bytes).map_err(cannot)?;
-        if bytes.len() as u64 > MAX_SOURCE_BYTES {
+        file.take(mapsat::limits::MAX_SOURCE_BYTES + 1).read_to_end(&mut bytes).map_err(cannot)?;
+        if bytes.len() as u64 > mapsat::limits::MAX_SOURCE_BYTES {
             return Err(Failure::Rejected(format!(
                 "error: {} is larger than {} MiB: not a program",
                 path.display(),
-                MAX_SOURCE_BYTES >> 20
+                mapsat::limits::MAX_SOURCE_BYTES >> 20
             )));
         }
         let text = String::from_utf8(bytes).map_err(|e| {
@@ -398,16 +393,10 @@ impl Source {
 }
 
 /// `f`'s result, or an error when it takes longer than `limit`: `f` runs on a thread of its
-/// own (with the command's stack), which a kernel that never returns leaves behind, and the
-/// process ends with the command.
+/// own ([`mapsat::limits::spawn_deep`]), which a kernel that never returns leaves behind, and
+/// the process ends with the command.
 fn within(limit: std::time::Duration, f: impl FnOnce() -> CliResult<()> + Send + 'static) -> CliResult<()> {
-    let (tx, rx) = std::sync::mpsc::channel();
-    let spawned = std::thread::Builder::new().stack_size(crate::STACK_SIZE).spawn(move || {
-        let _ = tx.send(f());
-    });
-    if let Err(e) = spawned {
-        return Err(Failure::Rejected(format!("error: cannot start a thread: {e}")));
-    }
+    let rx = mapsat::limits::spawn_deep(f).map_err(mapping::failure)?;
     match rx.recv_timeout(limit) {
         Ok(r) => r,
         Err(std::sync::mpsc::RecvTimeoutError::Timeout) => Err(Failure::Rejected(format!(
@@ -420,15 +409,9 @@ fn within(limit: std::time::Duration, f: impl FnOnce() -> CliResult<()> + Send +
     }
 }
 
-/// A time limit given in seconds: positive and at most what a `Duration` holds.
+/// [`mapsat::limits::seconds`] for the flag `flag`.
 fn seconds(flag: &str, s: f64) -> CliResult<std::time::Duration> {
-    match std::time::Duration::try_from_secs_f64(s) {
-        Ok(d) if !d.is_zero() => Ok(d),
-        Err(_) if s.is_finite() && s > 0.0 => {
-            Err(Failure::Usage(format!("{flag} {s} is too large (at most about 1.8e19 seconds)")))
-        }
-        _ => Err(Failure::Usage(format!("{flag} must be a positive number of seconds, got {s}"))),
-    }
+    mapsat::limits::seconds(flag, s).map_err(mapping::failure)
 }
 
 /// Refuses an output folder (`-o`) that is a file.

@@ -73,8 +73,8 @@ class Tuned:
     report: Dict[str, Any] = field(default_factory=dict, repr=False)
 
 
-# The largest program file read, as the command line's (`/dev/zero` would be read forever).
-_MAX_SOURCE_BYTES = 16 << 20
+# The largest program file read, the command line's (`/dev/zero` would be read forever).
+_MAX_SOURCE_BYTES = _mapsat.MAX_SOURCE_BYTES
 
 _DTYPES = {"f32": np.float32, "i32": np.int32, "bool": np.bool_}
 
