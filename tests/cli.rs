@@ -134,13 +134,13 @@ fn a_run_past_its_timeout_is_an_error() {
     if !opencl() {
         return;
     }
-    let file = std::env::temp_dir().join(format!("mapsat-hang-{}.lift", std::process::id()));
-    std::fs::write(&file, "def f(xs: [f32]10) = reduce(add, 0.0, pad(1000000000000, 1000000000000, 0.0, xs))\n")
-        .unwrap();
+    let file = temp_program(
+        "hang.lift",
+        "def f(xs: [f32]10) = reduce(add, 0.0, pad(1000000000000, 1000000000000, 0.0, xs))\n",
+    );
     let out = mapsat(&["run", file.to_str().unwrap(), "--runs", "1", "--timeout", "2"]);
     assert_eq!(out.status.code(), Some(1));
     assert!(String::from_utf8_lossy(&out.stderr).contains("did not finish within 2 s (--timeout)"));
-    let _ = std::fs::remove_file(file);
 }
 
 /// A file that is no program text: endless (`/dev/zero` was read until memory ran out, a

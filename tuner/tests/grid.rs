@@ -5,7 +5,6 @@
 
 use mapsat_constraints::{Options, Space};
 use mapsat_ir::profile::Profile;
-use std::ops::ControlFlow;
 
 #[test]
 fn valid_mappings_launch_within_cudas_grid() {
@@ -16,13 +15,7 @@ fn valid_mappings_launch_within_cudas_grid() {
     let space =
         Space::generate(&p, Options { profile: Some(profile.clone()), sizes: sizes.clone(), ..Options::default() })
             .expect("space");
-    let mut mappings = Vec::new();
-    space
-        .enumerate(None, |m| {
-            mappings.push(m.clone());
-            ControlFlow::Continue(())
-        })
-        .expect("enumerates");
+    let mappings = space.first(u64::MAX).expect("enumerates");
     assert!(!mappings.is_empty());
     for m in &mappings {
         let local = space.suggested_local_size(m).expect("local sizes");

@@ -13,7 +13,6 @@ mod common;
 use mapsat_constraints::{Code, Mapping, Options, Space};
 use mapsat_ir::profile::Profile;
 use mapsat_tuner::measure::{self, DeviceSpec, RunConfig};
-use std::ops::ControlFlow;
 
 const PROGRAMS: [&str; 7] = [
     "size N = 8, M = 6\ndef f(x: [[f32]M]N) = map@A(fun(row => pad(1, 1, 0.0, map@B(fun(v => v * 2.0), row))), x)",
@@ -40,13 +39,7 @@ fn every_valid_mapping_of_a_copied_function_result_lowers() {
     for src in PROGRAMS {
         let p = mapsat_ir::parse(src).expect("parse");
         let space = space(&p);
-        let mut mappings = Vec::new();
-        space
-            .enumerate(None, |m| {
-                mappings.push(m.clone());
-                ControlFlow::Continue(())
-            })
-            .expect("enumerates");
+        let mappings = space.first(u64::MAX).expect("enumerates");
         // Some parallel mapping is left: each row's copy in its own thread or work group.
         assert!(mappings.len() > 1, "{src}: {} mappings", mappings.len());
         for m in &mappings {
@@ -70,13 +63,7 @@ fn every_valid_mapping_of_a_copied_function_result_runs_right() {
         let inputs = mapsat_ir::interp::random_inputs(&p, &sizes, 3).expect("inputs");
         let want = mapsat_ir::interp::eval(&p, &sizes, &inputs).expect("interpreter");
         let cfg = RunConfig { warmup: 0, runs: 1, check: false, ..RunConfig::default() };
-        let mut mappings: Vec<Mapping> = Vec::new();
-        space
-            .enumerate(None, |m| {
-                mappings.push(m.clone());
-                ControlFlow::Continue(())
-            })
-            .expect("enumerates");
+        let mappings = space.first(u64::MAX).expect("enumerates");
         // One thread, and a work group per row or image in dimension 1 (the copies the testers
         // saw go wrong; each kernel takes pocl about a second to build here).
         let one_thread = |m: &Mapping| m.codes.iter().all(|c| matches!(c, Code::Seq | Code::Fused | Code::Vec));
@@ -124,13 +111,7 @@ fn a_program_that_only_picks_elements_runs_in_parallel() {
     for (src, count) in programs {
         let p = mapsat_ir::parse(src).expect("parse");
         let space = space(&p);
-        let mut mappings = Vec::new();
-        space
-            .enumerate(None, |m| {
-                mappings.push(m.clone());
-                ControlFlow::Continue(())
-            })
-            .expect("enumerates");
+        let mappings = space.first(u64::MAX).expect("enumerates");
         assert_eq!(mappings.len(), count, "{src}");
         let sizes = p.default_sizes();
         let inputs = mapsat_ir::interp::random_inputs(&p, &sizes, 3).expect("inputs");
