@@ -4,7 +4,7 @@
 //! [`rewrite`] (equality saturation, variants of a program), and [`variants`]: the programs that
 //! `mapsat tune --variants K` tunes (the input and its rewrite variants), and [`choices`]: their
 //! stage choices as variables of one mapping space, and [`mapping`]: a mapping given by hand,
-//! checked by the space and applied, [`target`]: the device profile a tune works under, and [`limits`]: the stack, the largest
+//! checked by the space and applied, [`stages`]: a program of several kernels mapped kernel by kernel, [`target`]: the device profile a tune works under, and [`limits`]: the stack, the largest
 //! program text and time limits the command line and Python share. The other stages are re-exported as [`constraints`],
 //! [`codegen`] and [`tuner`], so that research code needs only this crate.
 
@@ -19,6 +19,7 @@ pub mod choices;
 pub mod error;
 pub mod limits;
 pub mod mapping;
+pub mod stages;
 pub mod target;
 pub mod variants;
 

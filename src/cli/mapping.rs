@@ -4,7 +4,7 @@
 use super::Failure;
 use mapsat::Error;
 
-pub(super) use mapsat::mapping::{no_maps, violations};
+pub(super) use mapsat::mapping::violations;
 
 /// The facade's error as the CLI's failure (exit 2 for usage, 1 for a rejected input).
 pub(super) fn failure(e: Error) -> Failure {

@@ -6,58 +6,38 @@ use super::kernels::Mapped;
 use super::local::Locals;
 use super::{CliResult, Failure, Source};
 use mapsat::ir::{self, stages, stages::Stage, Program, Sizes};
-use mapsat_codegen::kir::{Role, Space};
 use mapsat_codegen::{Dialect, Manifest};
 use mapsat_tuner::measure::{self, DeviceSpec, MappedStage, RunConfig};
 use mapsat_tuner::tune::report::fmt_gflops;
 use std::path::Path;
 
-/// The parts of `mapping` (`A=G0,B=S,...`) that name maps of each kernel, given each kernel's
-/// map labels; a part naming a map of no kernel is an error.
 pub(super) fn split_mapping(mapping: &str, labels: &[Vec<String>]) -> CliResult<Vec<String>> {
-    let mut out = vec![Vec::new(); labels.len()];
-    for part in mapping.split(',').map(str::trim).filter(|p| !p.is_empty()) {
-        let label = part.split_once('=').map_or(part, |(l, _)| l).trim();
-        let Some(k) = labels.iter().position(|ls| ls.iter().any(|l| l == label)) else {
-            let known: Vec<&str> = labels.iter().flatten().map(String::as_str).collect();
-            return Err(Failure::Usage(format!(
-                "unknown map `{label}` in the mapping (the maps are: {})",
-                known.join(", ")
-            )));
-        };
-        out[k].push(part);
-    }
-    Ok(out.into_iter().map(|parts| parts.join(",")).collect())
+    mapsat::stages::split_mapping(mapping, labels).map_err(super::mapping::failure)
 }
 
-/// Each stage mapped as `how` says, with its work-group size.
+/// Each stage mapped as `how` says ([`mapsat::stages::map`]), with its work-group size; the
+/// warnings of hand-mapped stages go to stderr.
 fn mapped(
     src: &Source,
-    stages: Vec<Stage>,
+    split: Vec<Stage>,
     sizes: &Sizes,
     how: &Mapped,
     local: &Locals,
-    default_profile: impl Fn() -> Option<ir::profile::Profile>,
+    default_profile: impl FnOnce() -> Option<ir::profile::Profile>,
 ) -> CliResult<Vec<MappedStage>> {
-    let parts = match how.mapping {
-        Some(m) => {
-            let labels: Vec<Vec<String>> = stages.iter().map(|s| s.program.map_labels()).collect();
-            split_mapping(m, &labels)?.into_iter().map(Some).collect()
-        }
-        None => vec![None; stages.len()],
-    };
-    let names: Vec<&str> = stages.iter().map(|s| s.program.name.as_str()).collect();
+    let names: Vec<&str> = split.iter().map(|s| s.program.name.as_str()).collect();
     local.check_kernels(&names)?;
-    let mut out = Vec::with_capacity(stages.len());
-    for (s, part) in stages.into_iter().zip(parts) {
-        let name = s.program.name.clone();
-        let how = Mapped { mapping: part.as_deref(), profile: how.profile };
-        let (program, local) =
-            how.program(s.program, sizes, local.of(&name), &default_profile).map_err(|e| in_stage(&name, e))?;
-        ir::check::check(&program).map_err(|e| src.reject(&e))?;
-        out.push(MappedStage { program, inputs: s.inputs, local });
+    let profile = match how.profile {
+        Some(name) => Some(ir::profile::Profile::load(name).map_err(|e| Failure::Usage(e.to_string()))?),
+        None => default_profile(),
+    };
+    let render = |e: &dyn ir::diag::Diagnose| ir::diag::render(&src.name, &src.text, e);
+    let m = mapsat::stages::map(split, sizes, how.mapping, profile, &|name| local.of(name), &render)
+        .map_err(super::mapping::failure)?;
+    for w in &m.warnings {
+        eprint!("{w}");
     }
-    Ok(out)
+    Ok(m.stages)
 }
 
 /// A failure, said to be in stage `name`.
@@ -66,34 +46,6 @@ fn in_stage(name: &str, e: Failure) -> Failure {
         Failure::Rejected(m) => Failure::Rejected(format!("in the kernel of stage `{name}`:\n{m}")),
         Failure::Usage(m) => Failure::Usage(format!("in the kernel of stage `{name}`: {m}")),
     }
-}
-
-/// How a stage's parameter is fed, for the pipeline file: `param:NAME` or `stage:ENTRY`.
-fn source_name(i: stages::Input, p: &Program, stages: &[MappedStage]) -> String {
-    match i {
-        stages::Input::Param(j) => format!("param:{}", p.params[j as usize].name),
-        stages::Input::Stage(k) => format!("stage:{}", stages[k].program.name),
-    }
-}
-
-/// The global memory the kernels use together: the program's inputs (once, however many
-/// kernels read them), and each kernel's result and temporaries (a result read by later kernels
-/// is their input, counted once).
-fn global_bytes<'a>(stages: &[MappedStage], manifests: impl Iterator<Item = &'a Manifest>) -> u64 {
-    let mut params = std::collections::BTreeMap::new();
-    let mut own = 0;
-    for (s, m) in stages.iter().zip(manifests) {
-        for b in m.buffers.iter().filter(|b| b.space == Space::Global) {
-            match (b.role, b.param.map(|i| s.inputs[i])) {
-                (Role::Input, Some(stages::Input::Param(j))) => {
-                    params.insert(j, b.bytes);
-                }
-                (Role::Input, _) => {}
-                _ => own += b.bytes,
-            }
-        }
-    }
-    own + params.values().sum::<u64>()
 }
 
 /// `mapsat emit` of a program with kernel boundaries: a kernel and manifest per stage, and
@@ -116,16 +68,9 @@ pub(super) fn emit(
             .map_err(|e| in_stage(&s.program.name, src.reject_codegen(&e)))?;
         emitted.push((code, manifest));
     }
-    let global_bytes = global_bytes(&stages, emitted.iter().map(|(_, m)| m));
-    let pipeline = serde_json::json!({
-        "program": p.name,
-        "global_bytes": global_bytes,
-        "kernels": stages.iter().zip(&emitted).map(|(s, (_, m))| serde_json::json!({
-            "entry": m.entry,
-            "manifest": format!("{}.json", m.entry),
-            "inputs": s.inputs.iter().map(|&i| source_name(i, p, &stages)).collect::<Vec<_>>(),
-        })).collect::<Vec<_>>(),
-    });
+    let manifests: Vec<&Manifest> = emitted.iter().map(|(_, m)| m).collect();
+    let pipeline = mapsat::stages::pipeline_json(p, &stages, &manifests);
+    let global_bytes = pipeline["global_bytes"].as_u64().unwrap_or_default();
     super::create_dir(out)?;
     let ppath = out.join(format!("{}.pipeline.json", p.name));
     let input = Path::new(&src.name);

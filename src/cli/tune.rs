@@ -278,32 +278,16 @@ pub(super) fn tune_program(
             "--log: a program of several kernels keeps one log per kernel, DIR/KERNEL/tune.jsonl".into(),
         ));
     }
-    // The vector widths shared by kernels, or in a boundary's type, fixed at the given sizes
-    // (their defaults where not given), not tuned: each kernel tuned on its own would choose
-    // its own. A width one kernel alone uses is tuned with it.
-    let widths = match stages::split(&p) {
-        Ok(all) => shared_widths(&all),
-        Err(_) => mapsat::ir::widths::vars(&p),
-    };
-    let mut given = given.clone();
-    for v in p.sizes.iter().filter(|v| widths.contains(&v.name)) {
-        if let (false, Some(d)) = (given.contains(&v.name), v.default) {
-            given.insert(v.name.clone(), d);
-        }
-    }
-    let given = &given;
+    // The vector widths shared by kernels, or in a boundary's type, are fixed (not tuned).
+    let given = &mapsat::stages::tuning_sizes(&p, given);
     let split = stages::split_at(&p, given).map_err(|e| src.reject(&e))?;
-    // Every kernel needs a map to tune: said before any kernel is tuned, not after.
-    for s in &split {
-        if super::mapping::no_maps(&s.program, &given.or(&s.program.default_sizes())) {
-            let variants = if a.variants.is_none() { VARIANTS_HINT } else { "" };
-            return Err(rejected(format!(
-                "kernel `{}` has nothing to map (it only reduces or rearranges data), so there is nothing to tune in it: \
-                 `mapsat run` runs it in one work item; to tune the program, leave out its kernel boundary \
-                 (`toGlobal`) or give that kernel a map{variants}",
-                s.program.name
-            )));
-        }
+    if let Some(name) = mapsat::stages::untunable(&split, given) {
+        let variants = if a.variants.is_none() { VARIANTS_HINT } else { "" };
+        return Err(rejected(format!(
+            "kernel `{name}` has nothing to map (it only reduces or rearranges data), so there is nothing to tune in it: \
+             `mapsat run` runs it in one work item; to tune the program, leave out its kernel boundary \
+             (`toGlobal`) or give that kernel a map{variants}"
+        )));
     }
     for s in &split {
         let dir = out.join(&s.program.name);
@@ -334,33 +318,6 @@ pub(super) fn tune_program(
         outln!("run the whole program again: {cmd}");
     }
     Ok(best)
-}
-
-/// The vector widths (`asVector(vw, ..)`) that several of the kernels `all` use, or that a
-/// kernel uses whose result, read by a later one, holds vectors (their lanes are the width).
-fn shared_widths(all: &[stages::Stage]) -> std::collections::BTreeSet<String> {
-    let used: Vec<_> = all.iter().map(|s| mapsat::ir::widths::vars(&s.program)).collect();
-    fn vectors(t: &mapsat::ir::Type) -> bool {
-        use mapsat::ir::Type;
-        match t {
-            Type::Vector(..) => true,
-            Type::Array(e, _) => vectors(e),
-            Type::Tuple(ts) => ts.iter().any(vectors),
-            _ => false,
-        }
-    }
-    let carries = |k: usize| {
-        all.iter().any(|s| {
-            s.inputs.iter().zip(&s.program.params).any(|(i, q)| *i == stages::Input::Stage(k) && vectors(&q.ty))
-        })
-    };
-    let mut out = std::collections::BTreeSet::new();
-    for (k, vars) in used.iter().enumerate() {
-        let carried = carries(k);
-        let shared = |v: &&String| used.iter().enumerate().any(|(j, o)| j != k && o.contains(*v));
-        out.extend(vars.iter().filter(|v| carried || shared(v)).cloned());
-    }
-    out
 }
 
 /// `DIR/NAME.pipeline.json`: the tuned kernels in launch order, each with its time, mapping,

@@ -1,0 +1,173 @@
+//! A program of several kernels (`let x = toGlobal(..) in` at the top of its body,
+//! [`ir::stages`](crate::ir::stages)) mapped, emitted and tuned kernel by kernel: what the
+//! command line and Python share. A mapping of the whole program (`A=G0,B=S,C=G0`) is cut into
+//! each kernel's part by the maps it names.
+
+use crate::error::Error;
+use crate::ir::stages::{self, Input, Stage};
+use crate::ir::{diag, profile::Profile, Program, Sizes, Type};
+use mapsat_codegen::kir::{Role, Space};
+use mapsat_codegen::Manifest;
+use mapsat_tuner::measure::MappedStage;
+use std::collections::BTreeSet;
+
+type R<T> = Result<T, Error>;
+
+/// The parts of `mapping` (`A=G0,B=S,...`) that name maps of each kernel, given each kernel's
+/// map labels; a part naming a map of no kernel is an error.
+pub fn split_mapping(mapping: &str, labels: &[Vec<String>]) -> R<Vec<String>> {
+    let mut out = vec![Vec::new(); labels.len()];
+    for part in mapping.split(',').map(str::trim).filter(|p| !p.is_empty()) {
+        let label = part.split_once('=').map_or(part, |(l, _)| l).trim();
+        let Some(k) = labels.iter().position(|ls| ls.iter().any(|l| l == label)) else {
+            let known: Vec<&str> = labels.iter().flatten().map(String::as_str).collect();
+            return Err(Error::Usage(format!(
+                "unknown map `{label}` in the mapping (the maps are: {})",
+                known.join(", ")
+            )));
+        };
+        out[k].push(part);
+    }
+    Ok(out.into_iter().map(|parts| parts.join(",")).collect())
+}
+
+/// `e`, said to be in the kernel of stage `name`.
+pub fn in_stage(name: &str, e: Error) -> Error {
+    match e {
+        Error::Rejected(m) => Error::Rejected(format!("in the kernel of stage `{name}`:\n{m}")),
+        Error::Usage(m) => Error::Usage(format!("in the kernel of stage `{name}`: {m}")),
+    }
+}
+
+/// Stages mapped by hand, and the preferences their mappings break ([`crate::mapping::Prepared`]).
+pub struct Mapped {
+    /// Each stage, mapped, with its work-group size.
+    pub stages: Vec<MappedStage>,
+    /// The warnings of the hand-mapped stages, in order.
+    pub warnings: Vec<String>,
+}
+
+/// Each stage mapped by its part of `mapping` ([`crate::mapping::prepare`]; without one, as
+/// written), with the work-group size `local` gives for its kernel's name, and type-checked
+/// (`render` renders an error of the program).
+pub fn map(
+    split: Vec<Stage>,
+    sizes: &Sizes,
+    mapping: Option<&str>,
+    profile: Option<Profile>,
+    local: &dyn Fn(&str) -> Option<Vec<i64>>,
+    render: &dyn Fn(&dyn diag::Diagnose) -> String,
+) -> R<Mapped> {
+    let parts = match mapping {
+        Some(m) => {
+            let labels: Vec<Vec<String>> = split.iter().map(|s| s.program.map_labels()).collect();
+            split_mapping(m, &labels)?.into_iter().map(Some).collect()
+        }
+        None => vec![None; split.len()],
+    };
+    let mut out = Mapped { stages: Vec::with_capacity(split.len()), warnings: Vec::new() };
+    for (s, part) in split.into_iter().zip(parts) {
+        let name = s.program.name.clone();
+        let local = local(&name);
+        let prepared = crate::mapping::prepare(s.program, sizes, part.as_deref(), profile.clone(), local)
+            .map_err(|e| in_stage(&name, e))?;
+        crate::ir::check::check(&prepared.program).map_err(|e| Error::Rejected(render(&e)))?;
+        out.warnings.extend(prepared.warning);
+        out.stages.push(MappedStage { program: prepared.program, inputs: s.inputs, local: prepared.local });
+    }
+    Ok(out)
+}
+
+/// The global memory the kernels use together: the program's inputs (once, however many
+/// kernels read them), and each kernel's result and temporaries (a result read by later kernels
+/// is their input, counted once).
+pub fn global_bytes<'a>(stages: &[MappedStage], manifests: impl Iterator<Item = &'a Manifest>) -> u64 {
+    let mut params = std::collections::BTreeMap::new();
+    let mut own = 0;
+    for (s, m) in stages.iter().zip(manifests) {
+        for b in m.buffers.iter().filter(|b| b.space == Space::Global) {
+            match (b.role, b.param.map(|i| s.inputs[i])) {
+                (Role::Input, Some(Input::Param(j))) => {
+                    params.insert(j, b.bytes);
+                }
+                (Role::Input, _) => {}
+                _ => own += b.bytes,
+            }
+        }
+    }
+    own + params.values().sum::<u64>()
+}
+
+/// How a stage's parameter is fed: `param:NAME` or `stage:ENTRY`.
+fn source_name(i: Input, p: &Program, stages: &[MappedStage]) -> String {
+    match i {
+        Input::Param(j) => format!("param:{}", p.params[j as usize].name),
+        Input::Stage(k) => format!("stage:{}", stages[k].program.name),
+    }
+}
+
+/// The pipeline file of `p`'s emitted kernels (`NAME.pipeline.json`): the kernels in launch
+/// order, each with its manifest's file and where its inputs come from, and the global memory
+/// they use together.
+pub fn pipeline_json(p: &Program, stages: &[MappedStage], manifests: &[&Manifest]) -> serde_json::Value {
+    serde_json::json!({
+        "program": p.name,
+        "global_bytes": global_bytes(stages, manifests.iter().copied()),
+        "kernels": stages.iter().zip(manifests).map(|(s, m)| serde_json::json!({
+            "entry": m.entry,
+            "manifest": format!("{}.json", m.entry),
+            "inputs": s.inputs.iter().map(|&i| source_name(i, p, stages)).collect::<Vec<_>>(),
+        })).collect::<Vec<_>>(),
+    })
+}
+
+/// The vector widths (`asVector(vw, ..)`) that several of the kernels `all` use, or that a
+/// kernel uses whose result, read by a later one, holds vectors (their lanes are the width).
+pub fn shared_widths(all: &[Stage]) -> BTreeSet<String> {
+    let used: Vec<_> = all.iter().map(|s| crate::ir::widths::vars(&s.program)).collect();
+    fn vectors(t: &Type) -> bool {
+        match t {
+            Type::Vector(..) => true,
+            Type::Array(e, _) => vectors(e),
+            Type::Tuple(ts) => ts.iter().any(vectors),
+            _ => false,
+        }
+    }
+    let carries = |k: usize| {
+        all.iter().any(|s| s.inputs.iter().zip(&s.program.params).any(|(i, q)| *i == Input::Stage(k) && vectors(&q.ty)))
+    };
+    let mut out = BTreeSet::new();
+    for (k, vars) in used.iter().enumerate() {
+        let carried = carries(k);
+        let shared = |v: &&String| used.iter().enumerate().any(|(j, o)| j != k && o.contains(*v));
+        out.extend(vars.iter().filter(|v| carried || shared(v)).cloned());
+    }
+    out
+}
+
+/// The sizes at which the kernels of `p` are tuned one at a time: `given`, and the vector
+/// widths several kernels share ([`shared_widths`]) at their defaults where not given. Each
+/// kernel tuned on its own would choose its own width; a width one kernel alone uses is tuned
+/// with it.
+pub fn tuning_sizes(p: &Program, given: &Sizes) -> Sizes {
+    let widths = match stages::split(p) {
+        Ok(all) => shared_widths(&all),
+        Err(_) => crate::ir::widths::vars(p),
+    };
+    let mut out = given.clone();
+    for v in p.sizes.iter().filter(|v| widths.contains(&v.name)) {
+        if let (false, Some(d)) = (out.contains(&v.name), v.default) {
+            out.insert(v.name.clone(), d);
+        }
+    }
+    out
+}
+
+/// The name of a kernel of `split` with no map, if one has none: there is nothing to tune in
+/// it (a tune says so before it tunes any kernel, not after).
+pub fn untunable<'a>(split: &'a [Stage], given: &Sizes) -> Option<&'a str> {
+    split
+        .iter()
+        .find(|s| crate::mapping::no_maps(&s.program, &given.or(&s.program.default_sizes())))
+        .map(|s| s.program.name.as_str())
+}
