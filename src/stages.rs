@@ -123,7 +123,7 @@ pub fn pipeline_json(p: &Program, stages: &[MappedStage], manifests: &[&Manifest
 
 /// The vector widths (`asVector(vw, ..)`) that several of the kernels `all` use, or that a
 /// kernel uses whose result, read by a later one, holds vectors (their lanes are the width).
-pub fn shared_widths(all: &[Stage]) -> BTreeSet<String> {
+fn shared_widths(all: &[Stage]) -> BTreeSet<String> {
     let used: Vec<_> = all.iter().map(|s| crate::ir::widths::vars(&s.program)).collect();
     fn vectors(t: &Type) -> bool {
         match t {
@@ -145,18 +145,31 @@ pub fn shared_widths(all: &[Stage]) -> BTreeSet<String> {
     out
 }
 
-/// The sizes at which the kernels of `p` are tuned one at a time: `given`, and the vector
-/// widths several kernels share ([`shared_widths`]) at their defaults where not given. Each
-/// kernel tuned on its own would choose its own width; a width one kernel alone uses is tuned
-/// with it.
+/// The sizes several of the kernels `all` use: a tile size in the type of a boundary (the
+/// result of one kernel, read by the next), or one two kernels split by. Each kernel tuned on
+/// its own would choose its own value, and no one value would run the program.
+fn shared_sizes(all: &[Stage]) -> BTreeSet<String> {
+    let used: Vec<_> = all.iter().map(|s| s.program.used_sizes()).collect();
+    let mut out = BTreeSet::new();
+    for (k, vars) in used.iter().enumerate() {
+        out.extend(vars.iter().filter(|v| used[k + 1..].iter().any(|o| o.contains(*v))).cloned());
+    }
+    out
+}
+
+/// The sizes at which the kernels of `p` are tuned one at a time: `given`, and the sizes the
+/// kernels share, at their defaults where not given: the vector widths several kernels use or
+/// a boundary's type holds, and the tunable sizes (with a range) several kernels use. A size
+/// one kernel alone uses is tuned with it.
 pub fn tuning_sizes(p: &Program, given: &Sizes) -> Sizes {
-    let widths = match stages::split(p) {
-        Ok(all) => shared_widths(&all),
-        Err(_) => crate::ir::widths::vars(p),
+    let (widths, shared) = match stages::split(p) {
+        Ok(all) => (shared_widths(&all), shared_sizes(&all)),
+        Err(_) => (crate::ir::widths::vars(p), p.used_sizes()),
     };
     let mut out = given.clone();
-    for v in p.sizes.iter().filter(|v| widths.contains(&v.name)) {
-        if let (false, Some(d)) = (out.contains(&v.name), v.default) {
+    for v in &p.sizes {
+        let fixed = widths.contains(&v.name) || (v.max.is_some() && shared.contains(&v.name));
+        if let (true, false, Some(d)) = (fixed, out.contains(&v.name), v.default) {
             out.insert(v.name.clone(), d);
         }
     }

@@ -428,6 +428,42 @@ def f(x: [f32]N) : [f32]N =
     std::fs::remove_dir_all(dir).ok();
 }
 
+/// A tile size in a boundary's type (the first kernel's result, chunks of `t`, read by the
+/// second as its input): both kernels must use one value, so it is fixed at its default and
+/// given in the command that runs the whole program. The first kernel tuned it on its own (its
+/// input's type does not hold it), and the run command left it out, so that the program ran at
+/// another tile size than the tuned kernel's.
+#[test]
+fn a_tile_size_two_kernels_share_is_fixed_and_given_to_the_run() {
+    let dir = temp("shared-tile");
+    std::fs::create_dir_all(&dir).unwrap();
+    let src = dir.join("pt.lift");
+    std::fs::write(
+        &src,
+        "size N = 256, t in 1..64 = 4
+def pt(xs: [f32]N) : [f32]N =
+  let h = toGlobal(map@A(fun(c => map@B(fun(x => x * 2.0), c)), split(t, xs))) in
+  join(map@C(fun(c => map@D(fun(x => x + 1.0), c)), split(t, join(h))))",
+    )
+    .unwrap();
+    if !opencl() {
+        return;
+    }
+    let d = dir.join("t");
+    let args = ["tune", src.to_str().unwrap(), "--trials", "12", "--random-trials", "4", "--runs", "1"];
+    let out = mapsat(&[&args[..], &["-o", d.to_str().unwrap()]].concat());
+    let stdout = text(&out.stdout);
+    assert_eq!(out.status.code(), Some(0), "{stdout}{}", text(&out.stderr));
+    for kernel in ["pt_0_h", "pt"] {
+        let log = std::fs::read_to_string(d.join(kernel).join("tune.jsonl")).unwrap();
+        let records = log.lines().filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok());
+        assert!(records.map(|r| r["tuning"]["t"].clone()).all(|t| t.is_null()), "{kernel}: {log}");
+    }
+    let run = stdout.lines().find_map(|l| l.strip_prefix("run the whole program again: ")).expect(&stdout);
+    assert!(run.contains("--size t=4"), "{run}");
+    std::fs::remove_dir_all(dir).ok();
+}
+
 /// A kernel with no map, only a reduction (a norm's sum of squares as a stage of its own, as
 /// the rewrite stage fuses it): its reductions run in one work item, with the empty mapping,
 /// so the pipeline runs with a mapping of its other kernel's maps (it was refused: "nothing to
