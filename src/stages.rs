@@ -49,7 +49,8 @@ pub struct Mapped {
 
 /// Each stage mapped by its part of `mapping` ([`crate::mapping::prepare`]; without one, as
 /// written), with the work-group size `local` gives for its kernel's name, and type-checked
-/// (`render` renders an error of the program).
+/// (`render` renders an error of the program). An error names its stage when there are
+/// several.
 pub fn map(
     split: Vec<Stage>,
     sizes: &Sizes,
@@ -58,7 +59,9 @@ pub fn map(
     local: &dyn Fn(&str) -> Option<Vec<i64>>,
     render: &dyn Fn(&dyn diag::Diagnose) -> String,
 ) -> R<Mapped> {
+    let several = split.len() > 1;
     let parts = match mapping {
+        Some(m) if !several => vec![Some(m.to_string())],
         Some(m) => {
             let labels: Vec<Vec<String>> = split.iter().map(|s| s.program.map_labels()).collect();
             split_mapping(m, &labels)?.into_iter().map(Some).collect()
@@ -70,7 +73,7 @@ pub fn map(
         let name = s.program.name.clone();
         let local = local(&name);
         let prepared = crate::mapping::prepare(s.program, sizes, part.as_deref(), profile.clone(), local)
-            .map_err(|e| in_stage(&name, e))?;
+            .map_err(|e| if several { in_stage(&name, e) } else { e })?;
         crate::ir::check::check(&prepared.program).map_err(|e| Error::Rejected(render(&e)))?;
         out.warnings.extend(prepared.warning);
         out.stages.push(MappedStage { program: prepared.program, inputs: s.inputs, local: prepared.local });

@@ -8,7 +8,10 @@ use mapsat::codegen::{self, Dialect};
 use mapsat::ir::interp::{self, Tensor, TensorData};
 use mapsat::ir::{self, diag, profile::Profile, Program, Sizes};
 use mapsat::limits::MAX_SOURCE_BYTES;
-use mapsat::tuner::measure::{self, DeviceSpec, RunConfig};
+mod stages;
+
+use mapsat::ir::stages::Stage;
+use mapsat::tuner::measure::{self, DeviceSpec, MappedStage, RunConfig};
 use mapsat::tuner::tune::{self, task::Task, Files, TuneOptions};
 use numpy::ndarray::{ArrayD, IxDyn};
 use numpy::{IntoPyArray, PyReadonlyArrayDyn, PyUntypedArrayMethods};
@@ -85,18 +88,6 @@ fn from_sizes(s: &Sizes) -> BTreeMap<String, i64> {
 }
 
 impl PyProgram {
-    /// Refuses a program of several kernels, which only the command line maps, emits, runs and
-    /// tunes.
-    fn one_kernel(&self) -> R<()> {
-        match ir::stages::count(&self.program) > 1 {
-            true => Err(format!(
-                "{}: a program of several kernels (`let x = toGlobal(..) in`) is mapped, emitted, run and tuned kernel by kernel by the command line (`mapsat space|explain|emit|run|tune`); from Python, give one kernel",
-                self.name
-            )),
-            false => Ok(()),
-        }
-    }
-
     /// Every size: `given` (each a size of the program), the others at their defaults, with the
     /// program type-checked at them.
     fn sizes(&self, given: &Sizes) -> R<Sizes> {
@@ -109,18 +100,50 @@ impl PyProgram {
         Ok(sizes)
     }
 
-    /// The program mapped by `mapping` (or as written), and its work-group size.
-    fn prepared(
+    /// Its kernels at `sizes` (one, or one per stage: `ir::stages`).
+    fn split(&self, sizes: &Sizes) -> R<Vec<Stage>> {
+        ir::stages::split_at(&self.program, sizes).map_err(|e| render(self, &e))
+    }
+
+    /// Its kernels mapped by `mapping` (or as written), each with its work-group size.
+    fn mapped(
         &self,
         sizes: &Sizes,
         mapping: Option<&str>,
         profile: Option<Profile>,
-        local: Option<Vec<i64>>,
-    ) -> R<(Program, Option<Vec<i64>>)> {
-        self.one_kernel()?;
-        let p = mapsat::mapping::prepare((*self.program).clone(), sizes, mapping, profile, local)
+        local: &Locals,
+    ) -> R<Vec<MappedStage>> {
+        let split = self.split(sizes)?;
+        local.check(&split)?;
+        let r = |e: &dyn diag::Diagnose| render(self, e);
+        let m = mapsat::stages::map(split, sizes, mapping, profile, &|name| local.of(name), &r)
             .map_err(|e| e.to_string())?;
-        Ok((p.program, p.local))
+        Ok(m.stages)
+    }
+}
+
+/// The work-group sizes given: one for every kernel, and one by kernel name.
+struct Locals {
+    all: Option<Vec<i64>>,
+    by_kernel: BTreeMap<String, Vec<i64>>,
+}
+
+impl Locals {
+    /// Refuses a size named for a kernel the program does not have.
+    fn check(&self, split: &[Stage]) -> R<()> {
+        let names: Vec<&str> = split.iter().map(|s| s.program.name.as_str()).collect();
+        match self.by_kernel.keys().find(|k| !names.contains(&k.as_str())) {
+            Some(k) => Err(format!(
+                "local names kernel `{k}`, which the program does not have (its kernels: {})",
+                names.join(", ")
+            )),
+            None => Ok(()),
+        }
+    }
+
+    /// The work-group size of kernel `name`: its own, else the one for all, else none.
+    fn of(&self, name: &str) -> Option<Vec<i64>> {
+        self.by_kernel.get(name).or(self.all.as_ref()).cloned()
     }
 }
 
@@ -249,7 +272,8 @@ impl PyProgram {
         array(py, out)
     }
 
-    /// Up to `n` valid mappings sampled from the space at `given` under the profile `target`.
+    /// Up to `n` valid mappings sampled from the space at `given` under the profile `target`
+    /// (of a program of several kernels: each kernel's samples, combined in turn).
     #[pyo3(signature = (given, n, seed, target=None))]
     fn sample(
         &self,
@@ -261,26 +285,39 @@ impl PyProgram {
     ) -> PyResult<Vec<String>> {
         let me = self.clone();
         deep(py, None, move || {
-            let space = me.space(&to_sizes(given), target.as_deref())?;
-            let ms = space.sample(n, seed).map_err(|e| e.to_string())?;
-            Ok(ms.iter().map(|m| space.show(m).to_string()).collect())
+            let mut per = Vec::new();
+            for (_, space) in me.spaces(&to_sizes(given), target.as_deref())? {
+                per.push(match space {
+                    Some(s) => {
+                        s.sample(n, seed).map_err(|e| e.to_string())?.iter().map(|m| s.show(m).to_string()).collect()
+                    }
+                    None => vec![String::new()],
+                });
+            }
+            Ok(stages::combine(&per, n))
         })
     }
 
-    /// The number of valid mappings: `(value, exact)`.
+    /// The number of valid mappings: `(value, exact)` (of a program of several kernels: the
+    /// product of its kernels').
     #[pyo3(signature = (given, target=None))]
     fn count(&self, py: Python<'_>, given: BTreeMap<String, i64>, target: Option<String>) -> PyResult<(f64, bool)> {
         let me = self.clone();
         deep(py, None, move || {
-            let space = me.space(&to_sizes(given), target.as_deref())?;
-            Ok(match space.count(0).map_err(|e| e.to_string())? {
-                mapsat::constraints::Count::Exact(n) => (n as f64, true),
-                mapsat::constraints::Count::Estimate { value, .. } => (value, false),
-            })
+            let (mut value, mut exact) = (1.0, true);
+            for (_, space) in me.spaces(&to_sizes(given), target.as_deref())? {
+                let Some(space) = space else { continue };
+                match space.count(0).map_err(|e| e.to_string())? {
+                    mapsat::constraints::Count::Exact(n) => value *= n as f64,
+                    mapsat::constraints::Count::Estimate { value: v, .. } => (value, exact) = (value * v, false),
+                }
+            }
+            Ok((value, exact))
         })
     }
 
-    /// The constraints `mapping` violates at `given` (none: it is valid).
+    /// The constraints `mapping` violates at `given` (none: it is valid); of a program of
+    /// several kernels, each kernel's part of it in that kernel's space.
     #[pyo3(signature = (mapping, given, target=None))]
     fn explain(
         &self,
@@ -290,17 +327,14 @@ impl PyProgram {
         target: Option<String>,
     ) -> PyResult<Vec<String>> {
         let me = self.clone();
-        deep(py, None, move || {
-            let space = me.space(&to_sizes(given), target.as_deref())?;
-            let m = space.parse_mapping(&mapping).map_err(|e| e.to_string())?;
-            let e = space.explain(&m).map_err(|e| e.to_string())?;
-            Ok(e.violated.iter().map(|c| mapsat::mapping::describe(&space, c)).collect())
-        })
+        deep(py, None, move || stages::explain(&me.spaces(&to_sizes(given), target.as_deref())?, &mapping))
     }
 
-    /// The kernel of the program mapped by `mapping` (or as written): its source and its
-    /// manifest (JSON: entry point, arguments, launch configuration).
-    #[pyo3(signature = (given, mapping=None, target="opencl".to_string(), local=None, profile=None))]
+    /// The kernels of the program mapped by `mapping` (or as written), as JSON: each kernel's
+    /// name, source and manifest (entry point, arguments, launch configuration), and for a
+    /// program of several kernels the pipeline (`mapsat emit`'s `NAME.pipeline.json`).
+    #[pyo3(signature = (given, mapping=None, target="opencl".to_string(), local=None, locals=BTreeMap::new(), profile=None))]
+    #[allow(clippy::too_many_arguments)]
     fn emit(
         &self,
         py: Python<'_>,
@@ -308,8 +342,9 @@ impl PyProgram {
         mapping: Option<String>,
         target: String,
         local: Option<Vec<i64>>,
+        locals: BTreeMap<String, Vec<i64>>,
         profile: Option<String>,
-    ) -> PyResult<(String, String)> {
+    ) -> PyResult<String> {
         let me = self.clone();
         deep(py, None, move || {
             let sizes = me.sizes(&to_sizes(given))?;
@@ -318,20 +353,35 @@ impl PyProgram {
                 Some(_) => self::profile(profile.as_deref())?,
                 None => mapsat::mapping::default_profile(dialect),
             };
-            let (p, local) = me.prepared(&sizes, mapping.as_deref(), profile.clone(), local)?;
-            let opts = match &profile {
-                Some(q) => codegen::Options::for_profile(sizes, local, q),
-                None => codegen::Options { sizes, local, ..codegen::Options::default() },
-            };
-            let (code, manifest) = codegen::emit(&p, &opts, dialect).map_err(|e| render(&me, &e))?;
-            Ok((code, manifest.to_json()))
+            let local = Locals { all: local, by_kernel: locals };
+            let mapped = me.mapped(&sizes, mapping.as_deref(), profile.clone(), &local)?;
+            let several = mapped.len() > 1;
+            let mut kernels = Vec::new();
+            for s in &mapped {
+                let opts = match &profile {
+                    Some(q) => codegen::Options::for_profile(sizes.clone(), s.local.clone(), q),
+                    None => codegen::Options { sizes: sizes.clone(), local: s.local.clone(), ..Default::default() },
+                };
+                let emitted = codegen::emit(&s.program, &opts, dialect);
+                kernels.push(emitted.map_err(|e| stages::named(several, &s.program.name, render(&me, &e)))?);
+            }
+            let manifests: Vec<_> = kernels.iter().map(|(_, m)| m).collect();
+            let pipeline = several.then(|| mapsat::stages::pipeline_json(&me.program, &mapped, &manifests));
+            let kernels: Vec<_> = kernels
+                .iter()
+                .map(|(code, m)| {
+                    let manifest: serde_json::Value = serde_json::from_str(&m.to_json()).unwrap_or_default();
+                    serde_json::json!({ "source": code, "manifest": manifest })
+                })
+                .collect();
+            Ok(serde_json::json!({ "kernels": kernels, "pipeline": pipeline }).to_string())
         })
     }
 
-    /// Runs the program's kernel on `device`: the device's result, the median and fastest
-    /// times in ms, and the device's name. With `check`, a result that differs from the
-    /// interpreter's is an error.
-    #[pyo3(signature = (inputs, given, device, mapping=None, local=None, runs=5, check=true, timeout=600.0))]
+    /// Runs the program's kernels in order on `device`: the device's result, the median and
+    /// fastest times in ms (summed over the kernels), the device's name and each kernel's name
+    /// and median time. With `check`, a result that differs from the interpreter's is an error.
+    #[pyo3(signature = (inputs, given, device, mapping=None, local=None, locals=BTreeMap::new(), runs=5, check=true, timeout=600.0))]
     #[allow(clippy::too_many_arguments)]
     fn run<'py>(
         &self,
@@ -341,21 +391,29 @@ impl PyProgram {
         device: String,
         mapping: Option<String>,
         local: Option<Vec<i64>>,
+        locals: BTreeMap<String, Vec<i64>>,
         runs: usize,
         check: bool,
         timeout: f64,
-    ) -> PyResult<(Bound<'py, PyAny>, f64, f64, String)> {
+    ) -> PyResult<RunResult<'py>> {
         let inputs = tensors(&inputs)?;
         let me = self.clone();
         let limit = seconds("timeout", timeout)?;
+        let local = Locals { all: local, by_kernel: locals };
         let r =
-            deep(py, Some(limit), move || me.run_on(&inputs, given, &device, mapping.as_deref(), local, runs, check))?;
-        Ok((array(py, r.output)?, r.median_ms, r.min_ms, r.device))
+            deep(py, Some(limit), move || me.run_on(&inputs, given, &device, mapping.as_deref(), &local, runs, check))?;
+        let median = r.iter().map(|(_, k)| k.median_ms).sum();
+        let min = r.iter().map(|(_, k)| k.min_ms).sum();
+        let times = r.iter().map(|(name, k)| (name.clone(), k.median_ms)).collect();
+        let Some((_, last)) = r.into_iter().last() else { return Err(err("internal error: no kernel ran")) };
+        Ok((array(py, last.output)?, median, min, last.device, times))
     }
 
-    /// Tunes the program on `device` (see `mapsat tune`); returns the JSON summary of the tune
-    /// (`mapsat tune`'s report.json), with the best kernel's source as `best_source` and its
-    /// manifest as `best_manifest`.
+    /// Tunes the program on `device` (see `mapsat tune`; a program of several kernels kernel
+    /// by kernel, each in a folder of `out` named after it); returns the JSON summary of the
+    /// tune (`mapsat tune`'s report.json), with the best kernel's source as `best_source` and
+    /// its manifest as `best_manifest` (of a program of several kernels: each kernel's, in
+    /// `kernels`).
     #[pyo3(signature = (given, device, out, target=None, trials=64, random_trials=32, seed=0, timeout_s=60.0))]
     #[allow(clippy::too_many_arguments)]
     fn tune(
@@ -380,14 +438,32 @@ impl PyProgram {
     }
 }
 
+/// `run`'s result: the output, the median and fastest times, the device, each kernel's time.
+type RunResult<'py> = (Bound<'py, PyAny>, f64, f64, String, Vec<(String, f64)>);
+
 impl PyProgram {
-    fn space(&self, given: &Sizes, target: Option<&str>) -> R<mapsat::constraints::Space> {
-        self.one_kernel()?;
+    /// The space of each kernel at `given` under the profile `target`, by kernel name; `None`
+    /// for a kernel of a program of several that has no map (it runs in one work item).
+    fn spaces(&self, given: &Sizes, target: Option<&str>) -> R<Vec<(String, Option<mapsat::constraints::Space>)>> {
         let sizes = self.sizes(given)?;
-        let options = mapsat::constraints::Options { profile: profile(target)?, sizes, ..Default::default() };
-        mapsat::constraints::Space::generate(&self.program, options).map_err(|e| format!("error: {e}"))
+        let profile = profile(target)?;
+        let split = self.split(&sizes)?;
+        let several = split.len() > 1;
+        let mut out = Vec::new();
+        for s in split {
+            let options =
+                mapsat::constraints::Options { profile: profile.clone(), sizes: sizes.clone(), ..Default::default() };
+            let name = s.program.name.clone();
+            match mapsat::constraints::Space::generate(&s.program, options) {
+                Ok(space) => out.push((name, Some(space))),
+                Err(mapsat::constraints::Error::NoMaps) if several => out.push((name, None)),
+                Err(e) => return Err(stages::named(several, &name, format!("error: {e}"))),
+            }
+        }
+        Ok(out)
     }
 
+    /// Each kernel's name and run (see [`PyProgram::run`]).
     #[allow(clippy::too_many_arguments)]
     fn run_on(
         &self,
@@ -395,27 +471,42 @@ impl PyProgram {
         given: BTreeMap<String, i64>,
         device_spec: &str,
         mapping: Option<&str>,
-        local: Option<Vec<i64>>,
+        local: &Locals,
         runs: usize,
         check: bool,
-    ) -> R<measure::RunReport> {
+    ) -> R<Vec<(String, measure::RunReport)>> {
         let sizes = self.sizes(&to_sizes(given))?;
         let device = device(device_spec)?;
         if runs == 0 {
             return Err("runs must be at least 1".into());
         }
-        let (p, local) = self.prepared(&sizes, mapping, measure::opencl_profile(device).ok(), local)?;
+        let stages = self.mapped(&sizes, mapping, measure::opencl_profile(device).ok(), local)?;
         let cfg = RunConfig { runs, check, ..RunConfig::default() };
-        let r = measure::run(&p, &sizes, local, inputs, device, &cfg).map_err(|e| match e {
+        let reports = measure::run_stages(&stages, &sizes, inputs, device, &cfg).map_err(|e| match e {
             measure::MeasureError::Codegen(c) => render(self, &c),
             e => format!("error: {e}"),
         })?;
-        match &r.check {
-            Some(c) if !c.ok => {
-                Err(format!("error: the kernel's result differs from the interpreter's in {} elements", c.mismatches))
+        let several = stages.len() > 1;
+        for (s, r) in stages.iter().zip(&reports) {
+            if let Some(c) = r.check.as_ref().filter(|c| !c.ok) {
+                let kernel = if several { format!("kernel of stage `{}`", s.program.name) } else { "kernel".into() };
+                return Err(format!(
+                    "error: the {kernel}'s result differs from the interpreter's in {} elements",
+                    c.mismatches
+                ));
             }
-            _ => Ok(r),
         }
+        if let (true, true, Some(last)) = (check, several, reports.last()) {
+            let want = interp::eval(&self.program, &sizes, inputs).map_err(|e| render(self, &e))?;
+            let c = last.output.compare(&want, cfg.rtol, cfg.atol);
+            if !c.ok {
+                return Err(format!(
+                    "error: the kernels' result differs from the interpreter's in {} elements",
+                    c.mismatches
+                ));
+            }
+        }
+        Ok(stages.iter().map(|s| s.program.name.clone()).zip(reports).collect())
     }
 
     fn tune_in(
@@ -427,24 +518,54 @@ impl PyProgram {
         out: &std::path::Path,
         worker: Vec<std::ffi::OsString>,
     ) -> R<String> {
-        self.one_kernel()?;
         let device = device(device_spec)?;
         let profile = mapsat::target::tune_profile(target, device).map_err(|e| e.to_string())?;
-        let task = Task::new((*self.program).clone(), &given, profile, device.dialect(), true, opts.seed)
-            .map_err(|e| e.to_string())?
-            .reassociating();
-        std::fs::create_dir_all(out).map_err(|e| format!("error: cannot create {}: {e}", out.display()))?;
-        let files = Files { log: out.join("tune.jsonl"), resume: false, work: out.join("data"), worker };
-        let result = tune::tune(&task, device, opts, &files, &mut tune::Silent).map_err(|e| format!("error: {e}"))?;
-        tune::report::write(&task, &result, out, &[]).map_err(|e| format!("error: {e}"))?;
-        let summary = tune::report::Summary::of(&task, &result);
-        let mut json = serde_json::to_value(&summary).map_err(|e| e.to_string())?;
-        if let Some(best) = &result.best {
-            json["best_source"] = best.source.clone().into();
-            json["best_manifest"] = serde_json::from_str(&best.manifest.to_json()).unwrap_or_default();
+        if ir::stages::count(&self.program) == 1 {
+            return tune_kernel((*self.program).clone(), &given, device, profile, opts, out, worker);
         }
-        Ok(json.to_string())
+        let given = mapsat::stages::tuning_sizes(&self.program, &given);
+        let split = self.split(&given)?;
+        if let Some(name) = mapsat::stages::untunable(&split, &given) {
+            return Err(format!(
+                "error: kernel `{name}` has nothing to map (it only reduces or rearranges data), so there is nothing to tune in it; \
+                 to tune the program, leave out its kernel boundary (`toGlobal`) or give that kernel a map"
+            ));
+        }
+        let mut kernels = Vec::new();
+        for s in split {
+            let dir = out.join(&s.program.name);
+            let json = tune_kernel(s.program, &given, device, profile.clone(), opts, &dir, worker.clone())?;
+            kernels.push(serde_json::from_str(&json).map_err(|e| e.to_string())?);
+        }
+        Ok(stages::tuned(&self.program.name, &given, kernels).to_string())
     }
+}
+
+/// Tunes one kernel into `out` (its log, report, plot and best kernel); its summary as JSON
+/// ([`PyProgram::tune`]).
+fn tune_kernel(
+    program: Program,
+    given: &Sizes,
+    device: DeviceSpec,
+    profile: Profile,
+    opts: &TuneOptions,
+    out: &std::path::Path,
+    worker: Vec<std::ffi::OsString>,
+) -> R<String> {
+    let task = Task::new(program, given, profile, device.dialect(), true, opts.seed)
+        .map_err(|e| e.to_string())?
+        .reassociating();
+    std::fs::create_dir_all(out).map_err(|e| format!("error: cannot create {}: {e}", out.display()))?;
+    let files = Files { log: out.join("tune.jsonl"), resume: false, work: out.join("data"), worker };
+    let result = tune::tune(&task, device, opts, &files, &mut tune::Silent).map_err(|e| format!("error: {e}"))?;
+    tune::report::write(&task, &result, out, &[]).map_err(|e| format!("error: {e}"))?;
+    let summary = tune::report::Summary::of(&task, &result);
+    let mut json = serde_json::to_value(&summary).map_err(|e| e.to_string())?;
+    if let Some(best) = &result.best {
+        json["best_source"] = best.source.clone().into();
+        json["best_manifest"] = serde_json::from_str(&best.manifest.to_json()).unwrap_or_default();
+    }
+    Ok(json.to_string())
 }
 
 /// The dimensions of a parameter's type: each array length's size variable, when it is one.

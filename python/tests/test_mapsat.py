@@ -146,16 +146,66 @@ def test_bad_programs_and_calls_raise_mapsat_errors():
         p.sizes(sizes={"Q": 3})
 
 
-def test_a_program_of_several_kernels_evaluates_and_is_refused_by_the_rest():
+def box3(a, axis):
+    """numpy's 3-tap mean along ``axis``, the edges clamped (sepblur's padClamp and slide)."""
+    p = np.pad(a, [(1, 1) if d == axis else (0, 0) for d in range(a.ndim)], mode="edge")
+    n = a.shape[axis]
+    return sum(np.take(p, range(k, k + n), axis=axis) for k in range(3)) / 3
+
+
+def test_a_program_of_several_kernels_is_mapped_emitted_and_run_kernel_by_kernel():
+    p = mapsat.Program.load(EXAMPLES / "sepblur.lift")
+    img = rng().random((12, 20), dtype=np.float32)
+    want = box3(box3(img, 1), 0)
+    np.testing.assert_allclose(p.eval(img), want, rtol=1e-5)
+    mappings = p.mappings(4, img=img)
+    assert len(mappings) == 4 and len(set(mappings)) == 4
+    # Each names the maps of both kernels, and is valid in each kernel's space.
+    assert all(sorted(x.split("=")[0] for x in m.split(",")) == ["A", "B", "C", "D"] for m in mappings)
+    assert p.count(img=img) >= 4
+    for m in mappings:
+        assert p.explain(m, img=img) == []
+        r = p.run(img, mapping=m, device=DEVICE)
+        np.testing.assert_allclose(r.output, want, rtol=1e-5)
+        assert list(r.kernels) == ["sepblur_0_h", "sepblur"]
+        assert r.median_ms == pytest.approx(sum(r.kernels.values()))
+    bad = p.explain("A=G0,B=S,C=S,D=W0", img=img)
+    assert bad and all(v.startswith("in the kernel of stage `sepblur`") for v in bad)
+    with pytest.raises(mapsat.Error, match="in the kernel of stage `sepblur`"):
+        p.run(img, mapping="A=G0,B=S,C=S,D=W0", device=DEVICE)
+    with pytest.raises(mapsat.Error, match="unknown map `Z`"):
+        p.run(img, mapping="A=G0,B=S,C=G0,D=S,Z=S", device=DEVICE)
+    # A work group for one kernel by name; a kernel the program does not have is refused.
+    r = p.run(img, mapping="A=G1,B=G0,C=G1,D=G0", local={"sepblur_0_h": [4, 2]}, device=DEVICE)
+    np.testing.assert_allclose(r.output, want, rtol=1e-5)
+    with pytest.raises(mapsat.Error, match="does not have"):
+        p.run(img, mapping="A=G1,B=G0,C=G1,D=G0", local={"blur": [4, 2]}, device=DEVICE)
+    e = p.emit("A=G1,B=G0,C=G1,D=G0", local={"sepblur": [4, 4]}, img=img)
+    assert isinstance(e, mapsat.Pipeline) and len(e.kernels) == 2
+    assert [k["inputs"] for k in e.pipeline["kernels"]] == [["param:img"], ["stage:sepblur_0_h"]]
+    assert e.pipeline["global_bytes"] == 3 * 12 * 20 * 4
+    assert e.kernels[1].manifest["launch"]["local"][:2] == [4, 4]
+    assert "void sepblur_0_h(" in e.kernels[0].source and "void sepblur(" in e.kernels[1].source
+
+
+def test_a_program_of_several_kernels_is_tuned_kernel_by_kernel(tmp_path):
     p = mapsat.Program(SEVERAL_KERNELS, "twice.lift")
     x = rng().random(32, dtype=np.float32)
-    np.testing.assert_allclose(p.eval(x), x * 2 + 1, rtol=1e-6)
-    with pytest.raises(mapsat.Error, match="several kernels"):
-        p.run(x, mapping="A=G0,B=G0", device=DEVICE)
-    # The space of one kernel would answer for the whole program, wrongly (a tester's finding).
-    for call in [lambda: p.count(), lambda: p.mappings(2), lambda: p.explain("A=G0,B=G0")]:
-        with pytest.raises(mapsat.Error, match="several kernels"):
-            call()
+    best = p.tune(x=x, device=DEVICE, trials=4, random_trials=2, out=tmp_path)
+    assert [k.report["program"] for k in best.kernels] == ["twice_0_y", "twice"]
+    assert sorted(x.split("=")[0] for x in best.mapping.split(",")) == ["A", "B"]
+    assert best.time_ms == pytest.approx(sum(k.time_ms for k in best.kernels))
+    for k in best.kernels:
+        assert (tmp_path / k.report["program"] / "tune.jsonl").is_file() and k.source
+    r = p.run(x, mapping=best.mapping, local=best.local, sizes=best.sizes, device=DEVICE)
+    np.testing.assert_allclose(r.output, x * 2 + 1, rtol=1e-6)
+    # A kernel with nothing to map has nothing to tune.
+    q = mapsat.Program("""size N = 32
+def s(x: [f32]N) : f32 =
+  let y = toGlobal(map@A(fun(v => v * 2.0), x)) in
+  reduce(fun(a, v => a + v), 0.0, y)""", "s.lift")
+    with pytest.raises(mapsat.Error, match="nothing to map"):
+        q.tune(x=x, device=DEVICE, trials=2, random_trials=0, out=tmp_path / "s")
 
 
 def test_scalar_parameters_are_given_as_numbers_or_0d_arrays():

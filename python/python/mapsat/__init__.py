@@ -16,6 +16,12 @@ size variable, else take the program's defaults. Inputs are converted to the par
 scalar type: ``f32`` takes any float or integer array (float64 is rounded), ``i32`` any integer
 array whose values fit, ``bool`` a bool array. Every refusal raises :class:`Error` with
 mapsat's message (a file:line:col with a caret for an error in the program).
+
+A program of several kernels (``let x = toGlobal(..) in``, one kernel per stage) is handled
+as the command line handles it: a mapping names the maps of every kernel
+(``"A=G1,B=G0,C=G1,D=G0"``), ``local`` may give a work group per kernel
+(``{"sepblur_0_h": [16, 16]}``), ``emit`` returns a :class:`Pipeline`, ``run`` runs the
+kernels in order, and ``tune`` tunes them one at a time.
 """
 
 from __future__ import annotations
@@ -31,7 +37,7 @@ import numpy as np
 from . import _mapsat
 from ._mapsat import Error
 
-__all__ = ["Program", "Kernel", "Run", "Tuned", "Error", "devices"]
+__all__ = ["Program", "Kernel", "Pipeline", "Run", "Tuned", "Error", "devices"]
 
 
 def devices() -> List[str]:
@@ -48,29 +54,48 @@ class Kernel:
 
 
 @dataclass
+class Pipeline:
+    """The kernels of a program of several kernels, in launch order, and the pipeline file
+    ``mapsat emit`` writes (``NAME.pipeline.json``: each kernel's entry point and where its
+    inputs come from, ``param:NAME`` or ``stage:ENTRY``, and the global memory in all)."""
+
+    kernels: List[Kernel]
+    pipeline: Dict[str, Any]
+
+
+@dataclass
 class Run:
-    """A run on a device: its result, and the median and fastest times of the timed launches."""
+    """A run on a device: its result, and the median and fastest times of the timed launches
+    (of a program of several kernels: summed over its kernels, each kernel's median time in
+    ``kernels``)."""
 
     output: np.ndarray
     median_ms: float
     min_ms: float
     device: str
+    kernels: Dict[str, float] = field(default_factory=dict)
 
 
 @dataclass
 class Tuned:
     """The best kernel of a tune: its mapping and work group (give both to :meth:`Program.run`
     or :meth:`Program.emit`), its time, GFLOP/s and source, and ``mapsat tune``'s whole JSON
-    report (``report``); the tune's files (log, report, plot, kernel) are in ``out``."""
+    report (``report``); the tune's files (log, report, plot, kernel) are in ``out``.
+
+    Of a program of several kernels: the best sequence, whose mapping names every kernel's
+    maps, ``local`` each kernel's work group by name, the time the sum of the kernels'; each
+    kernel's own tune is in ``kernels`` (its files in ``out/KERNEL``), and ``source`` is
+    ``None``."""
 
     mapping: Optional[str]
-    local: Optional[List[int]]
+    local: "Optional[List[int] | Dict[str, List[int]]]"
     sizes: Dict[str, int]
     time_ms: float
     gflops: float
     source: Optional[str] = field(repr=False)
     out: str = ""
     report: Dict[str, Any] = field(default_factory=dict, repr=False)
+    kernels: List["Tuned"] = field(default_factory=list, repr=False)
 
 
 # The largest program file read, the command line's (`/dev/zero` would be read forever).
@@ -112,12 +137,44 @@ def _int(what: str, value: Any, low: int = 0, high: int = 2**64 - 1) -> int:
     return int(value)
 
 
-def _local(local: Any) -> Optional[List[int]]:
-    if local is None:
-        return None
-    if isinstance(local, (str, bytes)) or not hasattr(local, "__iter__"):
+def _size_list(local: Any) -> List[int]:
+    if isinstance(local, (str, bytes, dict)) or not hasattr(local, "__iter__"):
         raise Error(f"local must be a list of up to 3 work-group sizes, not {local!r}")
     return [_int("a work-group size", x, *_I64) for x in local]
+
+
+def _local(local: Any) -> tuple:
+    """``local`` as (the work group of every kernel, those given by kernel name)."""
+    if local is None:
+        return None, {}
+    if isinstance(local, dict):
+        for k in local:
+            if not isinstance(k, str):
+                raise Error(f"a kernel of local is named by a str, not {k!r}")
+        return None, {k: _size_list(v) for k, v in local.items()}
+    return _size_list(local), {}
+
+
+def _tuned(report: Dict[str, Any], out: str) -> Tuned:
+    """A tune's best from its JSON report (that of a program of several kernels holds each
+    kernel's in ``kernels``)."""
+    best = report.get("best") or {}
+    kernels = report.get("kernels", [])
+    local = best.get("local") or None
+    if isinstance(local, dict):
+        # An empty work group is code generation's default: none to give.
+        local = {k: v for k, v in local.items() if v} or None
+    return Tuned(
+        mapping=best.get("mapping"),
+        local=local,
+        sizes={**report.get("sizes", {}), **best.get("tuning", {})},
+        time_ms=report.get("best_ms", 0.0),
+        gflops=report.get("best_gflops", 0.0),
+        source=report.get("best_source"),
+        out=out,
+        report=report,
+        kernels=[_tuned(k, os.path.join(out, k.get("program", ""))) for k in kernels],
+    )
 
 
 class Program:
@@ -205,16 +262,23 @@ class Program:
         return self._p.explain(mapping, self._given(self._arrays((), inputs, required=False), sizes), target)
 
     def emit(self, mapping: Optional[str] = None, target: str = "opencl",
-             sizes: Optional[Dict[str, int]] = None, local: Optional[List[int]] = None,
-             profile: Optional[str] = None, **inputs: Any) -> Kernel:
+             sizes: Optional[Dict[str, int]] = None,
+             local: "Optional[List[int] | Dict[str, List[int]]]" = None,
+             profile: Optional[str] = None, **inputs: Any) -> "Kernel | Pipeline":
         """The kernel of the program mapped by ``mapping`` (or mapped as written), for
-        ``target`` (``opencl`` or ``cuda``)."""
+        ``target`` (``opencl`` or ``cuda``); of a program of several kernels, a
+        :class:`Pipeline` of them."""
         given = self._given(self._arrays((), inputs, required=False), sizes)
-        source, manifest = self._p.emit(given, mapping, target, _local(local), profile)
-        return Kernel(source, json.loads(manifest))
+        every, by_kernel = _local(local)
+        emitted = json.loads(self._p.emit(given, mapping, target, every, by_kernel, profile))
+        kernels = [Kernel(k["source"], k["manifest"]) for k in emitted["kernels"]]
+        if emitted["pipeline"] is None:
+            return kernels[0]
+        return Pipeline(kernels, emitted["pipeline"])
 
     def run(self, *args: Any, mapping: Optional[str] = None, device: str = "opencl:0:0",
-            sizes: Optional[Dict[str, int]] = None, local: Optional[List[int]] = None,
+            sizes: Optional[Dict[str, int]] = None,
+            local: "Optional[List[int] | Dict[str, List[int]]]" = None,
             runs: int = 5, check: bool = True, timeout: float = 600.0, **kwargs: Any) -> Run:
         """Runs the kernel on ``device`` with the inputs; with ``check``, a result that
         differs from the interpreter's raises :class:`Error`. A run longer than ``timeout``
@@ -222,10 +286,11 @@ class Program:
         goes on in the background until it ends, and the device's later kernels in this
         process wait for it."""
         arrays = self._arrays(args, kwargs)
-        out, median_ms, min_ms, name = self._p.run(
-            arrays, self._given(arrays, sizes), device, mapping, _local(local), _int("runs", runs),
+        every, by_kernel = _local(local)
+        out, median_ms, min_ms, name, kernels = self._p.run(
+            arrays, self._given(arrays, sizes), device, mapping, every, by_kernel, _int("runs", runs),
             bool(check), float(timeout))
-        return Run(out, median_ms, min_ms, name)
+        return Run(out, median_ms, min_ms, name, dict(kernels))
 
     def tune(self, sizes: Optional[Dict[str, int]] = None, device: str = "opencl:0:0",
              target: Optional[str] = None, trials: int = 64, random_trials: int = 32, seed: int = 0,
@@ -242,20 +307,10 @@ class Program:
         report = json.loads(self._p.tune(given, device, out, target, _int("trials", trials),
                                           _int("random_trials", random_trials), _int("seed", seed),
                                           float(timeout)))
-        best = report.get("best")
-        if not best:
+        if not report.get("best"):
             raise Error("error: no candidate ran correctly: each was refused by code generation, "
                         f"failed or gave a wrong result (see the report in {out})")
-        return Tuned(
-            mapping=best.get("mapping"),
-            local=best.get("local") or None,
-            sizes={**report.get("sizes", {}), **best.get("tuning", {})},
-            time_ms=report.get("best_ms", 0.0),
-            gflops=report.get("best_gflops", 0.0),
-            source=report.get("best_source"),
-            out=out,
-            report=report,
-        )
+        return _tuned(report, out)
 
     def _arrays(self, args: tuple, kwargs: Dict[str, Any], required: bool = True) -> List[Optional[np.ndarray]]:
         params = self._p.params()
