@@ -27,7 +27,26 @@ pyo3::create_exception!(mapsat, Error, PyException, "A program, mapping, input o
 type R<T> = Result<T, String>;
 
 fn err(msg: impl std::fmt::Display) -> PyErr {
-    Error::new_err(msg.to_string().trim_end().to_string())
+    Error::new_err(pythonic(msg.to_string().trim_end()))
+}
+
+/// A message of the stages, which name the command line's flags, in Python's words: `--size
+/// N=VALUE` is `sizes={"N": VALUE}`, `--local`, `--target` and `--trials` are keyword arguments.
+fn pythonic(msg: &str) -> String {
+    let mut out = String::with_capacity(msg.len());
+    let mut rest = msg;
+    while let Some(i) = rest.find("--size ") {
+        out.push_str(&rest[..i]);
+        let after = &rest[i + "--size ".len()..];
+        let end = after.find(|c: char| c.is_whitespace() || c == ',' || c == ')').unwrap_or(after.len());
+        match after[..end].split_once('=') {
+            Some((name, value)) => out.push_str(&format!("sizes={{\"{name}\": {value}}}")),
+            None => out.push_str(&format!("sizes={{\"{}\": ...}}", &after[..end])),
+        }
+        rest = &after[end..];
+    }
+    out.push_str(rest);
+    out.replace("--local ", "local=").replace("--target", "target=").replace("--trials", "trials")
 }
 
 /// Runs `f` without the GIL on a thread with the passes' stack

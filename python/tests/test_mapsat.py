@@ -144,6 +144,12 @@ def test_bad_programs_and_calls_raise_mapsat_errors():
         p.run(a, b, mapping="A=G0,B=S,C=S", device="opencl:9:9")
     with pytest.raises(mapsat.Error, match="no size variable `Q`"):
         p.sizes(sizes={"Q": 3})
+    # Messages name Python's keywords, not the command line's flags.
+    q = mapsat.Program("size N\ndef f(x: [f32]N) : [f32]N = map(fun(v => v + 1.0), x)", "f")
+    with pytest.raises(mapsat.Error, match='give sizes=\\{"N": VALUE\\}'):
+        q.count()
+    with pytest.raises(mapsat.Error, match="^error: trials must be at least 1"):
+        q.tune(sizes={"N": 8}, trials=0, device=DEVICE)
 
 
 def box3(a, axis):
