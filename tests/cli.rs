@@ -160,6 +160,26 @@ fn an_endless_or_binary_file_is_rejected() {
     let _ = std::fs::remove_file(path);
 }
 
+/// A program generated on one line (400 KB) with an error in the middle: the error says where
+/// and shows the text around it, not the whole line.
+#[test]
+fn an_error_on_a_very_long_line_is_shown_in_an_excerpt() {
+    let body = format!("{}z", "v + ".repeat(1000));
+    let text = format!("size N = 4\ndef f(x: [f32]N) : [f32]N = {}map(fun(v => {body}), x)", " ".repeat(400_000));
+    let path = std::env::temp_dir().join(format!("mapsat-long-line-{}.lift", std::process::id()));
+    std::fs::write(&path, &text).unwrap();
+    let out = mapsat(&["check", path.to_str().unwrap()]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    let col = text.rfind('z').unwrap() - text.find('\n').unwrap();
+    assert!(
+        stderr.contains("unknown name `z`") && stderr.contains(&format!(":2:{col} (the line is too long")),
+        "{stderr}"
+    );
+    assert!(stderr.contains("v + v + z), x)") && stderr.len() < 2_000, "{} bytes", stderr.len());
+    let _ = std::fs::remove_file(path);
+}
+
 #[test]
 fn check_prints_type_and_labels() {
     let out = mapsat(&["check", "examples/listing3.lift", "--size", "n=64,s0=16,s1=4"]);

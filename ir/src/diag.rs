@@ -46,18 +46,58 @@ impl Diagnose for crate::check::TypeError {
 pub fn render(file_name: &str, source: &str, err: &dyn Diagnose) -> String {
     let file = SimpleFile::new(file_name, source);
     let mut d = Diagnostic::error().with_message(err.message());
+    let mut notes = Vec::new();
     if let Some(sp) = err.span() {
-        let start = sp.start.min(source.len());
-        let end = sp.end.clamp(start, source.len());
-        d = d.with_labels(vec![Label::primary((), start..end)]);
+        let start = floor_char(source, sp.start.min(source.len()));
+        let end = floor_char(source, sp.end.clamp(start, source.len()));
+        let first = source[..start].rfind('\n').map_or(0, |i| i + 1);
+        let last = source[end..].find('\n').map_or(source.len(), |i| end + i);
+        match last - first <= MAX_SHOWN {
+            true => d = d.with_labels(vec![Label::primary((), start..end)]),
+            false => notes.push(excerpt(file_name, source, start, end)),
+        }
     }
-    d = d.with_notes(err.notes());
+    notes.extend(err.notes());
+    d = d.with_notes(notes);
     let mut out = NoColor::new(Vec::new());
     let config = Config::default();
     if term::emit(&mut out, &config, &file, &d).is_err() {
         return format!("error: {}", err.message());
     }
     String::from_utf8_lossy(&out.into_inner()).into_owned()
+}
+
+/// The most source text shown under an error: a span on longer lines (a program generated on
+/// one line) is shown by [`excerpt`], not echoed whole.
+const MAX_SHOWN: usize = 2000;
+
+/// The largest char boundary of `s` at or before `i`.
+fn floor_char(s: &str, mut i: usize) -> usize {
+    while !s.is_char_boundary(i) {
+        i -= 1;
+    }
+    i
+}
+
+/// Where a span on a long line is, and up to 60 characters either side of its start with a
+/// caret under it.
+fn excerpt(file_name: &str, source: &str, start: usize, end: usize) -> String {
+    const SIDE: usize = 60;
+    let (line, col) = line_col(source, start);
+    let line_start = source[..start].rfind('\n').map_or(0, |i| i + 1);
+    let line_end = source[start..].find('\n').map_or(source.len(), |i| start + i);
+    let from = floor_char(source, start.saturating_sub(SIDE).max(line_start));
+    let to = floor_char(source, (start + SIDE).min(line_end));
+    let before = if from > line_start { "..." } else { "" };
+    let after = if to < line_end { "..." } else { "" };
+    let shown = &source[from..to];
+    let pad = before.len() + source[from..start].chars().count();
+    let marks = source[start..floor_char(source, end.min(to))].chars().count().max(1);
+    format!(
+        "at {file_name}:{line}:{col} (the line is too long to show whole):\n{before}{shown}{after}\n{}{}",
+        " ".repeat(pad),
+        "^".repeat(marks)
+    )
 }
 
 /// `line:col` (1-based) of a byte offset.
