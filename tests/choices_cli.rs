@@ -85,6 +85,9 @@ fn a_choice_not_offered_is_refused_and_a_bad_one_is_a_usage_error() {
     let out = mapsat(&["explain", SEPBLUR, "--stages", "h=root", "--mapping", "A=S"]);
     assert_eq!(out.status.code(), Some(2), "{}", text(&out));
     assert!(text(&out).contains("`root` is not a stage choice"), "{}", text(&out));
+    let out = mapsat(&["explain", SEPBLUR, "--stages", "h=local,h=global", "--mapping", "A=S"]);
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out));
+    assert!(text(&out).contains("stage `h` is given twice"), "{}", text(&out));
 }
 
 #[test]

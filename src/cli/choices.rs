@@ -140,8 +140,18 @@ fn to_json(c: &Choices, sample: Option<usize>, seed: u64) -> CliResult<serde_jso
     }))
 }
 
-/// `EDGE=CHOICE,...` (`h=local,v=global`).
+/// `EDGE=CHOICE,...` (`h=local,v=global`), each edge given once.
 fn parse_stages(text: &str) -> CliResult<Vec<(String, Choice)>> {
+    let given = parse_choices(text)?;
+    for (i, (edge, _)) in given.iter().enumerate() {
+        if given[..i].iter().any(|(e, _)| e == edge) {
+            return Err(Failure::Usage(format!("--stages: stage `{edge}` is given twice")));
+        }
+    }
+    Ok(given)
+}
+
+fn parse_choices(text: &str) -> CliResult<Vec<(String, Choice)>> {
     text.split(',')
         .map(str::trim)
         .filter(|p| !p.is_empty())
