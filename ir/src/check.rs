@@ -483,6 +483,9 @@ impl<'a> Checker<'a> {
 
     /// Rejects `m` as a divisor of `n` when it provably does not divide it.
     fn divides(&self, n: &Size, m: &Size, span: Span, what: &str) -> TResult<()> {
+        if m.overflows() {
+            return Err(TypeError::new(span, format!("{what} overflows 64 bits at these sizes")));
+        }
         if m.as_const().is_some_and(|c| c <= 0) {
             return Err(TypeError::new(span, format!("{what} must be positive, not {m}")));
         }
