@@ -464,6 +464,43 @@ def pt(xs: [f32]N) : [f32]N =
     std::fs::remove_dir_all(dir).ok();
 }
 
+/// A tile size only the second kernel uses is tuned with it, and the sequence's summary, the
+/// pipeline file and the command that runs the whole program give its value (the command
+/// left it out, so that the program ran at the default tile size, not the tuned one; a
+/// tester's finding). The command, run, passes its check.
+#[test]
+fn a_tile_size_one_kernel_tunes_is_given_to_the_run() {
+    let dir = temp("own-tile");
+    std::fs::create_dir_all(&dir).unwrap();
+    let src = dir.join("t7.lift");
+    std::fs::write(
+        &src,
+        "size N = 48, t in 1..48 = 4
+def t7(x: [f32]N) : [f32]N =
+  let h = toGlobal(map@A(fun(c => map@A2(fun(v => v * 2.0), c)), split(8, x))) in
+  join(map@B(map@B2(fun(v => v + 1.0)), split(t, join(h))))",
+    )
+    .unwrap();
+    if !opencl() {
+        return;
+    }
+    let d = dir.join("t");
+    let args = ["tune", src.to_str().unwrap(), "--trials", "12", "--random-trials", "2", "--runs", "1"];
+    let out = mapsat(&[&args[..], &["-o", d.to_str().unwrap()]].concat());
+    let stdout = text(&out.stdout);
+    assert_eq!(out.status.code(), Some(0), "{stdout}{}", text(&out.stderr));
+    let pipeline: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(d.join("t7.pipeline.json")).unwrap()).unwrap();
+    let t = pipeline["kernels"][1]["tuning"]["t"].as_i64().expect("the second kernel's tuned t");
+    assert!(stdout.contains(&format!("  tunable sizes t={t}\n")), "{stdout}");
+    let run = stdout.lines().find_map(|l| l.strip_prefix("run the whole program again: mapsat ")).expect(&stdout);
+    assert!(run.contains(&format!("--size t={t} ")), "{run}");
+    let out = mapsat(&run.split_whitespace().collect::<Vec<_>>());
+    assert_eq!(out.status.code(), Some(0), "{run}\n{}{}", text(&out.stdout), text(&out.stderr));
+    assert!(text(&out.stdout).contains("check: ok"), "{}", text(&out.stdout));
+    std::fs::remove_dir_all(dir).ok();
+}
+
 /// A kernel with no map, only a reduction (a norm's sum of squares as a stage of its own, as
 /// the rewrite stage fuses it): its reductions run in one work item, with the empty mapping,
 /// so the pipeline runs with a mapping of its other kernel's maps (it was refused: "nothing to

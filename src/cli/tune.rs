@@ -251,6 +251,8 @@ pub(super) struct Tuned {
     pub lifts: Vec<PathBuf>,
     /// The best kernel's work group, one per kernel (`mapsat run --local`).
     pub locals: Vec<Vec<i64>>,
+    /// The tunable sizes of the best kernels, of every kernel (`mapsat run --size`).
+    pub tuning: mapsat::ir::Sizes,
 }
 
 /// Tunes one program into `out`: one kernel, or one kernel at a time (see [`tune`]).
@@ -278,8 +280,14 @@ pub(super) fn tune_program(
             "--log: a program of several kernels keeps one log per kernel, DIR/KERNEL/tune.jsonl".into(),
         ));
     }
-    // The vector widths shared by kernels, or in a boundary's type, are fixed (not tuned).
-    let given = &mapsat::stages::tuning_sizes(&p, given);
+    // The vector widths shared by kernels, or in a boundary's type, and the tunable sizes
+    // several kernels use are fixed (not tuned), and said so.
+    let fixed = mapsat::stages::tuning_sizes(&p, given);
+    let held: Vec<String> = fixed.iter().filter(|(k, _)| !given.contains(k)).map(|(k, v)| format!("{k}={v}")).collect();
+    if !held.is_empty() {
+        outln!("sizes several kernels use, held at their defaults (not tuned): {}", held.join(", "));
+    }
+    let given = &fixed;
     let split = stages::split_at(&p, given).map_err(|e| src.reject(&e))?;
     if let Some(name) = mapsat::stages::untunable(&split, given) {
         let variants = if a.variants.is_none() { VARIANTS_HINT } else { "" };
@@ -340,6 +348,7 @@ fn write_pipeline(
                 "best_ms": s.best.as_ref().map(|_| s.best_ms),
                 "mapping": s.best.as_ref().map(|b| b.mapping.clone()),
                 "local": s.best.as_ref().map(|b| b.local.clone()),
+                "tuning": s.best.as_ref().map(|b| b.tuning.clone()),
                 "lift": lift.map(|l| l.strip_prefix(out).unwrap_or(&l).display().to_string()),
             })
         })
@@ -366,7 +375,29 @@ fn tuned(device: &str, kernels: &[tune::report::Summary], written: &[Vec<PathBuf
         mapping: mapping.join(","),
         lifts,
         locals: kernels.iter().filter_map(|s| s.best.as_ref().map(|b| b.local.clone())).collect(),
+        tuning: tuning_of(kernels),
     }
+}
+
+/// The tunable sizes of the kernels' bests, together (each kernel's are its own: the sizes
+/// kernels share are fixed, `mapsat::stages::tuning_sizes`).
+fn tuning_of(kernels: &[tune::report::Summary]) -> mapsat::ir::Sizes {
+    let mut out = mapsat::ir::Sizes::new();
+    for b in kernels.iter().filter_map(|s| s.best.as_ref()) {
+        for (k, v) in b.tuning.iter() {
+            out.insert(k.to_string(), v);
+        }
+    }
+    out
+}
+
+/// `given` with the values of `tuning` added.
+pub(super) fn with_tuning(given: &mapsat::ir::Sizes, tuning: &mapsat::ir::Sizes) -> mapsat::ir::Sizes {
+    let mut out = given.clone();
+    for (k, v) in tuning.iter() {
+        out.insert(k.to_string(), v);
+    }
+    out
 }
 
 /// The mapped program among a tune's files written.
@@ -499,6 +530,10 @@ fn summarize_stages(p: &mapsat::ir::Program, kernels: &[tune::report::Summary]) 
         if !locals.is_empty() {
             outln!("  work groups {}", locals.join(" "));
         }
+        let tuning = tuning_of(kernels);
+        if !tuning.is_empty() {
+            outln!("  tunable sizes {tuning}");
+        }
     }
 }
 
@@ -516,7 +551,8 @@ fn pipeline_run_command(
     let bests: Vec<_> = kernels.iter().map(|s| s.best.as_ref().map(|b| (s, b))).collect::<Option<_>>()?;
     let mappings: Vec<&str> = bests.iter().map(|(_, b)| b.mapping.as_str()).collect();
     let locals: Vec<(&str, &[i64])> = bests.iter().map(|(s, b)| (s.program.as_str(), &b.local[..])).collect();
-    Some(whole_run_command(a, file, &mappings.join(","), given, &locals, dialect))
+    let sizes = with_tuning(given, &tuning_of(kernels));
+    Some(whole_run_command(a, file, &mappings.join(","), &sizes, &locals, dialect))
 }
 
 /// `mapsat run FILE --mapping M [--size ..] [--local KERNEL:X,Y,Z ..] [--reassociate] --check`

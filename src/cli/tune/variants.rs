@@ -225,7 +225,8 @@ fn joined_run_command(
 ) -> Option<String> {
     let names: Vec<String> = ir::stages::split(q).ok()?.into_iter().map(|s| s.program.name).collect();
     let locals: Vec<(&str, &[i64])> = names.iter().zip(&t.locals).map(|(n, l)| (n.as_str(), &l[..])).collect();
-    Some(super::whole_run_command(a, file, &t.mapping, given, &locals, device.dialect()))
+    let sizes = super::with_tuning(given, &t.tuning);
+    Some(super::whole_run_command(a, file, &t.mapping, &sizes, &locals, device.dialect()))
 }
 
 /// The candidate of each kernel to join: the fastest correct one (`None` when a kernel has
@@ -254,6 +255,7 @@ fn assembled(parts: &[&Outcome]) -> Option<Tuned> {
         mapping: String::new(),
         lifts: Vec::new(),
         locals: Vec::new(),
+        tuning: Sizes::new(),
     };
     let mut mappings = Vec::new();
     for o in parts {
@@ -265,6 +267,7 @@ fn assembled(parts: &[&Outcome]) -> Option<Tuned> {
         out.device = t.device.clone();
         out.lifts.extend(t.lifts.iter().cloned());
         out.locals.extend(t.locals.iter().cloned());
+        out.tuning = super::with_tuning(&out.tuning, &t.tuning);
     }
     out.best_ms = (ms > 0.0).then_some(ms);
     out.gflops = if ms > 0.0 { mflop / ms } else { 0.0 };
