@@ -27,11 +27,16 @@ impl Locals {
         let mut out = Locals::default();
         for f in flags {
             let twice = match f.split_once(':') {
-                Some((kernel, size)) => out.by_kernel.insert(kernel.trim().to_string(), parse_size(size)?).is_some(),
-                None => out.all.replace(parse_size(f)?).is_some(),
+                Some((kernel, size)) => out
+                    .by_kernel
+                    .insert(kernel.trim().to_string(), parse_size(size)?)
+                    .map(|_| format!("kernel `{}` is given a work-group size twice", kernel.trim())),
+                None => {
+                    out.all.replace(parse_size(f)?).map(|_| "a work-group size for every kernel is given twice".into())
+                }
             };
-            if twice {
-                return Err(Failure::Usage(format!("--local `{f}`: that work-group size is given twice")));
+            if let Some(why) = twice {
+                return Err(Failure::Usage(format!("--local `{f}`: {why}")));
             }
         }
         Ok(out)

@@ -515,14 +515,17 @@ pub fn write(task: &Task, r: &TuneResult, dir: &Path, keep: &[(&Path, &str)]) ->
         ));
         let q = task.mapped_program(&b.candidate).map_err(|e| TuneError::Program(e.to_string()))?;
         let header = format!(
-            "// The fastest kernel mapsat tune found for `{}` on {}: {}, {}.\n// Mapping {}; tunable sizes {}; work group {:?}.\n",
+            "// The fastest kernel mapsat tune found for `{}` on {}: {}, {}.\n// Mapping {}; tunable sizes {}; work group {}.\n",
             task.program.name,
             r.device_name,
             fmt_ms(summary.best_ms),
             fmt_gflops(summary.best_gflops),
             t.mapping,
             tunables(&t.tuning),
-            t.local
+            match t.local.is_empty() {
+                true => "code generation's default".to_string(),
+                false => format!("{:?}", t.local),
+            }
         );
         let built_with = match b.manifest.build_options.as_str() {
             "" => String::new(),
