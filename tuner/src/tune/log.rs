@@ -208,15 +208,28 @@ impl Log {
         };
         check_header(&found, header).map_err(foreign)?;
         valid_len += first.len();
+        // The line of each trial (phase, number): one recorded twice is refused.
+        let mut seen: std::collections::HashMap<(Phase, u64), usize> = std::collections::HashMap::new();
+        let mut number = 1;
         while let Some(line) = lines.next() {
+            number += 1;
             let last = lines.peek().is_none();
             match serde_json::from_str(line.trim_end()) {
-                Ok(Line::Trial(t)) if line.ends_with('\n') => trials.push(t),
+                Ok(Line::Trial(t)) if line.ends_with('\n') => {
+                    if let Some(before) = seen.insert((t.phase, t.trial), number) {
+                        return Err(foreign(format!(
+                            "line {number} records trial {} of the {} search again (line {before} did)",
+                            t.trial,
+                            t.phase.name()
+                        )));
+                    }
+                    trials.push(t)
+                }
                 // Confirmations are redone at the end of each phase.
                 Ok(Line::Confirmation(_)) if line.ends_with('\n') => {}
                 // Cut off by a kill: dropped.
                 _ if last => break,
-                _ => return Err(foreign(format!("line {} is not a trial record", trials.len() + 2))),
+                _ => return Err(foreign(format!("line {number} is not a trial record"))),
             }
             valid_len += line.len();
         }
@@ -342,6 +355,15 @@ mod tests {
         drop(log);
         let (_, trials) = Log::resume(&path, &header()).unwrap();
         assert_eq!(trials.len(), 3);
+        // A trial recorded twice (a log edited by hand) is refused, naming both lines.
+        OpenOptions::new()
+            .append(true)
+            .open(&path)
+            .unwrap()
+            .write_all(&[serde_json::to_vec(&Line::Trial(trial(1))).unwrap(), b"\n".to_vec()].concat())
+            .unwrap();
+        let e = Log::resume(&path, &header()).err().expect("refused").to_string();
+        assert!(e.contains("line 5 records trial 1 of the guided search again (line 3 did)"), "{e}");
         // Another task, another format, another file.
         let mut other = header();
         other.task = "xyz".into();

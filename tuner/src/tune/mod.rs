@@ -418,7 +418,10 @@ impl Run<'_, '_> {
                 Phase::Random => self.search.random.push(t),
                 Phase::Guided => {
                     let built = self.search.task.rebuild(&t).map_err(|e| {
-                        TuneError::Program(format!("trial {} of the log cannot be rebuilt: {e}", t.trial))
+                        TuneError::Program(format!(
+                            "guided trial {} of the resumed log cannot be rebuilt for this program (a record of another program or version?): {e}",
+                            t.trial
+                        ))
                     })?;
                     let candidate = built.candidate.clone();
                     self.search.guided.push(Done { trial: t, candidate, features: built.features });
