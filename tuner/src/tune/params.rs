@@ -29,13 +29,20 @@ pub struct Tunable {
     pub default: Option<i64>,
 }
 
-/// The tunable sizes' ranges of values, `t in 2..16, vw in 2..16`.
+/// The values tried of each tunable size, `t in {2, 4, 6, 8}, vw in {2, 4, 8, 16}` (its
+/// declared range's powers of two, divisors of the problem sizes and default); a long list is
+/// cut in the middle.
 pub fn ranges(tunables: &[Tunable]) -> String {
-    let range = |t: &Tunable| match (t.values.iter().min(), t.values.iter().max()) {
-        (Some(lo), Some(hi)) => format!("{} in {lo}..{hi}", t.name),
-        _ => format!("{} (no value)", t.name),
+    let values = |t: &Tunable| match t.values.len() {
+        0 => format!("{} (no value)", t.name),
+        n if n <= 12 => format!("{} in {{{}}}", t.name, join(&t.values)),
+        n => format!("{} in {{{}, ..., {}}} ({n} values)", t.name, join(&t.values[..6]), join(&t.values[n - 3..])),
     };
-    tunables.iter().map(range).collect::<Vec<_>>().join(", ")
+    tunables.iter().map(values).collect::<Vec<_>>().join(", ")
+}
+
+fn join(values: &[i64]) -> String {
+    values.iter().map(i64::to_string).collect::<Vec<_>>().join(", ")
 }
 
 /// Names of the size variables that appear in some parameter type.
