@@ -19,6 +19,7 @@ use pyo3::exceptions::PyException;
 use pyo3::prelude::*;
 use std::collections::BTreeMap;
 use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{mpsc, Arc};
 use std::time::{Duration, Instant};
 
@@ -31,7 +32,8 @@ fn err(msg: impl std::fmt::Display) -> PyErr {
 }
 
 /// A message of the stages, which name the command line's flags, in Python's words: `--size
-/// N=VALUE` is `sizes={"N": VALUE}`, `--local`, `--target` and `--trials` are keyword arguments.
+/// N=VALUE` is `sizes={"N": VALUE}`, `--local`, `--target`, `--trials` and `--resume` are
+/// keyword arguments, and a log is in the `out` folder.
 fn pythonic(msg: &str) -> String {
     let mut out = String::with_capacity(msg.len());
     let mut rest = msg;
@@ -46,7 +48,11 @@ fn pythonic(msg: &str) -> String {
         rest = &after[end..];
     }
     out.push_str(rest);
-    out.replace("--local ", "local=").replace("--target", "target=").replace("--trials", "trials")
+    out.replace("--local ", "local=")
+        .replace("--target", "target=")
+        .replace("--trials", "trials")
+        .replace("--resume", "resume=True")
+        .replace("another --log", "another out folder")
 }
 
 /// Runs `f` without the GIL on a thread with the passes' stack
@@ -54,6 +60,29 @@ fn pythonic(msg: &str) -> String {
 /// (`KeyboardInterrupt`) and `limit` end the wait; the thread then goes on to its end in the
 /// background (a kernel cannot be stopped), its result dropped.
 fn deep<T: Send + 'static>(
+    py: Python<'_>,
+    limit: Option<Duration>,
+    f: impl FnOnce() -> R<T> + Send + 'static,
+) -> PyResult<T> {
+    deep_with(py, limit, &Arc::new(AtomicBool::new(false)), f)
+}
+
+/// [`deep`], setting `given_up` when the wait ends early (Ctrl-C, `limit`), so that work that
+/// looks at it (a tune, between measurements) stops.
+fn deep_with<T: Send + 'static>(
+    py: Python<'_>,
+    limit: Option<Duration>,
+    given_up: &Arc<AtomicBool>,
+    f: impl FnOnce() -> R<T> + Send + 'static,
+) -> PyResult<T> {
+    let r = wait(py, limit, f);
+    if r.is_err() {
+        given_up.store(true, Ordering::Relaxed);
+    }
+    r
+}
+
+fn wait<T: Send + 'static>(
     py: Python<'_>,
     limit: Option<Duration>,
     f: impl FnOnce() -> R<T> + Send + 'static,
@@ -236,6 +265,11 @@ impl PyProgram {
     #[getter]
     fn name(&self) -> String {
         self.program.name.clone()
+    }
+
+    /// The text it was parsed from, and the name it was given (what rebuilds it).
+    fn source(&self) -> (String, String) {
+        (self.text.to_string(), self.name.to_string())
     }
 
     /// The program in canonical form.
@@ -433,7 +467,7 @@ impl PyProgram {
     /// tune (`mapsat tune`'s report.json), with the best kernel's source as `best_source` and
     /// its manifest as `best_manifest` (of a program of several kernels: each kernel's, in
     /// `kernels`).
-    #[pyo3(signature = (given, device, out, target=None, trials=64, random_trials=32, seed=0, timeout_s=60.0))]
+    #[pyo3(signature = (given, device, out, target=None, trials=64, random_trials=32, seed=0, timeout_s=60.0, resume=false))]
     #[allow(clippy::too_many_arguments)]
     fn tune(
         &self,
@@ -446,13 +480,18 @@ impl PyProgram {
         random_trials: usize,
         seed: u64,
         timeout_s: f64,
+        resume: bool,
     ) -> PyResult<String> {
         let worker = worker_command(py)?;
         let timeout = seconds("timeout", timeout_s)?;
         let me = self.clone();
-        deep(py, None, move || {
+        let stop = Arc::new(AtomicBool::new(false));
+        let given_up = stop.clone();
+        deep_with(py, None, &given_up, move || {
             let opts = TuneOptions { trials, random_trials, seed, timeout, ..TuneOptions::default() };
-            me.tune_in(to_sizes(given), &device, target.as_deref(), &opts, &out, worker)
+            let stop = Stop(stop);
+            let how = Tuning { device: self::device(&device)?, opts: &opts, resume, stop: &stop };
+            me.tune_in(to_sizes(given), target.as_deref(), &how, &out, worker)
         })
     }
 }
@@ -531,16 +570,14 @@ impl PyProgram {
     fn tune_in(
         &self,
         given: Sizes,
-        device_spec: &str,
         target: Option<&str>,
-        opts: &TuneOptions,
+        how: &Tuning,
         out: &std::path::Path,
         worker: Vec<std::ffi::OsString>,
     ) -> R<String> {
-        let device = device(device_spec)?;
-        let profile = mapsat::target::tune_profile(target, device).map_err(|e| e.to_string())?;
+        let profile = mapsat::target::tune_profile(target, how.device).map_err(|e| e.to_string())?;
         if ir::stages::count(&self.program) == 1 {
-            return tune_kernel((*self.program).clone(), &given, device, profile, opts, out, worker);
+            return tune_kernel((*self.program).clone(), &given, profile, how, out, worker);
         }
         let given = mapsat::stages::tuning_sizes(&self.program, &given);
         let split = self.split(&given)?;
@@ -553,10 +590,31 @@ impl PyProgram {
         let mut kernels = Vec::new();
         for s in split {
             let dir = out.join(&s.program.name);
-            let json = tune_kernel(s.program, &given, device, profile.clone(), opts, &dir, worker.clone())?;
+            let json = tune_kernel(s.program, &given, profile.clone(), how, &dir, worker.clone())?;
             kernels.push(serde_json::from_str(&json).map_err(|e| e.to_string())?);
         }
         Ok(stages::tuned(&self.program.name, &given, kernels).to_string())
+    }
+}
+
+/// How a tune runs: on which device, with which options, continuing a log or not, and when
+/// to stop.
+struct Tuning<'a> {
+    device: DeviceSpec,
+    opts: &'a TuneOptions,
+    resume: bool,
+    stop: &'a Stop,
+}
+
+/// A tune's progress, reported to no one; the tune stops when its caller gave up on it.
+struct Stop(Arc<AtomicBool>);
+
+impl tune::Progress for &Stop {
+    fn phase(&mut self, _: tune::log::Phase, _: usize, _: usize) {}
+    fn trial(&mut self, _: &tune::log::Trial, _: f64, _: usize) {}
+    fn note(&mut self, _: &str) {}
+    fn cancelled(&self) -> bool {
+        self.0.load(Ordering::Relaxed)
     }
 }
 
@@ -565,18 +623,18 @@ impl PyProgram {
 fn tune_kernel(
     program: Program,
     given: &Sizes,
-    device: DeviceSpec,
     profile: Profile,
-    opts: &TuneOptions,
+    how: &Tuning,
     out: &std::path::Path,
     worker: Vec<std::ffi::OsString>,
 ) -> R<String> {
+    let (device, opts) = (how.device, how.opts);
     let task = Task::new(program, given, profile, device.dialect(), true, opts.seed)
         .map_err(|e| e.to_string())?
         .reassociating();
     std::fs::create_dir_all(out).map_err(|e| format!("error: cannot create {}: {e}", out.display()))?;
-    let files = Files { log: out.join("tune.jsonl"), resume: false, work: out.join("data"), worker };
-    let result = tune::tune(&task, device, opts, &files, &mut tune::Silent).map_err(|e| format!("error: {e}"))?;
+    let files = Files { log: out.join("tune.jsonl"), resume: how.resume, work: out.join("data"), worker };
+    let result = tune::tune(&task, device, opts, &files, &mut { how.stop }).map_err(|e| format!("error: {e}"))?;
     tune::report::write(&task, &result, out, &[]).map_err(|e| format!("error: {e}"))?;
     let summary = tune::report::Summary::of(&task, &result);
     let mut json = serde_json::to_value(&summary).map_err(|e| e.to_string())?;

@@ -262,9 +262,100 @@ def test_arguments_of_the_wrong_kind_raise_mapsat_errors():
         lambda: mapsat.Program(b"def f(x: f32) = x"),
         lambda: mapsat.Program("def f(x: f32) = x \ud800"),
         lambda: mapsat.Program("// " + "x" * (17 << 20)),
+        lambda: p.run(a, b, mapping=3, device=DEVICE),
+        lambda: p.run(a, b, mapping="A=G0,B=S,C=S", device=3),
+        lambda: p.run(a, b, mapping="A=G0,B=S,C=S", check="no", device=DEVICE),
+        lambda: p.run(a, b, mapping="A=G0,B=S,C=S", timeout="5", device=DEVICE),
+        lambda: p.explain(3),
+        lambda: p.mappings(target=3),
+        lambda: p.emit("A=G0,B=S,C=S", profile=3),
+        lambda: p.tune(out=3, device=DEVICE),
+        lambda: p.eval(np.ma.masked_array(a, mask=a > 0), b),
+        lambda: mapsat.Program.load(None),
     ]:
         with pytest.raises(mapsat.Error):
             call()
+
+
+def test_a_file_descriptor_is_no_path_and_is_left_open():
+    with open(EXAMPLES / "sum.lift") as f:
+        for fd in [f.fileno(), False]:
+            with pytest.raises(mapsat.Error, match="must be a path"):
+                mapsat.Program.load(fd)
+        assert "def" in f.read()
+
+
+def test_a_program_pickles_and_copies():
+    import copy
+    import pickle
+    p = mapsat.Program.load(EXAMPLES / "matmul.lift")
+    q = pickle.loads(pickle.dumps(p))
+    a, b = rng().random((4, 3), dtype=np.float32), rng(1).random((3, 5), dtype=np.float32)
+    np.testing.assert_array_equal(q.eval(a, b), p.eval(a, b))
+    assert str(q) == str(p) and copy.deepcopy(p) is p
+
+
+def test_a_parameter_named_like_an_option_is_given_in_inputs():
+    p = mapsat.Program("size N = 4\ndef f(seed: [f32]N, device: [f32]N) : [f32]N = "
+                       "map@A(fun(q => q.0 + q.1), zip(seed, device))", "f")
+    x = np.arange(6, dtype=np.float32)
+    with pytest.raises(mapsat.Error, match="inputs="):
+        p.mappings(2, seed=x, device=x)
+    assert len(p.mappings(2, inputs={"seed": x, "device": x})) == 2
+    r = p.run(inputs={"seed": x, "device": x}, mapping="A=G0", device=DEVICE)
+    np.testing.assert_allclose(r.output, 2 * x)
+    with pytest.raises(mapsat.Error, match="given twice"):
+        p.eval(x, inputs={"seed": x, "device": x})
+
+
+def test_a_forked_child_of_a_device_user_is_refused_not_hung():
+    code = """
+import os, numpy as np, mapsat
+mapsat.devices()
+pid = os.fork()
+if pid == 0:
+    p = mapsat.Program("size N = 4\\ndef f(x: [f32]N) : [f32]N = map@A(fun(v => v * 2.0), x)")
+    try:
+        p.run(np.ones(4), mapping="A=G0", timeout=30)
+        os._exit(3)
+    except mapsat.Error as e:
+        os._exit(0 if "forked" in str(e) else 4)
+_, status = os.waitpid(pid, 0)
+print("child", os.waitstatus_to_exitcode(status))
+"""
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert "child 0" in out.stdout, out.stdout + out.stderr
+
+
+def test_an_interrupted_tune_stops_measuring(tmp_path):
+    # Ctrl-C once a long tune has measured a few candidates: the tune stops before its next
+    # measurement (it went on in the background, measuring, and wrote its report later).
+    code = f"""
+import os, signal, threading, time, numpy as np, mapsat
+p = mapsat.Program.load({str(EXAMPLES / "matmul.lift")!r})
+log = {str(tmp_path / "tune.jsonl")!r}
+def interrupt():
+    for _ in range(600):
+        if os.path.exists(log) and sum(1 for _ in open(log)) >= 4:
+            break
+        time.sleep(0.2)
+    os.kill(os.getpid(), signal.SIGINT)
+threading.Thread(target=interrupt, daemon=True).start()
+try:
+    p.tune(sizes={{"M": 32, "K": 32, "N": 32}}, trials=500, random_trials=0, out={str(tmp_path)!r})
+except KeyboardInterrupt:
+    time.sleep(1.0)
+    before = sum(1 for _ in open(log))
+    time.sleep(4.0)
+    after = sum(1 for _ in open(log))
+    print("records", before, after)
+"""
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
+    words = out.stdout.split()
+    assert words[:1] == ["records"], out.stdout + out.stderr
+    before, after = int(words[1]), int(words[2])
+    assert before > 1 and after == before, out.stdout
+    assert not (tmp_path / "report.json").exists()
 
 
 def test_a_long_chain_is_evaluated_on_mapsats_own_stack():

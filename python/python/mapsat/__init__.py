@@ -12,9 +12,12 @@ interpreter, mapped, emitted as an OpenCL or CUDA kernel, run on a device and tu
     got = p.run(a, b, mapping=best.mapping, local=best.local, sizes=best.sizes).output
 
 Sizes not given (``sizes={"N": 64}``) are read off the inputs' shapes where a dimension is a
-size variable, else take the program's defaults. Inputs are converted to the parameter's
-scalar type: ``f32`` takes any float or integer array (float64 is rounded), ``i32`` any integer
-array whose values fit, ``bool`` a bool array. Every refusal raises :class:`Error` with
+size variable, else take the program's defaults. Inputs are given positionally (``eval``,
+``run``), by name, or in ``inputs={"x": x}`` (which a parameter named like an option, such as
+``seed`` or ``device``, needs). Inputs are converted to the parameter's
+scalar type: ``f32`` takes any float or integer array (float64 is rounded; beyond f32's range
+it becomes infinite), ``i32`` any integer array whose values fit, ``bool`` a bool array; a
+masked array is refused (its mask would be lost). Every refusal raises :class:`Error` with
 mapsat's message (a file:line:col with a caret for an error in the program).
 
 A program of several kernels (``let x = toGlobal(..) in``, one kernel per stage) is handled
@@ -27,6 +30,7 @@ kernels in order, and ``tune`` tunes them one at a time.
 from __future__ import annotations
 
 import json
+import math
 import os
 import tempfile
 from dataclasses import dataclass, field
@@ -40,8 +44,24 @@ from ._mapsat import Error
 __all__ = ["Program", "Kernel", "Pipeline", "Run", "Tuned", "Error", "devices"]
 
 
+# The process that first used a device. A child forked from it after that cannot: the OpenCL
+# driver's threads do not survive a fork, and its first call would hang.
+_DEVICE_PID: Optional[int] = None
+
+
+def _device_use() -> None:
+    """Refuses a device call in a process forked after its parent used a device."""
+    global _DEVICE_PID
+    if _DEVICE_PID is not None and _DEVICE_PID != os.getpid():
+        raise Error("error: this process was forked after its parent used a device (OpenCL does not survive "
+                    "a fork, a call would hang): run devices from the parent, or start workers with "
+                    "multiprocessing's 'spawn' method (a Program pickles)")
+    _DEVICE_PID = os.getpid()
+
+
 def devices() -> List[str]:
     """The OpenCL platforms and devices and the CUDA devices, one line each."""
+    _device_use()
     return _mapsat.devices()
 
 
@@ -105,6 +125,8 @@ _DTYPES = {"f32": np.float32, "i32": np.int32, "bool": np.bool_}
 
 
 def _convert(name: str, value: Any, kind: str) -> np.ndarray:
+    if isinstance(value, np.ma.MaskedArray):
+        raise Error(f"parameter `{name}`: a masked array's mask would be dropped; give a.filled(value)")
     try:
         a = np.asarray(value)
     except ValueError as e:
@@ -128,13 +150,49 @@ def _convert(name: str, value: Any, kind: str) -> np.ndarray:
 _I64 = (-(2**63), 2**63 - 1)
 
 
+def _shown(value: Any) -> str:
+    """``value`` in an error; an array given for an option may be an input whose parameter has
+    the option's name."""
+    if isinstance(value, (np.ndarray, list, tuple)):
+        return ("an array (an input for a parameter named like this option is given as "
+                "inputs={name: array})")
+    return repr(value)
+
+
 def _int(what: str, value: Any, low: int = 0, high: int = 2**64 - 1) -> int:
     """``value`` as an int in ``[low, high]``, else :class:`Error` naming ``what``."""
     if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
-        raise Error(f"{what} must be an integer, not {value!r}")
+        raise Error(f"{what} must be an integer, not {_shown(value)}")
     if not low <= int(value) <= high:
         raise Error(f"{what} = {value} is out of range ({low} to {high})")
     return int(value)
+
+
+def _str(what: str, value: Any, optional: bool = True) -> Optional[str]:
+    """``value``, a str (or ``None`` when ``optional``), else :class:`Error` naming ``what``."""
+    if value is None and optional:
+        return None
+    if not isinstance(value, str):
+        raise Error(f"{what} must be a str, not {_shown(value)}")
+    return value
+
+
+def _seconds(what: str, value: Any) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float, np.integer, np.floating)):
+        raise Error(f"{what} must be a number of seconds, not {_shown(value)}")
+    return float(value)
+
+
+def _bool(what: str, value: Any) -> bool:
+    if not isinstance(value, (bool, np.bool_)):
+        raise Error(f"{what} must be True or False, not {_shown(value)}")
+    return bool(value)
+
+
+def _path(what: str, value: Any) -> str:
+    if not isinstance(value, (str, bytes, os.PathLike)):
+        raise Error(f"{what} must be a path (str or os.PathLike), not {_shown(value)}")
+    return os.fsdecode(value)
 
 
 def _size_list(local: Any) -> List[int]:
@@ -191,6 +249,8 @@ class Program:
     @classmethod
     def load(cls, path: "os.PathLike[str] | str") -> "Program":
         """The program in the file ``path``."""
+        # Not a file descriptor: open(3) would read fd 3, and close it.
+        path = _path("path", path)
         try:
             with open(path, "rb") as f:
                 data = f.read(_MAX_SOURCE_BYTES + 1)
@@ -202,7 +262,7 @@ class Program:
             text = data.decode("utf-8")
         except UnicodeDecodeError as e:
             raise Error(f"error: cannot read {path}: not UTF-8 text ({e.reason})") from None
-        return cls(text, os.fspath(path))
+        return cls(text, path)
 
     @property
     def name(self) -> str:
@@ -227,50 +287,73 @@ class Program:
     def __str__(self) -> str:
         return str(self._p)
 
+    # Immutable: a copy is the program itself; a pickle is its text and name.
+    def __copy__(self) -> "Program":
+        return self
+
+    def __deepcopy__(self, memo: Dict[int, Any]) -> "Program":
+        return self
+
+    def __reduce__(self) -> tuple:
+        return (Program, self._p.source())
+
     def __repr__(self) -> str:
         return f"<mapsat.Program {self.name}({', '.join(self.params)})>"
 
-    def sizes(self, *args: Any, sizes: Optional[Dict[str, int]] = None, **kwargs: Any) -> Dict[str, int]:
+    def sizes(self, *args: Any, sizes: Optional[Dict[str, int]] = None,
+              inputs: Optional[Dict[str, Any]] = None, **kwargs: Any) -> Dict[str, int]:
         """Every size variable's value: ``sizes``, then those read off the inputs' shapes, then
         the defaults; checked (the program type-checks at them)."""
-        return self._p.resolve(self._given(self._arrays(args, kwargs, required=False), sizes))
+        return self._p.resolve(self._given(self._arrays(args, kwargs, inputs, required=False), sizes))
 
-    def result_type(self, *args: Any, sizes: Optional[Dict[str, int]] = None, **kwargs: Any) -> str:
+    def result_type(self, *args: Any, sizes: Optional[Dict[str, int]] = None,
+                    inputs: Optional[Dict[str, Any]] = None, **kwargs: Any) -> str:
         """The result's type at the sizes."""
-        return self._p.result_type(self._given(self._arrays(args, kwargs, required=False), sizes))
+        return self._p.result_type(self._given(self._arrays(args, kwargs, inputs, required=False), sizes))
 
-    def eval(self, *args: Any, sizes: Optional[Dict[str, int]] = None, **kwargs: Any) -> np.ndarray:
-        """The interpreter's result on the inputs (positional in parameter order, or by name)."""
-        arrays = self._arrays(args, kwargs)
+    def eval(self, *args: Any, sizes: Optional[Dict[str, int]] = None,
+             inputs: Optional[Dict[str, Any]] = None, **kwargs: Any) -> np.ndarray:
+        """The interpreter's result on the inputs (positional in parameter order, by name, or
+        in ``inputs``). Interrupted (Ctrl-C), the evaluation goes on in the background until it
+        ends, its result dropped."""
+        arrays = self._arrays(args, kwargs, inputs)
         return self._p.eval(arrays, self._given(arrays, sizes))
 
-    def mappings(self, n: int = 10, seed: int = 0, sizes: Optional[Dict[str, int]] = None,
-                 target: Optional[str] = None, **inputs: Any) -> List[str]:
+    def mappings(self, n: int = 10, *, seed: int = 0, sizes: Optional[Dict[str, int]] = None,
+                 target: Optional[str] = None, inputs: Optional[Dict[str, Any]] = None,
+                 **kwargs: Any) -> List[str]:
         """Up to ``n`` valid mappings sampled from the space (``target``: a device profile)."""
-        given = self._given(self._arrays((), inputs, required=False), sizes)
-        return self._p.sample(given, _int("n", n), _int("seed", seed), target)
+        given = self._given(self._arrays((), kwargs, inputs, required=False), sizes)
+        return self._p.sample(given, _int("n", n), _int("seed", seed), _str("target", target))
 
-    def count(self, sizes: Optional[Dict[str, int]] = None, target: Optional[str] = None,
-              **inputs: Any) -> int:
-        """The number of valid mappings (an estimate when the space is too large to count)."""
-        value, _exact = self._p.count(self._given(self._arrays((), inputs, required=False), sizes), target)
-        return int(round(value))
+    def count(self, *, sizes: Optional[Dict[str, int]] = None, target: Optional[str] = None,
+              inputs: Optional[Dict[str, Any]] = None, **kwargs: Any) -> "int | float":
+        """The number of valid mappings (an estimate when the space is too large to count;
+        ``math.inf`` beyond a float's range)."""
+        given = self._given(self._arrays((), kwargs, inputs, required=False), sizes)
+        value, _exact = self._p.count(given, _str("target", target))
+        return int(round(value)) if math.isfinite(value) else math.inf
 
-    def explain(self, mapping: str, sizes: Optional[Dict[str, int]] = None,
-                target: Optional[str] = None, **inputs: Any) -> List[str]:
+    def explain(self, mapping: str, *, sizes: Optional[Dict[str, int]] = None,
+                target: Optional[str] = None, inputs: Optional[Dict[str, Any]] = None,
+                **kwargs: Any) -> List[str]:
         """The constraints ``mapping`` violates; an empty list when it is valid."""
-        return self._p.explain(mapping, self._given(self._arrays((), inputs, required=False), sizes), target)
+        given = self._given(self._arrays((), kwargs, inputs, required=False), sizes)
+        return self._p.explain(_str("mapping", mapping, False), given, _str("target", target))
 
-    def emit(self, mapping: Optional[str] = None, target: str = "opencl",
+    def emit(self, mapping: Optional[str] = None, *, target: str = "opencl",
              sizes: Optional[Dict[str, int]] = None,
              local: "Optional[List[int] | Dict[str, List[int]]]" = None,
-             profile: Optional[str] = None, **inputs: Any) -> "Kernel | Pipeline":
+             profile: Optional[str] = None, inputs: Optional[Dict[str, Any]] = None,
+             **kwargs: Any) -> "Kernel | Pipeline":
         """The kernel of the program mapped by ``mapping`` (or mapped as written), for
-        ``target`` (``opencl`` or ``cuda``); of a program of several kernels, a
-        :class:`Pipeline` of them."""
-        given = self._given(self._arrays((), inputs, required=False), sizes)
+        ``target`` (``opencl`` or ``cuda``) under the device profile ``profile`` (a built-in
+        name or a file; by default none for OpenCL, ``h100`` for CUDA); of a program of several
+        kernels, a :class:`Pipeline` of them."""
+        given = self._given(self._arrays((), kwargs, inputs, required=False), sizes)
         every, by_kernel = _local(local)
-        emitted = json.loads(self._p.emit(given, mapping, target, every, by_kernel, profile))
+        emitted = json.loads(self._p.emit(given, _str("mapping", mapping), _str("target", target, False),
+                                          every, by_kernel, _str("profile", profile)))
         kernels = [Kernel(k["source"], k["manifest"]) for k in emitted["kernels"]]
         if emitted["pipeline"] is None:
             return kernels[0]
@@ -279,40 +362,58 @@ class Program:
     def run(self, *args: Any, mapping: Optional[str] = None, device: str = "opencl:0:0",
             sizes: Optional[Dict[str, int]] = None,
             local: "Optional[List[int] | Dict[str, List[int]]]" = None,
-            runs: int = 5, check: bool = True, timeout: float = 600.0, **kwargs: Any) -> Run:
+            runs: int = 5, check: bool = True, timeout: float = 600.0,
+            inputs: Optional[Dict[str, Any]] = None, **kwargs: Any) -> Run:
         """Runs the kernel on ``device`` with the inputs; with ``check``, a result that
         differs from the interpreter's raises :class:`Error`. A run longer than ``timeout``
         seconds (or one interrupted with Ctrl-C) raises; the kernel cannot be stopped, so it
         goes on in the background until it ends, and the device's later kernels in this
         process wait for it."""
-        arrays = self._arrays(args, kwargs)
+        arrays = self._arrays(args, kwargs, inputs)
         every, by_kernel = _local(local)
-        out, median_ms, min_ms, name, kernels = self._p.run(
-            arrays, self._given(arrays, sizes), device, mapping, every, by_kernel, _int("runs", runs),
-            bool(check), float(timeout))
+        device = _str("device", device, False)
+        args = (arrays, self._given(arrays, sizes), device, _str("mapping", mapping), every, by_kernel,
+                _int("runs", runs), _bool("check", check), _seconds("timeout", timeout))
+        _device_use()
+        out, median_ms, min_ms, name, kernels = self._p.run(*args)
         return Run(out, median_ms, min_ms, name, dict(kernels))
 
-    def tune(self, sizes: Optional[Dict[str, int]] = None, device: str = "opencl:0:0",
+    def tune(self, *, sizes: Optional[Dict[str, int]] = None, device: str = "opencl:0:0",
              target: Optional[str] = None, trials: int = 64, random_trials: int = 32, seed: int = 0,
              out: "Optional[os.PathLike[str] | str]" = None, timeout: float = 60.0,
-             **inputs: Any) -> Tuned:
+             resume: bool = False, inputs: Optional[Dict[str, Any]] = None, **kwargs: Any) -> Tuned:
         """Tunes the program on ``device`` (``mapsat tune``): ``trials`` candidates chosen by
         the cost models and ``random_trials`` at random, each checked against the interpreter.
         Inputs given by name fix the sizes by their shapes (they are not used otherwise: the
         tune measures on random inputs). Tunable sizes (tile sizes) not given are searched.
-        ``timeout`` bounds each candidate's measurement. A tune in which no candidate ran
-        correctly raises :class:`Error`."""
-        given = self._given(self._arrays((), inputs, required=False), sizes)
-        out = os.fspath(out) if out is not None else tempfile.mkdtemp(prefix=f"mapsat-tune-{self.name}-")
-        report = json.loads(self._p.tune(given, device, out, target, _int("trials", trials),
-                                          _int("random_trials", random_trials), _int("seed", seed),
-                                          float(timeout)))
+        ``timeout`` bounds each candidate's measurement. The files go to ``out`` (a new
+        temporary folder by default); a folder that holds a tune already is refused, unless
+        ``resume`` continues it (what its log holds is not measured again). Interrupted
+        (Ctrl-C), the tune stops before its next measurement; its log keeps what was measured.
+        A tune in which no candidate ran correctly raises :class:`Error`."""
+        given = self._given(self._arrays((), kwargs, inputs, required=False), sizes)
+        out = _path("out", out) if out is not None else tempfile.mkdtemp(prefix=f"mapsat-tune-{self.name}-")
+        args = (given, _str("device", device, False), out, _str("target", target), _int("trials", trials),
+                _int("random_trials", random_trials), _int("seed", seed), _seconds("timeout", timeout),
+                _bool("resume", resume))
+        _device_use()
+        report = json.loads(self._p.tune(*args))
         if not report.get("best"):
             raise Error("error: no candidate ran correctly: each was refused by code generation, "
                         f"failed or gave a wrong result (see the report in {out})")
         return _tuned(report, out)
 
-    def _arrays(self, args: tuple, kwargs: Dict[str, Any], required: bool = True) -> List[Optional[np.ndarray]]:
+    def _arrays(self, args: tuple, kwargs: Dict[str, Any], inputs: Optional[Dict[str, Any]] = None,
+                required: bool = True) -> List[Optional[np.ndarray]]:
+        """The inputs in parameter order: positional, by keyword, or in ``inputs`` (where a
+        parameter named like an option of the method is given)."""
+        if inputs is not None:
+            if not isinstance(inputs, dict):
+                raise Error(f"inputs must be a dict of parameter names to arrays, not {inputs!r}")
+            twice = sorted(set(inputs) & set(kwargs))
+            if twice:
+                raise Error(f"parameter `{twice[0]}` is given twice")
+            kwargs = {**kwargs, **inputs}
         params = self._p.params()
         if len(args) > len(params):
             raise Error(f"{self.name} takes {len(params)} input(s), {len(args)} given")

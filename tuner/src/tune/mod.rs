@@ -63,6 +63,9 @@ pub enum TuneError {
     /// An output file cannot be written.
     #[error("{0}")]
     Io(String),
+    /// The caller stopped the tune ([`Progress::cancelled`]); the log keeps what was measured.
+    #[error("the tune was stopped")]
+    Cancelled,
 }
 
 /// How to tune. Budgets are explicit. AutoTVM measures batches of 64 over thousands of trials;
@@ -137,6 +140,11 @@ pub trait Progress {
     fn trial(&mut self, t: &Trial, best_gflops: f64, failures: usize);
     /// Something worth a line.
     fn note(&mut self, message: &str);
+    /// True when the tune should stop (its caller gave up on it): checked before each
+    /// measurement, the tune then ends with [`TuneError::Cancelled`].
+    fn cancelled(&self) -> bool {
+        false
+    }
 }
 
 /// Reports nothing.
@@ -362,6 +370,9 @@ impl Run<'_, '_> {
         if let Some(m) = median_valid(&self.search.random).filter(|m| !best.iter().any(|b| b.kernel == m.kernel)) {
             best.push(m.clone());
         }
+        if self.progress.cancelled() {
+            return Err(TuneError::Cancelled);
+        }
         let task = self.search.task;
         // One measurement per distinct kernel and round: a kernel both phases found counts for both.
         let mut kernels: Vec<(String, Built)> = Vec::new();
@@ -439,6 +450,9 @@ impl Run<'_, '_> {
         batch: u64,
         learned: Option<f64>,
     ) -> Result<Trial, TuneError> {
+        if self.progress.cancelled() {
+            return Err(TuneError::Cancelled);
+        }
         self.count += 1;
         let opts = self.search.opts;
         let fault = opts.fault.filter(|(_, n)| *n == self.count).map(|(f, _)| f);
