@@ -110,11 +110,6 @@ impl Expr {
     pub fn global(t: Term) -> Expr {
         Expr::between(t, GLOBAL, END)
     }
-    /// Map `i` gives each iteration a thread of its own: `mapLcl` or `mapGlb` (`10 <= code <
-    /// 20` or `30 <= code`).
-    pub fn threaded(i: usize) -> Expr {
-        Expr::Or(vec![Expr::local(Term::Code(i)), Expr::global(Term::Code(i))])
-    }
     /// Some map of `vars` has code `c`.
     pub fn any_code(vars: &[usize], c: Code) -> Expr {
         Expr::Or(vars.iter().map(|&i| Expr::code_is(i, c)).collect())

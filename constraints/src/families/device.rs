@@ -22,7 +22,6 @@ pub(super) fn device_limits(g: &Gen, out: &mut Out, needs_local_sizes: bool) -> 
             groups(g, out, prof, max, !ls_domains.is_empty());
         }
         memory(g, out, prof);
-        implicit_local(g, out, prof);
     }
     ls_domains
 }
@@ -173,74 +172,6 @@ fn memory(g: &Gen, out: &mut Out, prof: &Profile) {
             Expr::Bool(t <= prof.private_mem_bytes as i64),
         );
     }
-}
-
-/// An array a map computes into local memory without a `toLocal`, where code generation puts
-/// it: the result of a `mapLcl`, or of a `mapSeq` inside a `mapWrg` and outside any `mapLcl`
-/// or `mapGlb` (the work group computes it together), one copy per iteration of the `mapLcl`
-/// loops around it. Each such buffer alone, with its copies, fits in local memory at the
-/// analysed sizes: a kernel asking for more fails to build or to launch. (Their sum is left
-/// to code generation's check.) For each set of enclosing maps whose iterations as copies would
-/// not fit, the map and those are not all local.
-fn implicit_local(g: &Gen, out: &mut Out, prof: &Profile) {
-    let max = i64::try_from(prof.local_mem_bytes).unwrap_or(i64::MAX);
-    for b in g.a.buffers.iter().filter(|b| !b.merged && g.a.maps[b.top].explicit_space.is_none()) {
-        let (Some(bytes), Some(i)) = (b.bytes, g.var_of(b.top)) else { continue };
-        let context = g.context(b.top);
-        let in_group = Expr::And(vec![
-            Expr::code_is(i, Code::Seq),
-            Expr::Or(context.iter().map(|&c| Expr::work_group(Term::Code(c))).collect()),
-            Expr::And(context.iter().map(|&c| Expr::negate(Expr::threaded(c))).collect()),
-        ]);
-        let local = Expr::Or(vec![Expr::local(Term::Eff(i)), in_group]);
-        // The enclosing maps whose iterations could be copies (they have a known length).
-        let around: Vec<(usize, i64)> =
-            context.iter().filter_map(|&c| g.info(c).extent.map(|n| (c, n))).take(MAX_COPY_LOOPS).collect();
-        for set in 0u32..(1 << around.len()) {
-            let copies: Vec<(usize, i64)> =
-                around.iter().enumerate().filter(|(k, _)| set & (1 << k) != 0).map(|(_, c)| *c).collect();
-            let total = copies.iter().try_fold(bytes, |t, (_, n)| t.checked_mul(*n));
-            if total.is_some_and(|t| t <= max) || !minimal(&around, set, bytes, max) {
-                continue;
-            }
-            let shown = total.map_or_else(|| "more than 2^63".to_string(), |t| t.to_string());
-            let names: Vec<&str> = copies.iter().map(|(c, _)| g.label(*c)).collect();
-            let per = match names.is_empty() {
-                true => String::new(),
-                false => format!(", one copy per iteration of mapLcl {}", names.join(", ")),
-            };
-            let mut all = vec![local.clone()];
-            all.extend(copies.iter().map(|(c, _)| Expr::local(Term::Code(*c))));
-            out.push(
-                Family::DeviceLimits,
-                &[&[i][..], &context].concat(),
-                format!(
-                    "local memory: map {} as mapLcl, or as mapSeq in a work group, computes its result into local memory{per}: {shown} bytes; {} has {} per work group",
-                    g.label(i),
-                    prof.name,
-                    prof.local_mem_bytes
-                ),
-                Expr::negate(Expr::And(all)),
-            );
-        }
-    }
-}
-
-/// The most enclosing loops [`implicit_local`] considers as copies (it looks at each subset).
-const MAX_COPY_LOOPS: usize = 8;
-
-/// True when the copies of `set` (of `around`) overflow `max` and those of no smaller subset
-/// do: one constraint per minimal set.
-fn minimal(around: &[(usize, i64)], set: u32, bytes: i64, max: i64) -> bool {
-    let fits = |s: u32| {
-        let t = around
-            .iter()
-            .enumerate()
-            .filter(|(k, _)| s & (1 << k) != 0)
-            .try_fold(bytes, |t, (_, c)| t.checked_mul(c.1));
-        t.is_some_and(|t| t <= max)
-    };
-    (0..around.len()).filter(|k| set & (1 << k) != 0).all(|k| fits(set & !(1 << k)))
 }
 
 /// The variables writing the allocated buffers of `space` and the buffers' total size in bytes
