@@ -256,6 +256,8 @@ class Program:
                 data = f.read(_MAX_SOURCE_BYTES + 1)
         except OSError as e:
             raise Error(f"error: cannot read {path}: {e.strerror}") from None
+        except ValueError as e:
+            raise Error(f"error: cannot read {path!r}: {e}") from None
         if len(data) > _MAX_SOURCE_BYTES:
             raise Error(f"error: {path} is larger than {_MAX_SOURCE_BYTES >> 20} MiB: not a program")
         try:

@@ -150,9 +150,13 @@ fn per_kernel(
         return Ok(None);
     }
     let kernels = mapsat::variants::kernels(p, k, opts).map_err(rejected)?;
+    // The sizes several kernels use are held at their defaults, as in a tune of the whole
+    // program: each kernel tuned alone would choose its own value, and the joined program
+    // runs at one.
+    let fixed = mapsat::stages::tuning_sizes(p, given);
     let mut all = Vec::with_capacity(kernels.len());
     for kernel in &kernels {
-        let outcomes = tune_kernel(a, kernel, (given, device, profile))?;
+        let outcomes = tune_kernel(a, kernel, (&fixed, device, profile))?;
         let entries: Vec<serde_json::Value> = outcomes.iter().map(brief).collect();
         let name = &kernel.stage.program.name;
         summary.push(serde_json::json!({ "kernel": name, "candidates": entries, "fastest": best(&outcomes) }));

@@ -461,6 +461,11 @@ impl Run<'_, '_> {
             self.measurer.measure(&b.source, &b.manifest, opts.warmup, opts.runs, fault).map_err(TuneError::Device)?;
         self.measure_s += t.elapsed().as_secs_f64();
         self.compile_s += o.build_ms / 1e3;
+        // Stopped while it ran (Ctrl-C reaches the worker too, which then dies): not recorded,
+        // so that a resumed tune measures it.
+        if self.progress.cancelled() {
+            return Err(TuneError::Cancelled);
+        }
         let ok = o.status == worker::Status::Ok;
         let median_ms = if ok { crate::measure::median(&o.times_ms) } else { 0.0 };
         let min_ms = if ok { o.times_ms.iter().copied().fold(f64::INFINITY, f64::min) } else { 0.0 };
