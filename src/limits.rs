@@ -35,8 +35,30 @@ pub fn seconds(what: &str, s: f64) -> Result<Duration, Error> {
     match Duration::try_from_secs_f64(s) {
         Ok(d) if !d.is_zero() => Ok(d),
         Err(_) if s.is_finite() && s > 0.0 => {
-            Err(Error::Usage(format!("{what} {s} is too large (at most about 1.8e19 seconds)")))
+            Err(Error::Usage(format!("{what} {s:e} is too large (at most about 1.8e19 seconds)")))
         }
+        // Positive, but less than a nanosecond.
+        Ok(_) if s > 0.0 => Err(Error::Usage(format!("{what} {s:e} is too small (at least 1e-9 seconds)"))),
         _ => Err(Error::Usage(format!("{what} must be a positive number of seconds, got {s}"))),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::seconds;
+
+    #[test]
+    fn time_limits_are_positive_and_said_briefly() {
+        assert_eq!(seconds("--timeout", 1.5).unwrap().as_millis(), 1500);
+        for (s, want) in [
+            (0.0, "must be a positive number"),
+            (-1.0, "must be a positive number"),
+            (f64::NAN, "must be a positive number"),
+            (1e300, "--timeout 1e300 is too large"),
+            (1e-300, "--timeout 1e-300 is too small"),
+        ] {
+            let e = seconds("--timeout", s).unwrap_err().to_string();
+            assert!(e.contains(want), "{s}: {e}");
+        }
     }
 }

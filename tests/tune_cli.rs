@@ -322,7 +322,7 @@ fn bad_input_is_refused_with_a_clear_message() {
     let tune = |extra: &[&str]| mapsat(&[&["tune", CONV, "-o", out_dir][..], extra].concat());
     let cases: [(&[&str], i32, &str); 6] = [
         (&["--trials", "0"], 2, "--trials must be at least 1"),
-        (&["--timeout", "1e20"], 2, "--timeout 100000000000000000000 is too large"),
+        (&["--timeout", "1e20"], 2, "--timeout 1e20 is too large"),
         (&["--device", "gpu"], 2, "bad device `gpu`"),
         (&["--device", "opencl:7:0"], 1, "no OpenCL platform 7"),
         (&["--timeout", "0"], 2, "--timeout must be a positive"),

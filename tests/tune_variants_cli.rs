@@ -122,10 +122,7 @@ fn bad_variant_options_are_usage_errors() {
     let out_dir = dir.to_str().unwrap();
     let cases: [(&[&str], &str); 4] = [
         (&["--variants", "0"], "--variants must be at least 1"),
-        (
-            &["--variants", "2", "--rewrite-time-limit", "1e20"],
-            "--rewrite-time-limit 100000000000000000000 is too large",
-        ),
+        (&["--variants", "2", "--rewrite-time-limit", "1e20"], "--rewrite-time-limit 1e20 is too large"),
         (&["--variants", "2", "--log", "x.jsonl"], "each variant keeps its log"),
         (&["--variants", "2", "--rewrite-time-limit", "0"], "--rewrite-time-limit must be a positive"),
     ];
