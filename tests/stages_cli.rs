@@ -16,6 +16,15 @@ fn temp(name: &str) -> PathBuf {
     dir
 }
 
+/// A fresh temporary folder `name` holding the program `text` as `file`.
+fn program_in(name: &str, file: &str, text: &str) -> (PathBuf, PathBuf) {
+    let dir = temp(name);
+    std::fs::create_dir_all(&dir).unwrap();
+    let src = dir.join(file);
+    std::fs::write(&src, text).unwrap();
+    (dir, src)
+}
+
 fn text(o: &[u8]) -> String {
     String::from_utf8_lossy(o).into_owned()
 }
@@ -276,17 +285,14 @@ fn a_kernel_without_a_best_keeps_its_place_in_the_pipeline_file() {
     if !opencl() {
         return;
     }
-    let dir = temp("no-best");
-    std::fs::create_dir_all(&dir).unwrap();
-    let src = dir.join("selpipe.lift");
-    std::fs::write(
-        &src,
+    let (dir, src) = program_in(
+        "no-best",
+        "selpipe.lift",
         "size N = 8, M = 4
 def f(x: [[f32]M]N, c: [f32]N) : [[f32]M]N =
   let y = toGlobal(map@A(fun(p => select(p.1 > 0.0, p.0, map@B(fun(v => 0.0 - v), p.0))), zip(x, c))) in
   map@C(fun(r => map@D(fun(v => v * 2.0), r)), y)",
-    )
-    .unwrap();
+    );
     let out =
         mapsat(&["tune", src.to_str().unwrap(), "--trials", "3", "--random-trials", "1", "-o", dir.to_str().unwrap()]);
     let stdout = text(&out.stdout);
@@ -308,17 +314,14 @@ def f(x: [[f32]M]N, c: [f32]N) : [[f32]M]N =
 /// (where the width is fixed, not tuned, as both kernels must agree on it).
 #[test]
 fn a_boundary_of_vectors_has_the_width_given() {
-    let dir = temp("vector-boundary");
-    std::fs::create_dir_all(&dir).unwrap();
-    let src = dir.join("vs.lift");
-    std::fs::write(
-        &src,
+    let (dir, src) = program_in(
+        "vector-boundary",
+        "vs.lift",
         "size N = 16, vw in 2..16 = 4
 def f(x: [f32]N) =
   let a = toGlobal(map@A(fun(v => v * v), asVector(vw, x))) in
   map@C(fun(p => p + 1.0), asScalar(a))",
-    )
-    .unwrap();
+    );
     let f = src.to_str().unwrap();
     let out = mapsat(&["space", f, "--size", "vw=8"]);
     assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
@@ -344,17 +347,14 @@ def f(x: [f32]N) =
 /// pipeline), and not with the first, which declares it and does not use it.
 #[test]
 fn a_width_only_the_last_kernel_uses_is_tuned() {
-    let dir = temp("last-width");
-    std::fs::create_dir_all(&dir).unwrap();
-    let src = dir.join("lw.lift");
-    std::fs::write(
-        &src,
+    let (dir, src) = program_in(
+        "last-width",
+        "lw.lift",
         "size N = 48, vw in 2..16 = 4
 def f(x: [f32]N) =
   let a = toGlobal(map@A(fun(v => v * 2.0), x)) in
   asScalar(map@C(fun(v => v + vectorFromScalar(vw, 1.0)), asVector(vw, a)))",
-    )
-    .unwrap();
+    );
     if !opencl() {
         return;
     }
@@ -379,11 +379,16 @@ def f(x: [f32]N) =
     std::fs::remove_dir_all(dir).ok();
 }
 
-/// The widths in a tune's log, by kernel.
-fn tuned_widths(log: &std::path::Path) -> std::collections::BTreeSet<i64> {
+/// The values a tune's log tried of the tunable size `var`.
+fn tuned_values(log: &std::path::Path, var: &str) -> std::collections::BTreeSet<i64> {
     let log = std::fs::read_to_string(log).unwrap();
     let records = log.lines().filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok());
-    records.filter_map(|r| r["tuning"]["vw"].as_i64()).collect()
+    records.filter_map(|r| r["tuning"][var].as_i64()).collect()
+}
+
+/// The widths in a tune's log, by kernel.
+fn tuned_widths(log: &std::path::Path) -> std::collections::BTreeSet<i64> {
+    tuned_values(log, "vw")
 }
 
 /// A width only a first kernel uses, whose result holds no vectors (a sum of squares of each
@@ -435,17 +440,14 @@ def f(x: [f32]N) : [f32]N =
 /// another tile size than the tuned kernel's.
 #[test]
 fn a_tile_size_two_kernels_share_is_fixed_and_given_to_the_run() {
-    let dir = temp("shared-tile");
-    std::fs::create_dir_all(&dir).unwrap();
-    let src = dir.join("pt.lift");
-    std::fs::write(
-        &src,
+    let (dir, src) = program_in(
+        "shared-tile",
+        "pt.lift",
         "size N = 256, t in 1..64 = 4
 def pt(xs: [f32]N) : [f32]N =
   let h = toGlobal(map@A(fun(c => map@B(fun(x => x * 2.0), c)), split(t, xs))) in
   join(map@C(fun(c => map@D(fun(x => x + 1.0), c)), split(t, join(h))))",
-    )
-    .unwrap();
+    );
     if !opencl() {
         return;
     }
@@ -455,9 +457,8 @@ def pt(xs: [f32]N) : [f32]N =
     let stdout = text(&out.stdout);
     assert_eq!(out.status.code(), Some(0), "{stdout}{}", text(&out.stderr));
     for kernel in ["pt_0_h", "pt"] {
-        let log = std::fs::read_to_string(d.join(kernel).join("tune.jsonl")).unwrap();
-        let records = log.lines().filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok());
-        assert!(records.map(|r| r["tuning"]["t"].clone()).all(|t| t.is_null()), "{kernel}: {log}");
+        let tried = tuned_values(&d.join(kernel).join("tune.jsonl"), "t");
+        assert!(tried.is_empty(), "{kernel}: {tried:?}");
     }
     let run = stdout.lines().find_map(|l| l.strip_prefix("run the whole program again: ")).expect(&stdout);
     assert!(run.contains("--size t=4"), "{run}");
@@ -470,17 +471,14 @@ def pt(xs: [f32]N) : [f32]N =
 /// tester's finding). The command, run, passes its check.
 #[test]
 fn a_tile_size_one_kernel_tunes_is_given_to_the_run() {
-    let dir = temp("own-tile");
-    std::fs::create_dir_all(&dir).unwrap();
-    let src = dir.join("t7.lift");
-    std::fs::write(
-        &src,
+    let (dir, src) = program_in(
+        "own-tile",
+        "t7.lift",
         "size N = 48, t in 1..48 = 4
 def t7(x: [f32]N) : [f32]N =
   let h = toGlobal(map@A(fun(c => map@A2(fun(v => v * 2.0), c)), split(8, x))) in
   join(map@B(map@B2(fun(v => v + 1.0)), split(t, join(h))))",
-    )
-    .unwrap();
+    );
     if !opencl() {
         return;
     }
@@ -507,16 +505,13 @@ def t7(x: [f32]N) : [f32]N =
 /// map"). So does a plain reduction given without a mapping.
 #[test]
 fn a_kernel_without_a_map_runs_in_one_work_item() {
-    let dir = temp("no-map");
-    std::fs::create_dir_all(&dir).unwrap();
-    let src = dir.join("norm.lift");
-    std::fs::write(
-        &src,
+    let (dir, src) = program_in(
+        "no-map",
+        "norm.lift",
         "size N = 13
 def norm(x: [f32]N) : [f32]N =
   let s = toGlobal(reduce(fun(a, v => a + v * v), 0.0, x)) in map@B(fun(v => v / sqrt(s)), x)",
-    )
-    .unwrap();
+    );
     let f = src.to_str().unwrap();
     let out = mapsat(&["emit", f, "--mapping", "B=G0", "-o", dir.join("e").to_str().unwrap()]);
     assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
@@ -540,17 +535,14 @@ def norm(x: [f32]N) : [f32]N =
 /// `tune` says so before tuning any kernel.
 #[test]
 fn space_explain_and_tune_of_a_pipeline_with_a_kernel_without_a_map() {
-    let dir = temp("no-map-space");
-    std::fs::create_dir_all(&dir).unwrap();
-    let src = dir.join("p.lift");
-    std::fs::write(
-        &src,
+    let (dir, src) = program_in(
+        "no-map-space",
+        "p.lift",
         "size N = 16
 def f(x: [f32]N) =
   let s = toGlobal(map@A(fun(a => a * 2.0), x)) in
   reduce(add, 0.0, s)",
-    )
-    .unwrap();
+    );
     let f = src.to_str().unwrap();
     let out = mapsat(&["space", f]);
     assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));

@@ -382,22 +382,7 @@ fn tuned(device: &str, kernels: &[tune::report::Summary], written: &[Vec<PathBuf
 /// The tunable sizes of the kernels' bests, together (each kernel's are its own: the sizes
 /// kernels share are fixed, `mapsat::stages::tuning_sizes`).
 fn tuning_of(kernels: &[tune::report::Summary]) -> mapsat::ir::Sizes {
-    let mut out = mapsat::ir::Sizes::new();
-    for b in kernels.iter().filter_map(|s| s.best.as_ref()) {
-        for (k, v) in b.tuning.iter() {
-            out.insert(k.to_string(), v);
-        }
-    }
-    out
-}
-
-/// `given` with the values of `tuning` added.
-pub(super) fn with_tuning(given: &mapsat::ir::Sizes, tuning: &mapsat::ir::Sizes) -> mapsat::ir::Sizes {
-    let mut out = given.clone();
-    for (k, v) in tuning.iter() {
-        out.insert(k.to_string(), v);
-    }
-    out
+    kernels.iter().filter_map(|s| s.best.as_ref()).fold(mapsat::ir::Sizes::new(), |all, b| all.or(&b.tuning))
 }
 
 /// The mapped program among a tune's files written.
@@ -551,7 +536,7 @@ fn pipeline_run_command(
     let bests: Vec<_> = kernels.iter().map(|s| s.best.as_ref().map(|b| (s, b))).collect::<Option<_>>()?;
     let mappings: Vec<&str> = bests.iter().map(|(_, b)| b.mapping.as_str()).collect();
     let locals: Vec<(&str, &[i64])> = bests.iter().map(|(s, b)| (s.program.as_str(), &b.local[..])).collect();
-    let sizes = with_tuning(given, &tuning_of(kernels));
+    let sizes = tuning_of(kernels).or(given);
     Some(whole_run_command(a, file, &mappings.join(","), &sizes, &locals, dialect))
 }
 

@@ -229,7 +229,7 @@ fn joined_run_command(
 ) -> Option<String> {
     let names: Vec<String> = ir::stages::split(q).ok()?.into_iter().map(|s| s.program.name).collect();
     let locals: Vec<(&str, &[i64])> = names.iter().zip(&t.locals).map(|(n, l)| (n.as_str(), &l[..])).collect();
-    let sizes = super::with_tuning(given, &t.tuning);
+    let sizes = t.tuning.or(given);
     Some(super::whole_run_command(a, file, &t.mapping, &sizes, &locals, device.dialect()))
 }
 
@@ -271,7 +271,7 @@ fn assembled(parts: &[&Outcome]) -> Option<Tuned> {
         out.device = t.device.clone();
         out.lifts.extend(t.lifts.iter().cloned());
         out.locals.extend(t.locals.iter().cloned());
-        out.tuning = super::with_tuning(&out.tuning, &t.tuning);
+        out.tuning = out.tuning.or(&t.tuning);
     }
     out.best_ms = (ms > 0.0).then_some(ms);
     out.gflops = if ms > 0.0 { mflop / ms } else { 0.0 };
