@@ -31,6 +31,12 @@ pub fn split_mapping(mapping: &str, labels: &[Vec<String>]) -> R<Vec<String>> {
     Ok(out.into_iter().map(|parts| parts.join(",")).collect())
 }
 
+/// The maps a mapping of `space`'s kernel names: its labels and the maps that only rearrange
+/// (layout maps).
+pub fn space_labels(space: &mapsat_constraints::Space) -> Vec<String> {
+    space.labels().iter().chain(space.layout_maps()).cloned().collect()
+}
+
 /// `e`, said to be in the kernel of stage `name`.
 pub fn in_stage(name: &str, e: Error) -> Error {
     match e {

@@ -4,15 +4,18 @@
 //! Every call runs on a thread of its own with the command line's stack (the passes over a
 //! program recurse along its tree) and without the GIL, so that Python threads go on.
 
-use mapsat::codegen::{self, Dialect};
-use mapsat::ir::interp::{self, Tensor, TensorData};
-use mapsat::ir::{self, diag, profile::Profile, Program, Sizes};
+use mapsat::codegen::Dialect;
+use mapsat::ir::interp::{Tensor, TensorData};
+use mapsat::ir::{self, profile::Profile, Sizes};
 use mapsat::limits::MAX_SOURCE_BYTES;
+use mapsat::local::Locals;
+use mapsat::tuner::measure::{self, DeviceSpec, RunConfig};
+use mapsat::tuner::tune::{self, TuneOptions};
+use mapsat::tuning::{KernelTune, Tuning};
+use mapsat::Error::Usage;
+use mapsat::Source;
 mod stages;
 
-use mapsat::ir::stages::Stage;
-use mapsat::tuner::measure::{self, DeviceSpec, MappedStage, RunConfig};
-use mapsat::tuner::tune::{self, task::Task, Files, TuneOptions};
 use numpy::ndarray::{ArrayD, IxDyn};
 use numpy::{IntoPyArray, PyReadonlyArrayDyn, PyUntypedArrayMethods};
 use pyo3::exceptions::PyException;
@@ -25,7 +28,7 @@ use std::time::{Duration, Instant};
 
 pyo3::create_exception!(mapsat, Error, PyException, "A program, mapping, input or device mapsat refuses.");
 
-type R<T> = Result<T, String>;
+type R<T> = Result<T, mapsat::Error>;
 
 fn err(msg: impl std::fmt::Display) -> PyErr {
     Error::new_err(pythonic(msg.to_string().trim_end()))
@@ -110,17 +113,11 @@ fn wait<T: Send + 'static>(
     }
 }
 
-/// A program of mapsat's IR, parsed and type-checked.
+/// A program of mapsat's IR, parsed and type-checked ([`mapsat::Source`]).
 #[pyclass(frozen, name = "Program", module = "mapsat._mapsat")]
 #[derive(Clone)]
 struct PyProgram {
-    name: Arc<str>,
-    text: Arc<str>,
-    program: Arc<Program>,
-}
-
-fn render(p: &PyProgram, e: &dyn diag::Diagnose) -> String {
-    diag::render(&p.name, &p.text, e)
+    src: Arc<Source>,
 }
 
 fn to_sizes(given: BTreeMap<String, i64>) -> Sizes {
@@ -135,76 +132,16 @@ fn from_sizes(s: &Sizes) -> BTreeMap<String, i64> {
     s.iter().map(|(k, v)| (k.to_string(), v)).collect()
 }
 
-impl PyProgram {
-    /// Every size: `given` (each a size of the program), the others at their defaults, with the
-    /// program type-checked at them.
-    fn sizes(&self, given: &Sizes) -> R<Sizes> {
-        if let Some((name, _)) = given.iter().find(|(n, _)| !self.program.sizes.iter().any(|v| v.name == *n)) {
-            let known: Vec<&str> = self.program.sizes.iter().map(|v| v.name.as_str()).collect();
-            return Err(format!("the program has no size variable `{name}` (it has: {})", known.join(", ")));
-        }
-        let sizes = self.program.resolve_sizes(given).map_err(|e| e.to_string())?;
-        ir::check::check_with_sizes(&self.program, &sizes).map_err(|e| render(self, &e))?;
-        Ok(sizes)
-    }
-
-    /// Its kernels at `sizes` (one, or one per stage: `ir::stages`).
-    fn split(&self, sizes: &Sizes) -> R<Vec<Stage>> {
-        ir::stages::split_at(&self.program, sizes).map_err(|e| render(self, &e))
-    }
-
-    /// Its kernels mapped by `mapping` (or as written), each with its work-group size.
-    fn mapped(
-        &self,
-        sizes: &Sizes,
-        mapping: Option<&str>,
-        profile: Option<Profile>,
-        local: &Locals,
-    ) -> R<Vec<MappedStage>> {
-        let split = self.split(sizes)?;
-        local.check(&split)?;
-        let r = |e: &dyn diag::Diagnose| render(self, e);
-        let m = mapsat::stages::map(split, sizes, mapping, profile, &|name| local.of(name), &r)
-            .map_err(|e| e.to_string())?;
-        Ok(m.stages)
-    }
-}
-
-/// The work-group sizes given: one for every kernel, and one by kernel name.
-struct Locals {
-    all: Option<Vec<i64>>,
-    by_kernel: BTreeMap<String, Vec<i64>>,
-}
-
-impl Locals {
-    /// Refuses a size named for a kernel the program does not have.
-    fn check(&self, split: &[Stage]) -> R<()> {
-        let names: Vec<&str> = split.iter().map(|s| s.program.name.as_str()).collect();
-        match self.by_kernel.keys().find(|k| !names.contains(&k.as_str())) {
-            Some(k) => Err(format!(
-                "local names kernel `{k}`, which the program does not have (its kernels: {})",
-                names.join(", ")
-            )),
-            None => Ok(()),
-        }
-    }
-
-    /// The work-group size of kernel `name`: its own, else the one for all, else none.
-    fn of(&self, name: &str) -> Option<Vec<i64>> {
-        self.by_kernel.get(name).or(self.all.as_ref()).cloned()
-    }
-}
-
 fn profile(name: Option<&str>) -> R<Option<Profile>> {
-    name.map(|n| Profile::load(n).map_err(|e| e.to_string())).transpose()
+    name.map(|n| Profile::load(n).map_err(|e| Usage(e.to_string()))).transpose()
 }
 
 fn device(spec: &str) -> R<DeviceSpec> {
-    spec.parse().map_err(|e: measure::MeasureError| e.to_string())
+    spec.parse().map_err(|e: measure::MeasureError| Usage(e.to_string()))
 }
 
 fn dialect(name: &str) -> R<Dialect> {
-    Dialect::parse(name).ok_or_else(|| format!("target must be opencl or cuda, not `{name}`"))
+    Dialect::parse(name).ok_or_else(|| Usage(format!("target must be opencl or cuda, not `{name}`")))
 }
 
 /// [`mapsat::limits::seconds`].
@@ -249,64 +186,51 @@ impl PyProgram {
     /// Parses and type-checks `text`; `name` names it in error messages.
     #[new]
     fn new(py: Python<'_>, text: String, name: String) -> PyResult<Self> {
-        let text = text.strip_prefix('\u{feff}').map(str::to_string).unwrap_or(text);
-        if text.len() as u64 > MAX_SOURCE_BYTES {
-            return Err(err(format!("error: {name} is larger than {} MiB: not a program", MAX_SOURCE_BYTES >> 20)));
-        }
-        deep(py, None, move || {
-            let r = |e: &dyn diag::Diagnose| diag::render(&name, &text, e);
-            let program = ir::parse(&text).map_err(|e| r(&e))?;
-            ir::check::check(&program).map_err(|e| r(&e))?;
-            Ok(PyProgram { name: name.into(), text: text.into(), program: Arc::new(program) })
-        })
+        deep(py, None, move || Ok(PyProgram { src: Arc::new(Source::new(name, text)?) }))
     }
 
     /// The program's name (after `def`).
     #[getter]
     fn name(&self) -> String {
-        self.program.name.clone()
+        self.src.program().name.clone()
     }
 
     /// The text it was parsed from, and the name it was given (what rebuilds it).
     fn source(&self) -> (String, String) {
-        (self.text.to_string(), self.name.to_string())
+        (self.src.text().to_string(), self.src.name().to_string())
     }
 
     /// The program in canonical form.
     fn __str__(&self) -> String {
-        ir::print(&self.program)
+        ir::print(self.src.program())
     }
 
     /// Each parameter: its name and, for each dimension, the size variable it is when it is
     /// one (`None` for a length such as `N + 2`), and its scalar kind.
     fn params(&self) -> Vec<(String, Vec<Option<String>>, String)> {
-        self.program.params.iter().map(|q| (q.name.clone(), dims(&q.ty), scalar(&q.ty))).collect()
+        self.src.program().params.iter().map(|q| (q.name.clone(), dims(&q.ty), scalar(&q.ty))).collect()
     }
 
     /// The size variables and their defaults (`None`: none).
     fn size_defaults(&self) -> Vec<(String, Option<i64>)> {
-        self.program.sizes.iter().map(|v| (v.name.clone(), v.default)).collect()
+        self.src.program().sizes.iter().map(|v| (v.name.clone(), v.default)).collect()
     }
 
     /// The labels of the program's maps, in order.
     fn maps(&self) -> Vec<String> {
-        self.program.map_labels()
+        self.src.program().map_labels()
     }
 
     /// Every size at `given` (the others at their defaults), checked.
     fn resolve(&self, py: Python<'_>, given: BTreeMap<String, i64>) -> PyResult<BTreeMap<String, i64>> {
-        let me = self.clone();
-        deep(py, None, move || Ok(from_sizes(&me.sizes(&to_sizes(given))?)))
+        let src = self.src.clone();
+        deep(py, None, move || Ok(from_sizes(&src.sizes(&to_sizes(given))?)))
     }
 
     /// The type of the result at `given`.
     fn result_type(&self, py: Python<'_>, given: BTreeMap<String, i64>) -> PyResult<String> {
-        let me = self.clone();
-        deep(py, None, move || {
-            let sizes = me.sizes(&to_sizes(given))?;
-            let info = ir::check::check_with_sizes(&me.program, &sizes).map_err(|e| render(&me, &e))?;
-            Ok(info.result.to_string())
-        })
+        let src = self.src.clone();
+        deep(py, None, move || Ok(src.result_type(&to_sizes(given))?.to_string()))
     }
 
     /// The interpreter's result on `inputs` (in parameter order) at `given`.
@@ -317,11 +241,8 @@ impl PyProgram {
         given: BTreeMap<String, i64>,
     ) -> PyResult<Bound<'py, PyAny>> {
         let inputs = tensors(&inputs)?;
-        let me = self.clone();
-        let out = deep(py, None, move || {
-            let sizes = me.sizes(&to_sizes(given))?;
-            interp::eval(&me.program, &sizes, &inputs).map_err(|e| render(&me, &e))
-        })?;
+        let src = self.src.clone();
+        let out = deep(py, None, move || src.eval(&to_sizes(given), &inputs))?;
         array(py, out)
     }
 
@@ -336,36 +257,18 @@ impl PyProgram {
         seed: u64,
         target: Option<String>,
     ) -> PyResult<Vec<String>> {
-        let me = self.clone();
-        deep(py, None, move || {
-            let mut per = Vec::new();
-            for (_, space) in me.spaces(&to_sizes(given), target.as_deref())? {
-                per.push(match space {
-                    Some(s) => {
-                        s.sample(n, seed).map_err(|e| e.to_string())?.iter().map(|m| s.show(m).to_string()).collect()
-                    }
-                    None => vec![String::new()],
-                });
-            }
-            Ok(stages::combine(&per, n))
-        })
+        let src = self.src.clone();
+        deep(py, None, move || src.sample(&to_sizes(given), n, seed, profile(target.as_deref())?.as_ref()))
     }
 
     /// The number of valid mappings: `(value, exact)` (of a program of several kernels: the
     /// product of its kernels').
     #[pyo3(signature = (given, target=None))]
     fn count(&self, py: Python<'_>, given: BTreeMap<String, i64>, target: Option<String>) -> PyResult<(f64, bool)> {
-        let me = self.clone();
+        let src = self.src.clone();
         deep(py, None, move || {
-            let (mut value, mut exact) = (1.0, true);
-            for (_, space) in me.spaces(&to_sizes(given), target.as_deref())? {
-                let Some(space) = space else { continue };
-                match space.count(0).map_err(|e| e.to_string())? {
-                    mapsat::constraints::Count::Exact(n) => value *= n as f64,
-                    mapsat::constraints::Count::Estimate { value: v, .. } => (value, exact) = (value * v, false),
-                }
-            }
-            Ok((value, exact))
+            let c = src.count(&to_sizes(given), profile(target.as_deref())?.as_ref())?;
+            Ok((c.value, c.exact))
         })
     }
 
@@ -379,13 +282,13 @@ impl PyProgram {
         given: BTreeMap<String, i64>,
         target: Option<String>,
     ) -> PyResult<Vec<String>> {
-        let me = self.clone();
-        deep(py, None, move || stages::explain(&me.spaces(&to_sizes(given), target.as_deref())?, &mapping))
+        let src = self.src.clone();
+        deep(py, None, move || src.explain(&mapping, &to_sizes(given), profile(target.as_deref())?.as_ref()))
     }
 
     /// The kernels of the program mapped by `mapping` (or as written), as JSON: each kernel's
-    /// name, source and manifest (entry point, arguments, launch configuration), and for a
-    /// program of several kernels the pipeline (`mapsat emit`'s `NAME.pipeline.json`).
+    /// source and manifest (entry point, arguments, launch configuration), and for a program
+    /// of several kernels the pipeline (`mapsat emit`'s `NAME.pipeline.json`).
     #[pyo3(signature = (given, mapping=None, target="opencl".to_string(), local=None, locals=BTreeMap::new(), profile=None))]
     #[allow(clippy::too_many_arguments)]
     fn emit(
@@ -398,36 +301,20 @@ impl PyProgram {
         locals: BTreeMap<String, Vec<i64>>,
         profile: Option<String>,
     ) -> PyResult<String> {
-        let me = self.clone();
+        let src = self.src.clone();
         deep(py, None, move || {
-            let sizes = me.sizes(&to_sizes(given))?;
-            let dialect = dialect(&target)?;
-            let profile = match profile.as_deref() {
-                Some(_) => self::profile(profile.as_deref())?,
-                None => mapsat::mapping::default_profile(dialect),
-            };
             let local = Locals { all: local, by_kernel: locals };
-            let mapped = me.mapped(&sizes, mapping.as_deref(), profile.clone(), &local)?;
-            let several = mapped.len() > 1;
-            let mut kernels = Vec::new();
-            for s in &mapped {
-                let opts = match &profile {
-                    Some(q) => codegen::Options::for_profile(sizes.clone(), s.local.clone(), q),
-                    None => codegen::Options { sizes: sizes.clone(), local: s.local.clone(), ..Default::default() },
-                };
-                let emitted = codegen::emit(&s.program, &opts, dialect);
-                kernels.push(emitted.map_err(|e| stages::named(several, &s.program.name, render(&me, &e)))?);
-            }
-            let manifests: Vec<_> = kernels.iter().map(|(_, m)| m).collect();
-            let pipeline = several.then(|| mapsat::stages::pipeline_json(&me.program, &mapped, &manifests));
-            let kernels: Vec<_> = kernels
+            let profile = self::profile(profile.as_deref())?;
+            let e = src.emit(&to_sizes(given), mapping.as_deref(), dialect(&target)?, &local, profile)?;
+            let kernels: Vec<_> = e
+                .kernels
                 .iter()
                 .map(|(code, m)| {
                     let manifest: serde_json::Value = serde_json::from_str(&m.to_json()).unwrap_or_default();
                     serde_json::json!({ "source": code, "manifest": manifest })
                 })
                 .collect();
-            Ok(serde_json::json!({ "kernels": kernels, "pipeline": pipeline }).to_string())
+            Ok(serde_json::json!({ "kernels": kernels, "pipeline": e.pipeline }).to_string())
         })
     }
 
@@ -450,16 +337,18 @@ impl PyProgram {
         timeout: f64,
     ) -> PyResult<RunResult<'py>> {
         let inputs = tensors(&inputs)?;
-        let me = self.clone();
+        let src = self.src.clone();
         let limit = seconds("timeout", timeout)?;
         let local = Locals { all: local, by_kernel: locals };
-        let r =
-            deep(py, Some(limit), move || me.run_on(&inputs, given, &device, mapping.as_deref(), &local, runs, check))?;
-        let median = r.iter().map(|(_, k)| k.median_ms).sum();
-        let min = r.iter().map(|(_, k)| k.min_ms).sum();
-        let times = r.iter().map(|(name, k)| (name.clone(), k.median_ms)).collect();
-        let Some((_, last)) = r.into_iter().last() else { return Err(err("internal error: no kernel ran")) };
-        Ok((array(py, last.output)?, median, min, last.device, times))
+        let cfg = RunConfig { runs, check, ..RunConfig::default() };
+        let r = deep(py, Some(limit), move || {
+            src.run(&to_sizes(given), &inputs, self::device(&device)?, mapping.as_deref(), &local, &cfg)
+        })?;
+        let median = r.iter().map(|k| k.report.median_ms).sum();
+        let min = r.iter().map(|k| k.report.min_ms).sum();
+        let times = r.iter().map(|k| (k.name.clone(), k.report.median_ms)).collect();
+        let Some(last) = r.into_iter().last() else { return Err(err("internal error: no kernel ran")) };
+        Ok((array(py, last.report.output)?, median, min, last.report.device, times))
     }
 
     /// Tunes the program on `device` (see `mapsat tune`; a program of several kernels kernel
@@ -484,127 +373,31 @@ impl PyProgram {
     ) -> PyResult<String> {
         let worker = worker_command(py)?;
         let timeout = seconds("timeout", timeout_s)?;
-        let me = self.clone();
+        let src = self.src.clone();
         let stop = Arc::new(AtomicBool::new(false));
         let given_up = stop.clone();
         deep_with(py, None, &given_up, move || {
             let opts = TuneOptions { trials, random_trials, seed, timeout, ..TuneOptions::default() };
-            let stop = Stop(stop);
-            let how = Tuning { device: self::device(&device)?, opts: &opts, resume, stop: &stop };
-            me.tune_in(to_sizes(given), target.as_deref(), &how, &out, worker)
+            let how = Tuning { device: self::device(&device)?, target: target.as_deref(), opts: &opts, resume, worker };
+            let given = to_sizes(given);
+            let kernels = src.tune(&given, &how, &out, &mut &Stop(stop))?;
+            let mut json: Vec<serde_json::Value> = kernels.iter().map(kernel_json).collect::<R<_>>()?;
+            match json.len() {
+                1 => Ok(json.remove(0).to_string()),
+                _ => Ok(stages::tuned(
+                    src.program(),
+                    &mapsat::stages::tuning_sizes(src.program(), &given),
+                    &kernels,
+                    json,
+                )
+                .to_string()),
+            }
         })
     }
 }
 
 /// `run`'s result: the output, the median and fastest times, the device, each kernel's time.
 type RunResult<'py> = (Bound<'py, PyAny>, f64, f64, String, Vec<(String, f64)>);
-
-impl PyProgram {
-    /// The space of each kernel at `given` under the profile `target`, by kernel name; `None`
-    /// for a kernel of a program of several that has no map (it runs in one work item).
-    fn spaces(&self, given: &Sizes, target: Option<&str>) -> R<Vec<(String, Option<mapsat::constraints::Space>)>> {
-        let sizes = self.sizes(given)?;
-        let profile = profile(target)?;
-        let split = self.split(&sizes)?;
-        let several = split.len() > 1;
-        let mut out = Vec::new();
-        for s in split {
-            let options =
-                mapsat::constraints::Options { profile: profile.clone(), sizes: sizes.clone(), ..Default::default() };
-            let name = s.program.name.clone();
-            match mapsat::constraints::Space::generate(&s.program, options) {
-                Ok(space) => out.push((name, Some(space))),
-                Err(mapsat::constraints::Error::NoMaps) if several => out.push((name, None)),
-                Err(e) => return Err(stages::named(several, &name, format!("error: {e}"))),
-            }
-        }
-        Ok(out)
-    }
-
-    /// Each kernel's name and run (see [`PyProgram::run`]).
-    #[allow(clippy::too_many_arguments)]
-    fn run_on(
-        &self,
-        inputs: &[Tensor],
-        given: BTreeMap<String, i64>,
-        device_spec: &str,
-        mapping: Option<&str>,
-        local: &Locals,
-        runs: usize,
-        check: bool,
-    ) -> R<Vec<(String, measure::RunReport)>> {
-        let sizes = self.sizes(&to_sizes(given))?;
-        let device = device(device_spec)?;
-        if runs == 0 {
-            return Err("runs must be at least 1".into());
-        }
-        let stages = self.mapped(&sizes, mapping, measure::opencl_profile(device).ok(), local)?;
-        let cfg = RunConfig { runs, check, ..RunConfig::default() };
-        let reports = measure::run_stages(&stages, &sizes, inputs, device, &cfg).map_err(|e| match e {
-            measure::MeasureError::Codegen(c) => render(self, &c),
-            e => format!("error: {e}"),
-        })?;
-        let several = stages.len() > 1;
-        for (s, r) in stages.iter().zip(&reports) {
-            if let Some(c) = r.check.as_ref().filter(|c| !c.ok) {
-                let kernel = if several { format!("kernel of stage `{}`", s.program.name) } else { "kernel".into() };
-                return Err(format!(
-                    "error: the {kernel}'s result differs from the interpreter's in {} elements",
-                    c.mismatches
-                ));
-            }
-        }
-        if let (true, true, Some(last)) = (check, several, reports.last()) {
-            let want = interp::eval(&self.program, &sizes, inputs).map_err(|e| render(self, &e))?;
-            let c = last.output.compare(&want, cfg.rtol, cfg.atol);
-            if !c.ok {
-                return Err(format!(
-                    "error: the kernels' result differs from the interpreter's in {} elements",
-                    c.mismatches
-                ));
-            }
-        }
-        Ok(stages.iter().map(|s| s.program.name.clone()).zip(reports).collect())
-    }
-
-    fn tune_in(
-        &self,
-        given: Sizes,
-        target: Option<&str>,
-        how: &Tuning,
-        out: &std::path::Path,
-        worker: Vec<std::ffi::OsString>,
-    ) -> R<String> {
-        let profile = mapsat::target::tune_profile(target, how.device).map_err(|e| e.to_string())?;
-        if ir::stages::count(&self.program) == 1 {
-            return tune_kernel((*self.program).clone(), &given, profile, how, out, worker);
-        }
-        let given = mapsat::stages::tuning_sizes(&self.program, &given);
-        let split = self.split(&given)?;
-        if let Some(name) = mapsat::stages::untunable(&split, &given) {
-            return Err(format!(
-                "error: kernel `{name}` has nothing to map (it only reduces or rearranges data), so there is nothing to tune in it; \
-                 to tune the program, leave out its kernel boundary (`toGlobal`) or give that kernel a map"
-            ));
-        }
-        let mut kernels = Vec::new();
-        for s in split {
-            let dir = out.join(&s.program.name);
-            let json = tune_kernel(s.program, &given, profile.clone(), how, &dir, worker.clone())?;
-            kernels.push(serde_json::from_str(&json).map_err(|e| e.to_string())?);
-        }
-        Ok(stages::tuned(&self.program.name, &given, kernels).to_string())
-    }
-}
-
-/// How a tune runs: on which device, with which options, continuing a log or not, and when
-/// to stop.
-struct Tuning<'a> {
-    device: DeviceSpec,
-    opts: &'a TuneOptions,
-    resume: bool,
-    stop: &'a Stop,
-}
 
 /// A tune's progress, reported to no one; the tune stops when its caller gave up on it.
 struct Stop(Arc<AtomicBool>);
@@ -618,31 +411,15 @@ impl tune::Progress for &Stop {
     }
 }
 
-/// Tunes one kernel into `out` (its log, report, plot and best kernel); its summary as JSON
-/// ([`PyProgram::tune`]).
-fn tune_kernel(
-    program: Program,
-    given: &Sizes,
-    profile: Profile,
-    how: &Tuning,
-    out: &std::path::Path,
-    worker: Vec<std::ffi::OsString>,
-) -> R<String> {
-    let (device, opts) = (how.device, how.opts);
-    let task = Task::new(program, given, profile, device.dialect(), true, opts.seed)
-        .map_err(|e| e.to_string())?
-        .reassociating();
-    std::fs::create_dir_all(out).map_err(|e| format!("error: cannot create {}: {e}", out.display()))?;
-    let files = Files { log: out.join("tune.jsonl"), resume: how.resume, work: out.join("data"), worker };
-    let result = tune::tune(&task, device, opts, &files, &mut { how.stop }).map_err(|e| format!("error: {e}"))?;
-    tune::report::write(&task, &result, out, &[]).map_err(|e| format!("error: {e}"))?;
-    let summary = tune::report::Summary::of(&task, &result);
-    let mut json = serde_json::to_value(&summary).map_err(|e| e.to_string())?;
-    if let Some(best) = &result.best {
-        json["best_source"] = best.source.clone().into();
-        json["best_manifest"] = serde_json::from_str(&best.manifest.to_json()).unwrap_or_default();
+/// A kernel's tune as JSON: its summary, with the best kernel's source as `best_source` and
+/// its manifest as `best_manifest`.
+fn kernel_json(k: &KernelTune) -> R<serde_json::Value> {
+    let mut json = serde_json::to_value(&k.summary).map_err(|e| Usage(format!("internal error: {e}")))?;
+    if let Some((source, manifest)) = &k.best {
+        json["best_source"] = source.clone().into();
+        json["best_manifest"] = serde_json::from_str(&manifest.to_json()).unwrap_or_default();
     }
-    Ok(json.to_string())
+    Ok(json)
 }
 
 /// The dimensions of a parameter's type: each array length's size variable, when it is one.
@@ -680,11 +457,7 @@ fn worker_command(py: Python<'_>) -> PyResult<Vec<std::ffi::OsString>> {
 /// The tuner's measurement worker on this process's stdin and stdout.
 #[pyfunction]
 fn _serve_worker(py: Python<'_>) -> PyResult<()> {
-    deep(py, None, || {
-        let stdin = std::io::stdin();
-        let stdout = std::io::stdout();
-        tune::worker::serve(stdin.lock(), stdout.lock()).map_err(|e| e.to_string())
-    })
+    deep(py, None, mapsat::tuning::serve_worker)
 }
 
 /// The OpenCL platforms and devices and the CUDA devices, one line each.

@@ -1,10 +1,10 @@
 //! `mapsat emit`, `mapsat run`, `mapsat devices` and `mapsat calibrate`: code generation,
 //! measurement, device limits and rates.
 
-use super::local::Locals;
 use super::{checked_sizes, load_inputs, CliResult, Failure, SizeArgs, Source};
 use mapsat::ir;
 use mapsat::ir::profile::Profile;
+use mapsat::local::Locals;
 use mapsat_codegen::{Dialect, Options};
 use mapsat_tuner::measure::{self, DeviceSpec, RunConfig};
 use std::path::Path;

@@ -14,7 +14,6 @@ macro_rules! outln {
 
 mod choices;
 mod kernels;
-mod local;
 mod mapping;
 mod rewrite;
 mod space;
@@ -250,7 +249,9 @@ pub fn main() -> ExitCode {
         Command::Fmt { file } => fmt(&file),
         Command::Emit { file, sizes, mapping, profile, target, local, output } => {
             let how = kernels::Mapped { mapping: mapping.as_deref(), profile: profile.as_deref() };
-            local::Locals::parse(&local).and_then(|l| kernels::emit(&file, &sizes, how, &target, &l, &output))
+            mapsat::local::Locals::parse(&local)
+                .map_err(mapping::failure)
+                .and_then(|l| kernels::emit(&file, &sizes, how, &target, &l, &output))
         }
         Command::Run {
             file,
@@ -269,7 +270,8 @@ pub fn main() -> ExitCode {
             within(limit, move || {
                 let how = kernels::Mapped { mapping: mapping.as_deref(), profile: profile.as_deref() };
                 let cfg = mapsat_tuner::measure::RunConfig { check, runs, reassociate, ..Default::default() };
-                local::Locals::parse(&local)
+                mapsat::local::Locals::parse(&local)
+                    .map_err(mapping::failure)
                     .and_then(|l| kernels::run(&file, &sizes, how, &device, &l, &inputs, seed, &cfg))
             })
         }),
@@ -323,27 +325,7 @@ struct Source {
 
 impl Source {
     fn read(path: &Path) -> CliResult<Source> {
-        use std::io::Read;
-        let cannot = |e: std::io::Error| Failure::Rejected(format!("error: cannot read {}: {e}", path.display()));
-        let file = std::fs::File::open(path).map_err(cannot)?;
-        let mut bytes = Vec::new();
-        file.take(mapsat::limits::MAX_SOURCE_BYTES + 1).read_to_end(&mut bytes).map_err(cannot)?;
-        if bytes.len() as u64 > mapsat::limits::MAX_SOURCE_BYTES {
-            return Err(Failure::Rejected(format!(
-                "error: {} is larger than {} MiB: not a program",
-                path.display(),
-                mapsat::limits::MAX_SOURCE_BYTES >> 20
-            )));
-        }
-        let text = String::from_utf8(bytes).map_err(|e| {
-            cannot(std::io::Error::new(std::io::ErrorKind::InvalidData, format!("not UTF-8 text ({e})")))
-        })?;
-        // A byte order mark (editors on Windows write one) is not part of the program.
-        let text = match text.strip_prefix('\u{feff}') {
-            Some(rest) => rest.to_string(),
-            None => text,
-        };
-        Ok(Source { name: path.display().to_string(), text })
+        Ok(Source { name: path.display().to_string(), text: mapsat::source::read_text(path)? })
     }
 
     fn reject(&self, e: &dyn diag::Diagnose) -> Failure {

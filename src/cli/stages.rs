@@ -3,9 +3,9 @@
 //! (its part of `--mapping`, or the kinds written in it) and checked like a program of its own.
 
 use super::kernels::Mapped;
-use super::local::Locals;
 use super::{CliResult, Failure, Source};
 use mapsat::ir::{self, stages, stages::Stage, Program, Sizes};
+use mapsat::local::Locals;
 use mapsat_codegen::{Dialect, Manifest};
 use mapsat_tuner::measure::{self, DeviceSpec, MappedStage, RunConfig};
 use mapsat_tuner::tune::report::fmt_gflops;

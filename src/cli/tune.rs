@@ -363,26 +363,16 @@ fn write_pipeline(
 /// The best of a program from its kernels' summaries and files written.
 fn tuned(device: &str, kernels: &[tune::report::Summary], written: &[Vec<PathBuf>]) -> Tuned {
     let lifts: Vec<PathBuf> = written.iter().filter_map(|w| mapped_lift(w)).collect();
-    let all = kernels.iter().all(|s| s.best.is_some()) && lifts.len() == kernels.len();
-    let best_ms: f64 = kernels.iter().map(|s| s.best_ms).sum();
-    // Each kernel's flops are its GFLOP/s times its time.
-    let mflop: f64 = kernels.iter().map(|s| s.best_gflops * s.best_ms).sum();
-    let mapping: Vec<String> = kernels.iter().filter_map(|s| s.best.as_ref().map(|b| b.mapping.clone())).collect();
+    let best = mapsat::tuning::best_sequence(kernels).filter(|b| lifts.len() == kernels.len() && b.ms > 0.0);
     Tuned {
         device: device.to_string(),
-        best_ms: (all && best_ms > 0.0).then_some(best_ms),
-        gflops: if all && best_ms > 0.0 { mflop / best_ms } else { 0.0 },
-        mapping: mapping.join(","),
+        best_ms: best.as_ref().map(|b| b.ms),
+        gflops: best.as_ref().map_or(0.0, |b| b.gflops),
+        mapping: best.as_ref().map(|b| b.mapping.clone()).unwrap_or_default(),
         lifts,
-        locals: kernels.iter().filter_map(|s| s.best.as_ref().map(|b| b.local.clone())).collect(),
-        tuning: tuning_of(kernels),
+        locals: best.as_ref().map(|b| b.local.iter().map(|(_, l)| l.clone()).collect()).unwrap_or_default(),
+        tuning: best.map(|b| b.tuning).unwrap_or_default(),
     }
-}
-
-/// The tunable sizes of the kernels' bests, together (each kernel's are its own: the sizes
-/// kernels share are fixed, `mapsat::stages::tuning_sizes`).
-fn tuning_of(kernels: &[tune::report::Summary]) -> mapsat::ir::Sizes {
-    kernels.iter().filter_map(|s| s.best.as_ref()).fold(mapsat::ir::Sizes::new(), |all, b| all.or(&b.tuning))
 }
 
 /// The mapped program among a tune's files written.
@@ -491,13 +481,12 @@ fn tune_one(
 fn summarize_stages(p: &mapsat::ir::Program, kernels: &[tune::report::Summary]) {
     let best_ms: f64 = kernels.iter().map(|s| s.best_ms).sum();
     let median_ms: f64 = kernels.iter().map(|s| s.median_compared_ms()).sum();
-    let mappings: Vec<String> = kernels.iter().filter_map(|s| s.best.as_ref().map(|b| b.mapping.clone())).collect();
     outln!("program {}: {} kernels, launched in order (each tuned kernel in DIR/KERNEL/)", p.name, kernels.len());
     let failed: Vec<&str> = kernels.iter().filter(|s| s.best.is_none()).map(|s| s.program.as_str()).collect();
-    if !failed.is_empty() {
+    let Some(best) = mapsat::tuning::best_sequence(kernels).filter(|_| failed.is_empty()) else {
         outln!("  no correct kernel for {}: the sequence has no best", failed.join(", "));
         return;
-    }
+    };
     match kernels.iter().all(|s| s.median_valid_ms > 0.0) {
         true => outln!(
             "  best sequence: {}; the median valid candidates of the kernels, in sequence: {}",
@@ -506,19 +495,13 @@ fn summarize_stages(p: &mapsat::ir::Program, kernels: &[tune::report::Summary]) 
         ),
         false => outln!("  best sequence: {}", tune::report::fmt_ms(best_ms)),
     }
-    if mappings.len() == kernels.len() {
-        outln!("  mapping {}", mappings.join(","));
-        let locals: Vec<String> = kernels
-            .iter()
-            .filter_map(|s| s.best.as_ref().and_then(|b| local_flag(Some(&s.program), &b.local)))
-            .collect();
-        if !locals.is_empty() {
-            outln!("  work groups {}", locals.join(" "));
-        }
-        let tuning = tuning_of(kernels);
-        if !tuning.is_empty() {
-            outln!("  tunable sizes {tuning}");
-        }
+    outln!("  mapping {}", best.mapping);
+    let locals: Vec<String> = best.local.iter().filter_map(|(k, l)| local_flag(Some(k), l)).collect();
+    if !locals.is_empty() {
+        outln!("  work groups {}", locals.join(" "));
+    }
+    if !best.tuning.is_empty() {
+        outln!("  tunable sizes {}", best.tuning);
     }
 }
 
@@ -533,11 +516,9 @@ fn pipeline_run_command(
     dialect: Dialect,
     kernels: &[tune::report::Summary],
 ) -> Option<String> {
-    let bests: Vec<_> = kernels.iter().map(|s| s.best.as_ref().map(|b| (s, b))).collect::<Option<_>>()?;
-    let mappings: Vec<&str> = bests.iter().map(|(_, b)| b.mapping.as_str()).collect();
-    let locals: Vec<(&str, &[i64])> = bests.iter().map(|(s, b)| (s.program.as_str(), &b.local[..])).collect();
-    let sizes = tuning_of(kernels).or(given);
-    Some(whole_run_command(a, file, &mappings.join(","), &sizes, &locals, dialect))
+    let best = mapsat::tuning::best_sequence(kernels)?;
+    let locals: Vec<(&str, &[i64])> = best.local.iter().map(|(k, l)| (k.as_str(), &l[..])).collect();
+    Some(whole_run_command(a, file, &best.mapping, &best.tuning.or(given), &locals, dialect))
 }
 
 /// `mapsat run FILE --mapping M [--size ..] [--local KERNEL:X,Y,Z ..] [--reassociate] --check`
@@ -633,7 +614,7 @@ pub fn predict(a: &PredictArgs) -> CliResult<()> {
     let given = given_sizes(&p, &a.sizes)?;
     let profile = Profile::load(&a.target).map_err(|e| Failure::Usage(e.to_string()))?;
     let model = a.model.as_deref().map(Learned::load).transpose().map_err(rejected)?;
-    let locals = super::local::Locals::parse(&a.local)?;
+    let locals = mapsat::local::Locals::parse(&a.local)?;
     // Every tunable size is fixed by its default or --size: one point.
     let mut fixed = given.clone();
     for v in &p.sizes {
@@ -708,7 +689,5 @@ fn predict_kernel(
 
 /// `mapsat worker`: the measurement worker (see `mapsat_tuner::tune::worker`).
 pub fn worker() -> CliResult<()> {
-    let stdin = std::io::stdin();
-    let stdout = std::io::stdout();
-    tune::worker::serve(stdin.lock(), stdout.lock()).map_err(rejected)
+    Ok(mapsat::tuning::serve_worker()?)
 }

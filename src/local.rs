@@ -1,29 +1,34 @@
-//! `--local` of `emit` and `run`: a work-group size for every kernel (`--local 64,4`), or for one
-//! kernel of a program with several (`--local sepblur_0_h:16,16`, repeatable; a plain one is then
-//! the size of the kernels not named).
+//! Work-group sizes given by the user: one for every kernel (`--local 64,4` on the command
+//! line, `local=[64, 4]` from Python), and one for a kernel of a program with several, by its
+//! name (`--local sepblur_0_h:16,16`, repeatable, `local={"sepblur_0_h": [16, 16]}`); the plain
+//! one is then the size of the kernels not named.
 
-use super::{CliResult, Failure};
+use crate::error::Error;
 use std::collections::BTreeMap;
 
-/// The work-group sizes given on the command line.
-#[derive(Debug, Default)]
-pub(super) struct Locals {
-    all: Option<Vec<i64>>,
-    by_kernel: BTreeMap<String, Vec<i64>>,
+type R<T> = Result<T, Error>;
+
+/// The work-group sizes given.
+#[derive(Clone, Debug, Default)]
+pub struct Locals {
+    /// The size of every kernel not named in `by_kernel`.
+    pub all: Option<Vec<i64>>,
+    /// Sizes by kernel name.
+    pub by_kernel: BTreeMap<String, Vec<i64>>,
 }
 
 /// Parses one work-group size, `64,4,1`.
-pub(super) fn parse_size(s: &str) -> CliResult<Vec<i64>> {
+pub fn parse_size(s: &str) -> R<Vec<i64>> {
     let v: Result<Vec<i64>, _> = s.split(',').map(|x| x.trim().parse::<i64>()).collect();
     match v {
         Ok(v) if !v.is_empty() && v.len() <= 3 && v.iter().all(|x| *x > 0) => Ok(v),
-        _ => Err(Failure::Usage(format!("--local expects 1 to 3 positive numbers like 64,4,1, got `{s}`"))),
+        _ => Err(Error::Usage(format!("--local expects 1 to 3 positive numbers like 64,4,1, got `{s}`"))),
     }
 }
 
 impl Locals {
     /// Parses the `--local` flags: `X,Y,Z` or `KERNEL:X,Y,Z`, each size given once.
-    pub(super) fn parse(flags: &[String]) -> CliResult<Locals> {
+    pub fn parse(flags: &[String]) -> R<Locals> {
         let mut out = Locals::default();
         for f in flags {
             let twice = match f.split_once(':') {
@@ -36,17 +41,17 @@ impl Locals {
                 }
             };
             if let Some(why) = twice {
-                return Err(Failure::Usage(format!("--local `{f}`: {why}")));
+                return Err(Error::Usage(format!("--local `{f}`: {why}")));
             }
         }
         Ok(out)
     }
 
     /// Refuses sizes named for kernels the program does not have.
-    pub(super) fn check_kernels(&self, kernels: &[&str]) -> CliResult<()> {
+    pub fn check_kernels(&self, kernels: &[&str]) -> R<()> {
         match self.by_kernel.keys().find(|k| !kernels.contains(&k.as_str())) {
-            Some(k) => Err(Failure::Usage(format!(
-                "--local names kernel `{k}`, which the program does not have (its kernels: {})",
+            Some(k) => Err(Error::Usage(format!(
+                "a work-group size is given for kernel `{k}`, which the program does not have (its kernels: {})",
                 kernels.join(", ")
             ))),
             None => Ok(()),
@@ -54,7 +59,7 @@ impl Locals {
     }
 
     /// The work-group size of kernel `name`: its own, else the plain one, else none.
-    pub(super) fn of(&self, name: &str) -> Option<Vec<i64>> {
+    pub fn of(&self, name: &str) -> Option<Vec<i64>> {
         self.by_kernel.get(name).or(self.all.as_ref()).cloned()
     }
 }
@@ -80,7 +85,7 @@ mod tests {
     #[test]
     fn bad_sizes_are_usage_errors() {
         for bad in [&["0,4"][..], &["1,2,3,4"], &["h:"], &["h:x"], &["4", "8"], &["h:4", "h:8"]] {
-            assert!(matches!(Locals::parse(&flags(bad)), Err(Failure::Usage(_))), "{bad:?}");
+            assert!(matches!(Locals::parse(&flags(bad)), Err(Error::Usage(_))), "{bad:?}");
         }
     }
 }

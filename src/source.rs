@@ -1,0 +1,381 @@
+//! A program as research code holds it: its text and name (for error messages), parsed and
+//! type-checked, with what the command line does to a program as methods. Its sizes are
+//! resolved and checked, the interpreter evaluates it, each kernel's mapping space is sampled,
+//! counted and explains a mapping, and its kernels are mapped, emitted, run and checked on a
+//! device, and tuned. A program of several kernels (`let x = toGlobal(..) in`) is handled
+//! kernel by kernel, with a mapping of the whole program ([`crate::stages`]). The Python
+//! package is a layer over this; `examples/library.rs` uses it from Rust.
+
+use crate::error::Error;
+use crate::ir::interp::{self, Tensor};
+use crate::ir::stages::Stage;
+use crate::ir::{self, diag, profile::Profile, Program, Sizes};
+use crate::local::Locals;
+use mapsat_codegen::{self as codegen, Dialect, Manifest};
+use mapsat_constraints::{self as constraints, Space};
+use mapsat_tuner::measure::{self, DeviceSpec, MappedStage, RunConfig, RunReport};
+use std::path::Path;
+
+type R<T> = Result<T, Error>;
+
+/// A program, parsed and type-checked, with its text and name.
+#[derive(Clone, Debug)]
+pub struct Source {
+    name: String,
+    text: String,
+    program: Program,
+}
+
+/// One kernel's mapping space.
+pub struct KernelSpace {
+    /// The kernel's name (the program's, or its stage's).
+    pub name: String,
+    /// Its space; `None` for a kernel of a program of several that has no map (it runs in one
+    /// work item).
+    pub space: Option<Space>,
+}
+
+/// The number of valid mappings of a program: the product of its kernels'.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct MappingCount {
+    /// The number (an estimate when not `exact`).
+    pub value: f64,
+    /// Counted one by one in every kernel.
+    pub exact: bool,
+}
+
+/// A program's kernels, emitted.
+pub struct Emitted {
+    /// Each kernel's source and manifest (entry point, arguments, launch configuration), in
+    /// launch order.
+    pub kernels: Vec<(String, Manifest)>,
+    /// For a program of several kernels, the pipeline file ([`crate::stages::pipeline_json`]).
+    pub pipeline: Option<serde_json::Value>,
+    /// The warnings of hand-mapped kernels.
+    pub warnings: Vec<String>,
+}
+
+/// One kernel's run.
+pub struct KernelRun {
+    /// The kernel's name.
+    pub name: String,
+    /// Its time, result and check against the interpreter.
+    pub report: RunReport,
+}
+
+impl Source {
+    /// Parses and type-checks `text`; `name` (a file name) names it in error messages. A byte
+    /// order mark is not part of the program; a text larger than
+    /// [`crate::limits::MAX_SOURCE_BYTES`] is refused.
+    pub fn new(name: impl Into<String>, text: impl Into<String>) -> R<Source> {
+        let (name, mut text) = (name.into(), text.into());
+        if let Some(rest) = text.strip_prefix('\u{feff}') {
+            text = rest.to_string();
+        }
+        if text.len() as u64 > crate::limits::MAX_SOURCE_BYTES {
+            let mib = crate::limits::MAX_SOURCE_BYTES >> 20;
+            return Err(Error::Rejected(format!("error: {name} is larger than {mib} MiB: not a program")));
+        }
+        let render = |e: &dyn diag::Diagnose| Error::Rejected(diag::render(&name, &text, e));
+        let program = ir::parse(&text).map_err(|e| render(&e))?;
+        ir::check::check(&program).map_err(|e| render(&e))?;
+        Ok(Source { name, text, program })
+    }
+
+    /// The program in the file at `path` ([`Source::new`], named by the path).
+    pub fn read(path: &Path) -> R<Source> {
+        let name = path.display().to_string();
+        Source::new(name, read_text(path)?)
+    }
+
+    /// The name it was given.
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// Its text.
+    pub fn text(&self) -> &str {
+        &self.text
+    }
+
+    /// The program.
+    pub fn program(&self) -> &Program {
+        &self.program
+    }
+
+    /// An error in the program, with its file, line and column and a caret.
+    pub fn render(&self, e: &dyn diag::Diagnose) -> String {
+        diag::render(&self.name, &self.text, e)
+    }
+
+    fn rejected(&self, e: &dyn diag::Diagnose) -> Error {
+        Error::Rejected(self.render(e))
+    }
+
+    /// Every size: `given` (each a size of the program), the others at their defaults, with the
+    /// program type-checked at them.
+    pub fn sizes(&self, given: &Sizes) -> R<Sizes> {
+        let known = |n: &str| self.program.sizes.iter().any(|v| v.name == n);
+        if let Some((name, _)) = given.iter().find(|(n, _)| !known(n)) {
+            let all: Vec<&str> = self.program.sizes.iter().map(|v| v.name.as_str()).collect();
+            let has = all.join(", ");
+            return Err(Error::Usage(format!("the program has no size variable `{name}` (it has: {has})")));
+        }
+        let sizes = self.program.resolve_sizes(given).map_err(|e| Error::Usage(e.to_string()))?;
+        ir::check::check_with_sizes(&self.program, &sizes).map_err(|e| self.rejected(&e))?;
+        Ok(sizes)
+    }
+
+    /// The type of its result at `given`.
+    pub fn result_type(&self, given: &Sizes) -> R<ir::Type> {
+        let sizes = self.sizes(given)?;
+        let info = ir::check::check_with_sizes(&self.program, &sizes).map_err(|e| self.rejected(&e))?;
+        Ok(info.result)
+    }
+
+    /// The interpreter's result on `inputs` (in parameter order) at `given`.
+    pub fn eval(&self, given: &Sizes, inputs: &[Tensor]) -> R<Tensor> {
+        let sizes = self.sizes(given)?;
+        interp::eval(&self.program, &sizes, inputs).map_err(|e| self.rejected(&e))
+    }
+
+    /// Its kernels at `sizes` (one, or one per stage: [`ir::stages`]).
+    pub fn kernels(&self, sizes: &Sizes) -> R<Vec<Stage>> {
+        ir::stages::split_at(&self.program, sizes).map_err(|e| self.rejected(&e))
+    }
+
+    /// The mapping space of each kernel at `given` under `profile`'s limits (none: no device's).
+    pub fn spaces(&self, given: &Sizes, profile: Option<&Profile>) -> R<Vec<KernelSpace>> {
+        let sizes = self.sizes(given)?;
+        let split = self.kernels(&sizes)?;
+        let several = split.len() > 1;
+        let mut out = Vec::new();
+        for s in split {
+            let options =
+                constraints::Options { profile: profile.cloned(), sizes: sizes.clone(), ..Default::default() };
+            let name = s.program.name.clone();
+            let space = match Space::generate(&s.program, options) {
+                Ok(space) => Some(space),
+                Err(constraints::Error::NoMaps) if several => None,
+                Err(e) => return Err(named(several, &name, Error::Rejected(format!("error: {e}")))),
+            };
+            out.push(KernelSpace { name, space });
+        }
+        Ok(out)
+    }
+
+    /// Up to `n` valid mappings of the whole program at `given` under `profile`, sampled with
+    /// `seed`: the `i`-th takes each kernel's `i`-th sample (its first again when it has fewer).
+    /// None when a kernel has no valid mapping.
+    pub fn sample(&self, given: &Sizes, n: usize, seed: u64, profile: Option<&Profile>) -> R<Vec<String>> {
+        let mut per = Vec::new();
+        for k in self.spaces(given, profile)? {
+            per.push(match k.space {
+                Some(s) => {
+                    let sampled = s.sample(n, seed).map_err(|e| Error::Rejected(format!("error: {e}")))?;
+                    sampled.iter().map(|m| s.show(m).to_string()).collect()
+                }
+                None => vec![String::new()],
+            });
+        }
+        Ok(combine(&per, n))
+    }
+
+    /// The number of valid mappings at `given` under `profile`.
+    pub fn count(&self, given: &Sizes, profile: Option<&Profile>) -> R<MappingCount> {
+        let mut total = MappingCount { value: 1.0, exact: true };
+        for k in self.spaces(given, profile)? {
+            let Some(space) = k.space else { continue };
+            match space.count(0).map_err(|e| Error::Rejected(format!("error: {e}")))? {
+                constraints::Count::Exact(n) => total.value *= n as f64,
+                constraints::Count::Estimate { value, .. } => {
+                    total = MappingCount { value: total.value * value, exact: false }
+                }
+            }
+        }
+        Ok(total)
+    }
+
+    /// The constraints `mapping` (of the whole program) violates at `given` under `profile`,
+    /// one line each; none: it is valid. Each is said to be about its kernel when there are
+    /// several.
+    pub fn explain(&self, mapping: &str, given: &Sizes, profile: Option<&Profile>) -> R<Vec<String>> {
+        let spaces = self.spaces(given, profile)?;
+        let several = spaces.len() > 1;
+        let parts = match several {
+            false => vec![mapping.to_string()],
+            true => {
+                let labels =
+                    spaces.iter().map(|k| k.space.as_ref().map(crate::stages::space_labels).unwrap_or_default());
+                crate::stages::split_mapping(mapping, &labels.collect::<Vec<_>>())?
+            }
+        };
+        let mut out = Vec::new();
+        for (k, part) in spaces.iter().zip(&parts) {
+            let Some(space) = &k.space else { continue };
+            let usage = |e: constraints::Error| named(several, &k.name, Error::Usage(e.to_string()));
+            let m = space.parse_mapping(part).map_err(usage)?;
+            let e = space.explain(&m).map_err(|e| named(several, &k.name, Error::Rejected(e.to_string())))?;
+            let text = |c| stage_text(several, &k.name, crate::mapping::describe(space, c));
+            out.extend(e.violated.iter().map(text));
+        }
+        Ok(out)
+    }
+
+    /// Its kernels at `sizes`, mapped by `mapping` (of the whole program; without one, as
+    /// written), each with its work-group size from `local` (else the space's choice), checked
+    /// under `profile` ([`crate::stages::map`]).
+    pub fn map(
+        &self,
+        sizes: &Sizes,
+        mapping: Option<&str>,
+        profile: Option<Profile>,
+        local: &Locals,
+    ) -> R<crate::stages::Mapped> {
+        let split = self.kernels(sizes)?;
+        let names: Vec<&str> = split.iter().map(|s| s.program.name.as_str()).collect();
+        local.check_kernels(&names)?;
+        let render = |e: &dyn diag::Diagnose| self.render(e);
+        crate::stages::map(split, sizes, mapping, profile, &|name| local.of(name), &render)
+    }
+
+    /// Its kernels at `given` mapped by `mapping` ([`Source::map`]), emitted for `dialect`
+    /// under `profile` (none: [`crate::mapping::default_profile`]).
+    pub fn emit(
+        &self,
+        given: &Sizes,
+        mapping: Option<&str>,
+        dialect: Dialect,
+        local: &Locals,
+        profile: Option<Profile>,
+    ) -> R<Emitted> {
+        let sizes = self.sizes(given)?;
+        let profile = profile.or_else(|| crate::mapping::default_profile(dialect));
+        let mapped = self.map(&sizes, mapping, profile.clone(), local)?;
+        let several = mapped.stages.len() > 1;
+        let mut kernels = Vec::new();
+        for s in &mapped.stages {
+            let opts = match &profile {
+                Some(q) => codegen::Options::for_profile(sizes.clone(), s.local.clone(), q),
+                None => codegen::Options { sizes: sizes.clone(), local: s.local.clone(), ..Default::default() },
+            };
+            let emitted = codegen::emit(&s.program, &opts, dialect);
+            kernels.push(emitted.map_err(|e| named(several, &s.program.name, self.rejected(&e)))?);
+        }
+        let manifests: Vec<&Manifest> = kernels.iter().map(|(_, m)| m).collect();
+        let pipeline = several.then(|| crate::stages::pipeline_json(&self.program, &mapped.stages, &manifests));
+        Ok(Emitted { kernels, pipeline, warnings: mapped.warnings })
+    }
+
+    /// Runs its kernels at `given`, mapped by `mapping` ([`Source::map`], under `device`'s
+    /// limits), in order on `device`, each on `inputs` and the results of the kernels before
+    /// it. With `cfg.check`, a kernel whose result differs from the interpreter's is an error,
+    /// and so is a program of several whose last result differs from the interpreter's result
+    /// of the whole program. The last kernel's output is the program's result.
+    pub fn run(
+        &self,
+        given: &Sizes,
+        inputs: &[Tensor],
+        device: DeviceSpec,
+        mapping: Option<&str>,
+        local: &Locals,
+        cfg: &RunConfig,
+    ) -> R<Vec<KernelRun>> {
+        let sizes = self.sizes(given)?;
+        if cfg.runs == 0 {
+            return Err(Error::Usage("runs must be at least 1".into()));
+        }
+        let stages = self.map(&sizes, mapping, measure::opencl_profile(device).ok(), local)?.stages;
+        let reports = measure::run_stages(&stages, &sizes, inputs, device, cfg).map_err(|e| match e {
+            measure::MeasureError::Codegen(c) => self.rejected(&c),
+            e => Error::Rejected(format!("error: {e}")),
+        })?;
+        if cfg.check {
+            self.check_runs(&stages, &reports, &sizes, inputs, cfg)?;
+        }
+        let names = stages.iter().map(|s| s.program.name.clone());
+        Ok(names.zip(reports).map(|(name, report)| KernelRun { name, report }).collect())
+    }
+
+    /// Refuses runs whose results differ from the interpreter's: each kernel's, and the last
+    /// one's from the whole program's.
+    fn check_runs(
+        &self,
+        stages: &[MappedStage],
+        reports: &[RunReport],
+        sizes: &Sizes,
+        inputs: &[Tensor],
+        cfg: &RunConfig,
+    ) -> R<()> {
+        let several = stages.len() > 1;
+        for (s, r) in stages.iter().zip(reports) {
+            if let Some(c) = r.check.as_ref().filter(|c| !c.ok) {
+                let kernel = if several { format!("kernel of stage `{}`", s.program.name) } else { "kernel".into() };
+                let n = c.mismatches;
+                return Err(Error::Rejected(format!(
+                    "error: the {kernel}'s result differs from the interpreter's in {n} elements"
+                )));
+            }
+        }
+        if let (true, Some(last)) = (several, reports.last()) {
+            let want = interp::eval(&self.program, sizes, inputs).map_err(|e| self.rejected(&e))?;
+            let c = last.output.compare(&want, cfg.rtol, cfg.atol);
+            if !c.ok {
+                let n = c.mismatches;
+                return Err(Error::Rejected(format!(
+                    "error: the kernels' result differs from the interpreter's in {n} elements"
+                )));
+            }
+        }
+        Ok(())
+    }
+}
+
+/// The text of the file at `path`: UTF-8 of at most [`crate::limits::MAX_SOURCE_BYTES`] (a
+/// larger file is refused without reading it all), without a byte order mark.
+pub fn read_text(path: &Path) -> R<String> {
+    use std::io::Read;
+    let cannot = |e: std::io::Error| Error::Rejected(format!("error: cannot read {}: {e}", path.display()));
+    let file = std::fs::File::open(path).map_err(cannot)?;
+    let mut bytes = Vec::new();
+    file.take(crate::limits::MAX_SOURCE_BYTES + 1).read_to_end(&mut bytes).map_err(cannot)?;
+    if bytes.len() as u64 > crate::limits::MAX_SOURCE_BYTES {
+        let mib = crate::limits::MAX_SOURCE_BYTES >> 20;
+        return Err(Error::Rejected(format!("error: {} is larger than {mib} MiB: not a program", path.display())));
+    }
+    let text = String::from_utf8(bytes)
+        .map_err(|e| cannot(std::io::Error::new(std::io::ErrorKind::InvalidData, format!("not UTF-8 text ({e})"))))?;
+    // A byte order mark (editors on Windows write one) is not part of the program.
+    Ok(text.strip_prefix('\u{feff}').map(str::to_string).unwrap_or(text))
+}
+
+/// `e`, said to be about the kernel of stage `name` when the program has several.
+fn named(several: bool, name: &str, e: Error) -> Error {
+    match several {
+        true => crate::stages::in_stage(name, e),
+        false => e,
+    }
+}
+
+/// `msg`, said to be about the kernel of stage `name` when the program has several.
+fn stage_text(several: bool, name: &str, msg: String) -> String {
+    match several {
+        true => format!("in the kernel of stage `{name}`: {msg}"),
+        false => msg,
+    }
+}
+
+/// Up to `n` mappings of the whole program from each kernel's samples `per`: the `i`-th
+/// takes each kernel's `i`-th sample (its first again when it has fewer). None when a kernel
+/// has no valid mapping.
+fn combine(per: &[Vec<String>], n: usize) -> Vec<String> {
+    if per.iter().any(Vec::is_empty) {
+        return Vec::new();
+    }
+    let most = per.iter().map(Vec::len).max().unwrap_or(0).min(n);
+    let one = |i: usize| {
+        let parts = per.iter().map(|v| v[i % v.len()].as_str()).filter(|m| !m.is_empty());
+        parts.collect::<Vec<_>>().join(",")
+    };
+    (0..most).map(one).collect()
+}

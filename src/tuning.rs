@@ -1,0 +1,135 @@
+//! A program tuned from research code ([`Source::tune`]): kernel by kernel for a program of
+//! several, each kernel's log, report, plot and best kernel in a folder of its own, and the
+//! best sequence put together from each kernel's best.
+
+use crate::error::Error;
+use crate::ir::{Program, Sizes};
+use crate::source::Source;
+use mapsat_codegen::Manifest;
+use mapsat_tuner::measure::DeviceSpec;
+use mapsat_tuner::tune::{self, report::Summary, task::Task, Files, Progress, TuneOptions};
+use std::ffi::OsString;
+use std::path::{Path, PathBuf};
+
+type R<T> = Result<T, Error>;
+
+/// How a tune runs.
+pub struct Tuning<'a> {
+    /// The device measured on.
+    pub device: DeviceSpec,
+    /// The profile file or built-in name the space and the models use (none: the OpenCL
+    /// device's own limits, [`crate::target::tune_profile`]).
+    pub target: Option<&'a str>,
+    /// Trials, seed, timeouts, a prior learned model.
+    pub opts: &'a TuneOptions,
+    /// Continue the logs in the output folder instead of starting them.
+    pub resume: bool,
+    /// The command of the measurement worker, a process that calls [`serve_worker`] (the
+    /// `mapsat` program's is `mapsat worker`).
+    pub worker: Vec<OsString>,
+}
+
+/// One kernel's tune.
+pub struct KernelTune {
+    /// Its summary (`report.json`).
+    pub summary: Summary,
+    /// The best kernel's source and manifest, when a candidate was correct.
+    pub best: Option<(String, Manifest)>,
+    /// The folder of its files.
+    pub dir: PathBuf,
+}
+
+/// The best sequence of a program of several kernels: each kernel's best.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Best {
+    /// The mapping of the whole program.
+    pub mapping: String,
+    /// Each kernel's work group, by kernel name.
+    pub local: Vec<(String, Vec<i64>)>,
+    /// The tunable sizes chosen (each kernel's are its own: the sizes kernels share are
+    /// fixed, [`crate::stages::tuning_sizes`]).
+    pub tuning: Sizes,
+    /// The sequence's time in ms: the sum of the kernels'.
+    pub ms: f64,
+    /// Its GFLOP/s.
+    pub gflops: f64,
+}
+
+impl Source {
+    /// Tunes the program at `given` as `how` says into `out` (a program of several kernels:
+    /// each kernel into `out/KERNEL`, in launch order), with `progress` told of each
+    /// measurement and asked whether to stop.
+    pub fn tune(&self, given: &Sizes, how: &Tuning, out: &Path, progress: &mut dyn Progress) -> R<Vec<KernelTune>> {
+        let profile = crate::target::tune_profile(how.target, how.device)?;
+        let p = self.program();
+        if crate::ir::stages::count(p) == 1 {
+            return Ok(vec![tune_kernel(p.clone(), given, profile, how, out, progress)?]);
+        }
+        let given = crate::stages::tuning_sizes(p, given);
+        let split = self.kernels(&given)?;
+        if let Some(name) = crate::stages::untunable(&split, &given) {
+            return Err(Error::Rejected(format!(
+                "error: kernel `{name}` has nothing to map (it only reduces or rearranges data), so there is nothing to tune in it; \
+                 to tune the program, leave out its kernel boundary (`toGlobal`) or give that kernel a map"
+            )));
+        }
+        let mut kernels = Vec::new();
+        for s in split {
+            let dir = out.join(&s.program.name);
+            kernels.push(tune_kernel(s.program, &given, profile.clone(), how, &dir, progress)?);
+        }
+        Ok(kernels)
+    }
+}
+
+/// Tunes one kernel into `out`: its log (`tune.jsonl`), the learned model beside it, the
+/// report, plot and best kernel.
+fn tune_kernel(
+    program: Program,
+    given: &Sizes,
+    profile: crate::ir::profile::Profile,
+    how: &Tuning,
+    out: &Path,
+    progress: &mut dyn Progress,
+) -> R<KernelTune> {
+    let failed = |e: tune::TuneError| Error::Rejected(format!("error: {e}"));
+    let task = Task::new(program, given, profile, how.device.dialect(), true, how.opts.seed).map_err(failed)?;
+    let task = task.reassociating();
+    std::fs::create_dir_all(out)
+        .map_err(|e| Error::Rejected(format!("error: cannot create {}: {e}", out.display())))?;
+    let log = out.join("tune.jsonl");
+    let files = Files { log: log.clone(), resume: how.resume, work: out.join("data"), worker: how.worker.clone() };
+    let result = tune::tune(&task, how.device, how.opts, &files, progress).map_err(failed)?;
+    tune::report::write(&task, &result, out, &[]).map_err(failed)?;
+    if let Some(m) = &result.model {
+        let path = PathBuf::from(format!("{}.model.json", log.display()));
+        m.save(&path).map_err(|e| Error::Rejected(format!("error: {e}")))?;
+    }
+    let best = result.best.as_ref().map(|b| (b.source.clone(), b.manifest.clone()));
+    Ok(KernelTune { summary: Summary::of(&task, &result), best, dir: out.to_path_buf() })
+}
+
+/// The best sequence of the kernels' tunes `kernels` (in launch order); none when a kernel
+/// has no correct candidate.
+pub fn best_sequence<'a>(kernels: impl IntoIterator<Item = &'a Summary>) -> Option<Best> {
+    let kernels: Vec<&Summary> = kernels.into_iter().collect();
+    let bests: Vec<_> = kernels.iter().map(|s| s.best.as_ref()).collect::<Option<_>>()?;
+    let mapping: Vec<&str> = bests.iter().map(|b| b.mapping.as_str()).filter(|m| !m.is_empty()).collect();
+    let ms: f64 = kernels.iter().map(|s| s.best_ms).sum();
+    // Each kernel's flops are its GFLOP/s times its time (MFLOP).
+    let mflop: f64 = kernels.iter().map(|s| s.best_gflops * s.best_ms).sum();
+    Some(Best {
+        mapping: mapping.join(","),
+        local: kernels.iter().zip(&bests).map(|(s, b)| (s.program.clone(), b.local.clone())).collect(),
+        tuning: bests.iter().fold(Sizes::new(), |all, b| all.or(&b.tuning)),
+        ms,
+        gflops: if ms > 0.0 { mflop / ms } else { 0.0 },
+    })
+}
+
+/// Serves the tuner's measurement worker on this process's stdin and stdout: what
+/// [`Tuning::worker`]'s command runs.
+pub fn serve_worker() -> R<()> {
+    let (stdin, stdout) = (std::io::stdin(), std::io::stdout());
+    tune::worker::serve(stdin.lock(), stdout.lock()).map_err(|e| Error::Rejected(format!("error: {e}")))
+}

@@ -1,0 +1,140 @@
+//! The facade as Rust research code uses it ([`mapsat::Source`], [`mapsat::tuning`]), checked
+//! against hand-computed results: a separable blur of two kernels and a matrix product.
+
+mod common;
+
+use mapsat::ir::interp::Tensor;
+use mapsat::ir::Sizes;
+use mapsat::local::Locals;
+use mapsat::tuner::measure::RunConfig;
+use mapsat::tuner::tune::{Silent, TuneOptions};
+use mapsat::tuning::{best_sequence, Tuning};
+use mapsat::{Error, Source};
+
+fn sizes(pairs: &[(&str, i64)]) -> Sizes {
+    let mut s = Sizes::new();
+    for (k, v) in pairs {
+        s.insert(*k, *v);
+    }
+    s
+}
+
+fn example(name: &str) -> Source {
+    Source::read(&common::root().join("examples").join(name)).expect("an example program")
+}
+
+/// The 3x3 box blur of `img` (`h` rows of `w`) with edges clamped, one 3-tap mean after the
+/// other as `sepblur.lift` computes it.
+fn box_blur(img: &[f32], h: usize, w: usize) -> Vec<f32> {
+    let at = |r: isize, c: isize| img[r.clamp(0, h as isize - 1) as usize * w + c.clamp(0, w as isize - 1) as usize];
+    let row = |r: isize, c: isize| (at(r, c - 1) + at(r, c) + at(r, c + 1)) / 3.0;
+    let mut out = Vec::with_capacity(h * w);
+    for r in 0..h as isize {
+        for c in 0..w as isize {
+            let rows = |r: isize| row(r.clamp(0, h as isize - 1), c);
+            out.push((rows(r - 1) + rows(r) + rows(r + 1)) / 3.0);
+        }
+    }
+    out
+}
+
+fn close(got: &[f32], want: &[f32]) {
+    assert_eq!(got.len(), want.len());
+    for (i, (g, w)) in got.iter().zip(want).enumerate() {
+        assert!((g - w).abs() <= 1e-4 * (1.0 + w.abs()), "element {i}: {g} against {w}");
+    }
+}
+
+#[test]
+fn errors_name_the_file_and_the_size() {
+    let e = Source::new("bad.lift", "def f(x: [f32]N) : [f32]N = map(fun(v => v +), x)").unwrap_err();
+    assert!(matches!(&e, Error::Rejected(m) if m.contains("bad.lift:1:")), "{e}");
+    let src = example("sepblur.lift");
+    let e = src.sizes(&sizes(&[("Q", 4)])).unwrap_err();
+    assert!(matches!(&e, Error::Usage(m) if m.contains("no size variable `Q`") && m.contains("H, W")), "{e}");
+    let e = src.explain("A=G0,Z=S", &Sizes::new(), None).unwrap_err();
+    assert!(e.to_string().contains("unknown map `Z`"), "{e}");
+}
+
+#[test]
+fn a_program_of_two_kernels_is_counted_sampled_and_explained_kernel_by_kernel() {
+    let src = example("sepblur.lift");
+    let given = sizes(&[("H", 12), ("W", 20)]);
+    let spaces = src.spaces(&given, None).unwrap();
+    let names: Vec<&str> = spaces.iter().map(|k| k.name.as_str()).collect();
+    assert_eq!(names, ["sepblur_0_h", "sepblur"]);
+    let each: Vec<u64> = spaces
+        .iter()
+        .map(|k| match k.space.as_ref().unwrap().count(0).unwrap() {
+            mapsat::constraints::Count::Exact(n) => n,
+            other => panic!("{other:?}"),
+        })
+        .collect();
+    let count = src.count(&given, None).unwrap();
+    assert!(count.exact);
+    assert_eq!(count.value, (each[0] * each[1]) as f64);
+    let sampled = src.sample(&given, 5, 3, None).unwrap();
+    assert_eq!(sampled.len(), 5);
+    for m in &sampled {
+        assert!(src.explain(m, &given, None).unwrap().is_empty(), "{m}");
+    }
+    let broken = src.explain("A=L0,B=L0,C=G0,D=S", &given, None).unwrap();
+    assert!(
+        !broken.is_empty() && broken.iter().all(|v| v.starts_with("in the kernel of stage `sepblur_0_h`")),
+        "{broken:?}"
+    );
+}
+
+#[test]
+fn sampled_mappings_of_a_blur_run_as_the_hand_computed_blur() {
+    if !common::opencl() {
+        return;
+    }
+    let src = example("sepblur.lift");
+    let (h, w) = (13, 22);
+    let given = sizes(&[("H", h as i64), ("W", w as i64)]);
+    let img: Vec<f32> = (0..h * w).map(|i| ((i * 37) % 101) as f32 / 7.0).collect();
+    let want = box_blur(&img, h, w);
+    let inputs = [Tensor::f32(vec![h, w], img)];
+    let cfg = RunConfig { runs: 1, check: true, ..RunConfig::default() };
+    for m in src.sample(&given, 4, 11, None).unwrap() {
+        let runs = src.run(&given, &inputs, "opencl:0:0".parse().unwrap(), Some(&m), &Locals::default(), &cfg).unwrap();
+        assert_eq!(runs.len(), 2, "{m}");
+        close(runs[1].report.output.as_f32().unwrap(), &want);
+    }
+    let e = src.emit(&given, Some("A=G0,B=S,C=G0,D=S"), mapsat::codegen::Dialect::Cuda, &Locals::default(), None);
+    let e = e.unwrap();
+    assert_eq!(e.kernels.len(), 2);
+    assert!(e.kernels[0].0.contains("__global__"), "{}", e.kernels[0].0);
+    assert_eq!(e.pipeline.unwrap()["kernels"][1]["inputs"][0], "stage:sepblur_0_h");
+    let bad = Locals { all: None, by_kernel: [("blur".to_string(), vec![4])].into() };
+    let e = src.run(&given, &inputs, "opencl:0:0".parse().unwrap(), None, &bad, &cfg).err().unwrap();
+    assert!(e.to_string().contains("kernel `blur`, which the program does not have"), "{e}");
+}
+
+#[test]
+fn a_tuned_matrix_product_runs_as_the_hand_computed_product() {
+    if !common::opencl() {
+        return;
+    }
+    let src = example("matmul.lift");
+    let (m, k, n) = (6, 10, 7);
+    let given = sizes(&[("M", m as i64), ("K", k as i64), ("N", n as i64)]);
+    let out = common::scratch("library", "tune");
+    let opts = TuneOptions { trials: 6, random_trials: 3, batch: 3, ..TuneOptions::default() };
+    let worker = vec![env!("CARGO_BIN_EXE_mapsat").into(), "worker".into()];
+    let how = Tuning { device: "opencl:0:0".parse().unwrap(), target: None, opts: &opts, resume: false, worker };
+    let kernels = src.tune(&given, &how, &out, &mut Silent).unwrap();
+    assert_eq!(kernels.len(), 1);
+    assert!(out.join("tune.jsonl").exists() && out.join("report.json").exists());
+    let best = best_sequence(kernels.iter().map(|k| &k.summary)).expect("a correct candidate");
+    assert!(best.ms > 0.0 && best.gflops > 0.0, "{best:?}");
+    let a: Vec<f32> = (0..m * k).map(|i| (i % 5) as f32 - 2.0).collect();
+    let b: Vec<f32> = (0..k * n).map(|i| (i % 7) as f32 * 0.5).collect();
+    let want: Vec<f32> = (0..m * n).map(|ij| (0..k).map(|x| a[ij / n * k + x] * b[x * n + ij % n]).sum()).collect();
+    let inputs = [Tensor::f32(vec![m, k], a), Tensor::f32(vec![k, n], b)];
+    let local = Locals { all: Some(best.local[0].1.clone()).filter(|l| !l.is_empty()), by_kernel: Default::default() };
+    let cfg = RunConfig { runs: 1, check: true, ..RunConfig::default() };
+    let runs = src.run(&given, &inputs, how.device, Some(&best.mapping), &local, &cfg).unwrap();
+    close(runs[0].report.output.as_f32().unwrap(), &want);
+}
