@@ -37,6 +37,10 @@ pub struct KernelTune {
     pub best: Option<(String, Manifest)>,
     /// The folder of its files.
     pub dir: PathBuf,
+    /// The learned model it saved beside its log (`tune.jsonl.model.json`), which a later
+    /// tune can start from ([`TuneOptions::prior`]); none when it measured no more than one
+    /// batch.
+    pub model: Option<PathBuf>,
 }
 
 /// The best sequence of a program of several kernels: each kernel's best.
@@ -101,12 +105,16 @@ fn tune_kernel(
     let files = Files { log: log.clone(), resume: how.resume, work: out.join("data"), worker: how.worker.clone() };
     let result = tune::tune(&task, how.device, how.opts, &files, progress).map_err(failed)?;
     tune::report::write(&task, &result, out, &[]).map_err(failed)?;
-    if let Some(m) = &result.model {
-        let path = PathBuf::from(format!("{}.model.json", log.display()));
-        m.save(&path).map_err(|e| Error::Rejected(format!("error: {e}")))?;
-    }
+    let model = match &result.model {
+        Some(m) => {
+            let path = PathBuf::from(format!("{}.model.json", log.display()));
+            m.save(&path).map_err(|e| Error::Rejected(format!("error: {e}")))?;
+            Some(path)
+        }
+        None => None,
+    };
     let best = result.best.as_ref().map(|b| (b.source.clone(), b.manifest.clone()));
-    Ok(KernelTune { summary: Summary::of(&task, &result), best, dir: out.to_path_buf() })
+    Ok(KernelTune { summary: Summary::of(&task, &result), best, dir: out.to_path_buf(), model })
 }
 
 /// The best sequence of the kernels' tunes `kernels` (in launch order); none when a kernel

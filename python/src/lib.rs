@@ -10,9 +10,10 @@ use mapsat::ir::{self, profile::Profile, Sizes};
 use mapsat::limits::MAX_SOURCE_BYTES;
 use mapsat::local::Locals;
 use mapsat::tuner::measure::{self, DeviceSpec, RunConfig};
+use mapsat::tuner::tune::model::Learned;
 use mapsat::tuner::tune::{self, TuneOptions};
 use mapsat::tuning::{KernelTune, Tuning};
-use mapsat::Error::Usage;
+use mapsat::Error::{Rejected, Usage};
 use mapsat::Source;
 mod stages;
 
@@ -356,7 +357,7 @@ impl PyProgram {
     /// tune (`mapsat tune`'s report.json), with the best kernel's source as `best_source` and
     /// its manifest as `best_manifest` (of a program of several kernels: each kernel's, in
     /// `kernels`).
-    #[pyo3(signature = (given, device, out, target=None, trials=64, random_trials=32, seed=0, timeout_s=60.0, resume=false))]
+    #[pyo3(signature = (given, device, out, target=None, trials=64, random_trials=32, seed=0, timeout_s=60.0, resume=false, batch=16, model=None))]
     #[allow(clippy::too_many_arguments)]
     fn tune(
         &self,
@@ -370,14 +371,20 @@ impl PyProgram {
         seed: u64,
         timeout_s: f64,
         resume: bool,
+        batch: usize,
+        model: Option<PathBuf>,
     ) -> PyResult<String> {
         let worker = worker_command(py)?;
         let timeout = seconds("timeout", timeout_s)?;
+        if resume && model.is_some() {
+            return Err(err("model starts a tune from a prior model; resume continues one"));
+        }
         let src = self.src.clone();
         let stop = Arc::new(AtomicBool::new(false));
         let given_up = stop.clone();
         deep_with(py, None, &given_up, move || {
-            let opts = TuneOptions { trials, random_trials, seed, timeout, ..TuneOptions::default() };
+            let prior = model.as_deref().map(Learned::load).transpose().map_err(|e| Rejected(format!("error: {e}")))?;
+            let opts = TuneOptions { trials, random_trials, seed, timeout, batch, prior, ..TuneOptions::default() };
             let how = Tuning { device: self::device(&device)?, target: target.as_deref(), opts: &opts, resume, worker };
             let given = to_sizes(given);
             let kernels = src.tune(&given, &how, &out, &mut &Stop(stop))?;
@@ -419,6 +426,7 @@ fn kernel_json(k: &KernelTune) -> R<serde_json::Value> {
         json["best_source"] = source.clone().into();
         json["best_manifest"] = serde_json::from_str(&manifest.to_json()).unwrap_or_default();
     }
+    json["model"] = k.model.as_ref().map(|m| m.display().to_string()).into();
     Ok(json)
 }
 

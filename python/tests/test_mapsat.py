@@ -2,6 +2,8 @@
 refusals as `mapsat.Error` (never a crash). Run by scripts/test.sh (scripts/python.sh builds the
 package into target/py-venv first)."""
 
+import json
+import os
 import pathlib
 import random
 import subprocess
@@ -108,6 +110,25 @@ def test_a_tune_finds_a_kernel_that_computes_the_product(tmp_path):
     assert p.explain(best.mapping, a=a, b=b) == []
     r = p.run(a, b, mapping=best.mapping, local=best.local, sizes=best.sizes, device=DEVICE)
     np.testing.assert_allclose(r.output, a @ b, rtol=1e-4)
+
+
+def test_a_tune_starts_from_the_learned_model_of_another(tmp_path):
+    p = mapsat.Program.load(EXAMPLES / "matmul.lift")
+    first = p.tune(sizes={"M": 16, "K": 8, "N": 12}, device=DEVICE, trials=6, batch=3, random_trials=1,
+                   out=tmp_path / "a")
+    assert first.model and os.path.isfile(first.model)
+    second = p.tune(sizes={"M": 8, "K": 24, "N": 8}, device=DEVICE, trials=3, batch=3, random_trials=1,
+                    out=tmp_path / "b", model=first.model)
+    log = [json.loads(line) for line in open(tmp_path / "b" / "tune.jsonl")]
+    guided = [t for t in log if t.get("kind") == "trial" and t.get("phase") == "guided"]
+    # The first batch is ranked by the prior model: each trial carries its score.
+    assert guided and all(t.get("learned_score") is not None for t in guided), guided
+    assert second.mapping and p.explain(second.mapping, sizes=second.sizes) == []
+    with pytest.raises(mapsat.Error, match="resume continues one"):
+        p.tune(sizes={"M": 8, "K": 24, "N": 8}, device=DEVICE, out=tmp_path / "b", model=first.model,
+               resume=True)
+    with pytest.raises(mapsat.Error, match="not a mapsat cost model"):
+        p.tune(device=DEVICE, out=tmp_path / "c", model=tmp_path / "b" / "report.json")
 
 
 def test_integer_inputs_are_converted_when_they_fit():

@@ -100,7 +100,8 @@ class Run:
 class Tuned:
     """The best kernel of a tune: its mapping and work group (give both to :meth:`Program.run`
     or :meth:`Program.emit`), its time, GFLOP/s and source, and ``mapsat tune``'s whole JSON
-    report (``report``); the tune's files (log, report, plot, kernel) are in ``out``.
+    report (``report``); the tune's files (log, report, plot, kernel) are in ``out``, and
+    ``model`` is the learned cost model it saved (a later tune's ``model=``), if it trained one.
 
     Of a program of several kernels: the best sequence, whose mapping names every kernel's
     maps, ``local`` each kernel's work group by name, the time the sum of the kernels'; each
@@ -114,6 +115,7 @@ class Tuned:
     gflops: float
     source: Optional[str] = field(repr=False)
     out: str = ""
+    model: Optional[str] = None
     report: Dict[str, Any] = field(default_factory=dict, repr=False)
     kernels: List["Tuned"] = field(default_factory=list, repr=False)
 
@@ -230,6 +232,7 @@ def _tuned(report: Dict[str, Any], out: str) -> Tuned:
         gflops=report.get("best_gflops", 0.0),
         source=report.get("best_source"),
         out=out,
+        model=report.get("model"),
         report=report,
         kernels=[_tuned(k, os.path.join(out, k.get("program", ""))) for k in kernels],
     )
@@ -383,7 +386,8 @@ class Program:
     def tune(self, *, sizes: Optional[Dict[str, int]] = None, device: str = "opencl:0:0",
              target: Optional[str] = None, trials: int = 64, random_trials: int = 32, seed: int = 0,
              out: "Optional[os.PathLike[str] | str]" = None, timeout: float = 60.0,
-             resume: bool = False, inputs: Optional[Dict[str, Any]] = None, **kwargs: Any) -> Tuned:
+             resume: bool = False, batch: int = 16, model: "Optional[os.PathLike[str] | str]" = None,
+             inputs: Optional[Dict[str, Any]] = None, **kwargs: Any) -> Tuned:
         """Tunes the program on ``device`` (``mapsat tune``): ``trials`` candidates chosen by
         the cost models and ``random_trials`` at random, each checked against the interpreter.
         Inputs given by name fix the sizes by their shapes (they are not used otherwise: the
@@ -392,12 +396,16 @@ class Program:
         temporary folder by default); a folder that holds a tune already is refused, unless
         ``resume`` continues it (what its log holds is not measured again). Interrupted
         (Ctrl-C), the tune stops before its next measurement; its log keeps what was measured.
-        A tune in which no candidate ran correctly raises :class:`Error`."""
+        The learned cost model is retrained after each ``batch`` of trials and saved beside the
+        log (``Tuned.model``); ``model`` starts a tune from one saved by an earlier tune, of
+        another program or size (transfer: it ranks the first batch, and its training data
+        join this tune's). A tune in which no candidate ran correctly raises :class:`Error`."""
         given = self._given(self._arrays((), kwargs, inputs, required=False), sizes)
         out = _path("out", out) if out is not None else tempfile.mkdtemp(prefix=f"mapsat-tune-{self.name}-")
         args = (given, _str("device", device, False), out, _str("target", target), _int("trials", trials),
                 _int("random_trials", random_trials), _int("seed", seed), _seconds("timeout", timeout),
-                _bool("resume", resume))
+                _bool("resume", resume), _int("batch", batch),
+                _path("model", model) if model is not None else None)
         _device_use()
         report = json.loads(self._p.tune(*args))
         if not report.get("best"):
