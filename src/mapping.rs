@@ -137,6 +137,30 @@ pub fn check_written(p: &Program, sizes: &Sizes, profile: Option<Profile>, local
     })
 }
 
+/// Why code generation refuses `p` mapped by `m`, a mapping valid in `p`'s `space`, at `sizes`
+/// under `profile`'s limits with the work-group size `local`: the memory it keeps per work
+/// group or work item, or its launch, beyond them. The space counts only the buffers a program
+/// stages with `toLocal` against the profile's local memory; code generation also keeps in
+/// local memory what a work group's maps compute together. None: it lowers.
+pub fn refused_by_codegen(
+    space: &Space,
+    p: &Program,
+    m: &Mapping,
+    sizes: &Sizes,
+    local: Option<Vec<i64>>,
+    profile: &Profile,
+) -> Option<String> {
+    let q = space.apply(p, m).ok()?;
+    let opts = mapsat_codegen::Options::for_profile(sizes.clone(), local, profile);
+    match mapsat_codegen::emit(&q, &opts, mapsat_codegen::Dialect::OpenCl) {
+        Err(e) => Some(format!(
+            "code generation refuses this mapping at these sizes under the profile `{}`: {}",
+            profile.name, e.kind
+        )),
+        Ok(_) => None,
+    }
+}
+
 fn rejected(e: mapsat_constraints::Error) -> Error {
     Error::Rejected(format!("error: {e}"))
 }

@@ -30,6 +30,8 @@ pub struct Source {
 pub struct KernelSpace {
     /// The kernel's name (the program's, or its stage's).
     pub name: String,
+    /// The kernel: the program, or its stage.
+    pub program: Program,
     /// Its space; `None` for a kernel of a program of several that has no map (it runs in one
     /// work item).
     pub space: Option<Space>,
@@ -159,7 +161,7 @@ impl Source {
                 Err(constraints::Error::NoMaps) if several => None,
                 Err(e) => return Err(named(several, &name, Error::Rejected(format!("error: {e}")))),
             };
-            out.push(KernelSpace { name, space });
+            out.push(KernelSpace { name, program: s.program, space });
         }
         Ok(out)
     }
@@ -197,8 +199,9 @@ impl Source {
     }
 
     /// The constraints `mapping` (of the whole program) violates at `given` under `profile`,
-    /// one line each; none: it is valid. Each is said to be about its kernel when there are
-    /// several.
+    /// one line each; none: it is valid. With a profile, a mapping valid in a kernel's space
+    /// that code generation refuses under it ([`crate::mapping::refused_by_codegen`]) has that
+    /// reason as its line. Each is said to be about its kernel when there are several.
     pub fn explain(&self, mapping: &str, given: &Sizes, profile: Option<&Profile>) -> R<Vec<String>> {
         let spaces = self.spaces(given, profile)?;
         let several = spaces.len() > 1;
@@ -218,6 +221,11 @@ impl Source {
             let e = space.explain(&m).map_err(|e| named(several, &k.name, Error::Rejected(e.to_string())))?;
             let text = |c| stage_text(several, &k.name, crate::mapping::describe(space, c));
             out.extend(e.violated.iter().map(text));
+            if let (true, Some(q)) = (e.violated.is_empty(), profile) {
+                let sizes = self.sizes(given)?;
+                let refused = crate::mapping::refused_by_codegen(space, &k.program, &m, &sizes, e.local_sizes, q);
+                out.extend(refused.map(|r| stage_text(several, &k.name, r)));
+            }
         }
         Ok(out)
     }

@@ -86,6 +86,21 @@ fn a_program_of_two_kernels_is_counted_sampled_and_explained_kernel_by_kernel() 
 }
 
 #[test]
+fn explained_under_a_profile_a_mapping_code_generation_refuses_is_not_valid() {
+    let dir = common::scratch("library", "tiny");
+    let pocl = std::fs::read_to_string(common::root().join("ir/profiles/pocl-cpu.toml")).unwrap();
+    std::fs::write(dir.join("tiny.toml"), pocl.replace("local_mem_bytes = 524288", "local_mem_bytes = 16")).unwrap();
+    let tiny = mapsat::ir::profile::Profile::load(dir.join("tiny.toml").to_str().unwrap()).unwrap();
+    let src = example("conv.lift");
+    // A work group's 36 results of map C are kept in local memory: 144 bytes.
+    let m = "A_0=W0,A_1=S,B=S,C=L0";
+    assert_eq!(src.explain(m, &Sizes::new(), None).unwrap(), Vec::<String>::new());
+    let v = src.explain(m, &Sizes::new(), Some(&tiny)).unwrap();
+    assert!(v.len() == 1 && v[0].contains("144 bytes of local memory per work group"), "{v:?}");
+    assert_eq!(src.explain("A_0=G0,A_1=S,B=S,C=S", &Sizes::new(), Some(&tiny)).unwrap(), Vec::<String>::new());
+}
+
+#[test]
 fn sampled_mappings_of_a_blur_run_as_the_hand_computed_blur() {
     if !common::opencl() {
         return;

@@ -266,6 +266,33 @@ fn a_profile_with_work_item_limits_as_large_as_an_i64_holds_is_read() {
 }
 
 #[test]
+fn explain_under_a_profile_says_when_code_generation_refuses_a_valid_mapping() {
+    // The space counts only `toLocal` buffers against local memory; code generation also keeps
+    // what a work group's maps compute together there: conv's C=L0 under A_0=W0 needs 144 bytes
+    // (36 f32 of a work group's results), more than a 16-byte profile has. `emit` refuses it,
+    // and so does `explain` under that profile; without one it is valid.
+    let dir = common::scratch("space", "tiny");
+    let profile = std::fs::read_to_string(root().join("ir/profiles/pocl-cpu.toml")).unwrap();
+    let tiny = profile.replace("local_mem_bytes = 524288", "local_mem_bytes = 16").replace("\"pocl-cpu\"", "\"tiny\"");
+    let path = dir.join("tiny.toml");
+    std::fs::write(&path, tiny).unwrap();
+    let (m, target) = ("A_0=W0,A_1=S,B=S,C=L0", path.to_str().unwrap());
+    explain("examples/conv.lift", m, &[]).exits(0);
+    let refused = explain("examples/conv.lift", m, &["--target", target]).exits(1);
+    assert!(
+        refused.stderr.contains("code generation refuses this mapping at these sizes under the profile `tiny`")
+            && refused.stderr.contains("144 bytes of local memory per work group; the target allows 16"),
+        "{}",
+        refused.stderr
+    );
+    let emitted =
+        mapsat(&["emit", "examples/conv.lift", "--mapping", m, "--profile", target, "-o", dir.to_str().unwrap()]);
+    assert!(emitted.exits(1).stderr.contains("144 bytes of local memory"));
+    // A mapping that keeps nothing in local memory is valid under it.
+    explain("examples/conv.lift", "A_0=G0,A_1=S,B=S,C=S", &["--target", target]).exits(0);
+}
+
+#[test]
 fn random_baseline() {
     // Blur: 2 maps, so 12^2 = 144 assignments, of which `count` are valid. 2000 uniform draws
     // find about 2000 * count / 144 valid ones (a fixed seed; the band is 5 standard deviations).

@@ -32,6 +32,11 @@ struct Kernel {
     binder: Option<String>,
     /// What the kernel computes into memory (`toM`): the memory and the map's label.
     stagings: Vec<(Choice, String)>,
+    /// The kernel: the program, or its stage.
+    program: ir::Program,
+    /// The profile the space was generated under (`--target`), and the sizes.
+    profile: Option<ir::profile::Profile>,
+    sizes: ir::Sizes,
 }
 
 /// The space of each kernel of the program: one, unnamed, for a program without kernel
@@ -57,7 +62,9 @@ fn load(file: &Path, how: &How) -> CliResult<Vec<Kernel>> {
         };
         let stagings = stage_choice::stagings(&stage.program);
         if staged && matches!(Space::generate(&stage.program, options.clone()), Err(mc::Error::NoMaps)) {
-            out.push(Kernel { name, space: None, canonical: None, binder: stage.binder, stagings });
+            let (program, profile, sizes) = (stage.program, profile.clone(), sizes.clone());
+            let binder = stage.binder;
+            out.push(Kernel { name, space: None, canonical: None, binder, stagings, program, profile, sizes });
             continue;
         }
         let canonical = match how.canonical {
@@ -68,7 +75,8 @@ fn load(file: &Path, how: &How) -> CliResult<Vec<Kernel>> {
             false => None,
         };
         let space = Space::generate(&stage.program, options).map_err(rejected)?;
-        out.push(Kernel { name, space: Some(space), canonical, binder: stage.binder, stagings });
+        let (program, profile, sizes, space) = (stage.program, profile.clone(), sizes.clone(), Some(space));
+        out.push(Kernel { name, space, canonical, binder: stage.binder, stagings, program, profile, sizes });
     }
     Ok(out)
 }
@@ -279,7 +287,7 @@ pub fn explain(file: &Path, mapping: &str, how: &How) -> CliResult<()> {
     };
     let mut report = Vec::new();
     let mut invalid = Vec::new();
-    for (Kernel { name, space, binder, stagings, .. }, part) in spaces.iter().zip(&parts) {
+    for (Kernel { name, space, binder, stagings, program, profile, sizes, .. }, part) in spaces.iter().zip(&parts) {
         let Some(s) = space else {
             report.push(format!("kernel {}: nothing to map (one work item)", name.as_deref().unwrap_or("")));
             continue;
@@ -289,6 +297,12 @@ pub fn explain(file: &Path, mapping: &str, how: &How) -> CliResult<()> {
         if !e.valid {
             invalid.push(in_kernel(name, super::mapping::violations(s, &e)));
             continue;
+        }
+        if let Some(q) = profile {
+            if let Some(r) = mapsat::mapping::refused_by_codegen(s, program, &m, sizes, e.local_sizes.clone(), q) {
+                invalid.push(in_kernel(name, format!("invalid: valid in the mapping space, but {r}\n")));
+                continue;
+            }
         }
         match (name, binder) {
             (Some(name), Some(b)) => {
