@@ -2,6 +2,7 @@
 //! the driver is missing, so the library is probed first and panics are caught).
 
 use super::bind::{Arg, Bound, Host};
+use super::memory::DeviceMemory;
 use super::{timed_runs, MeasureError, RunConfig, R};
 use cudarc::driver::{CudaContext, CudaFunction, CudaModule, CudaSlice, CudaStream, LaunchConfig, PushKernelArg};
 use mapsat_codegen::Manifest;
@@ -92,6 +93,13 @@ impl Session {
         let name = ctx.name().unwrap_or_else(|_| format!("cuda:{n}"));
         let stream = ctx.default_stream();
         Ok(Session { name, ctx, stream, modules: HashMap::new() })
+    }
+
+    /// The device's free memory, as global memory and largest allocation.
+    pub(super) fn memory(&self) -> R<DeviceMemory> {
+        let (free, _total) = self.ctx.mem_get_info().map_err(e)?;
+        let names = ["the device's free memory, cuMemGetInfo"; 2];
+        Ok(DeviceMemory { global: free as u64, max_alloc: free as u64, names })
     }
 
     /// Compiles `src` with NVRTC once; the compile time in ms.

@@ -16,6 +16,7 @@
 mod bind;
 mod cuda;
 pub mod device;
+pub mod memory;
 mod opencl;
 pub mod profile;
 pub mod session;

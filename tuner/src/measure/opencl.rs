@@ -2,6 +2,7 @@
 //! where no OpenCL is installed and says so).
 
 use super::bind::{Arg, Bound, Host};
+use super::memory::DeviceMemory;
 use super::{timed_runs, MeasureError, RunConfig, R};
 use mapsat_codegen::Manifest;
 use mapsat_ir::profile::Profile;
@@ -174,6 +175,15 @@ impl Session {
         #[allow(deprecated)]
         let queue = CommandQueue::create_default(&context, CL_QUEUE_PROFILING_ENABLE).map_err(e)?;
         Ok(Session { name, device, context, queue, programs: HashMap::new() })
+    }
+
+    /// The device's global memory and largest allocation.
+    pub(super) fn memory(&self) -> R<DeviceMemory> {
+        Ok(DeviceMemory {
+            global: self.device.global_mem_size().map_err(e)?,
+            max_alloc: self.device.max_mem_alloc_size().map_err(e)?,
+            names: ["CL_DEVICE_GLOBAL_MEM_SIZE", "CL_DEVICE_MAX_MEM_ALLOC_SIZE"],
+        })
     }
 
     /// Builds `src` with `options` once (later calls reuse the program); the time spent

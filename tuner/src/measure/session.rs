@@ -65,6 +65,11 @@ impl Session {
         if m.target != self.device.dialect() {
             return Err(MeasureError::Device(format!("a {} kernel cannot run on {}", m.target.name(), self.device)));
         }
+        let device = match &self.rt {
+            Runtime::OpenCl(s) => s.memory()?,
+            Runtime::Cuda(s) => s.memory()?,
+        };
+        super::memory::check(m, device, super::memory::host_available())?;
         let bound = bind(m, inputs)?;
         let (out, times_ms, build_ms) = match &mut self.rt {
             Runtime::OpenCl(s) => s.run(src, m, &bound, cfg)?,
