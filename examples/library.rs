@@ -15,7 +15,14 @@ use mapsat::tuning::{best_sequence, Tuning};
 use mapsat::Source;
 use std::path::Path;
 
-fn main() -> Result<(), Box<dyn std::error::Error>> {
+fn main() {
+    if let Err(e) = run() {
+        eprintln!("{e}");
+        std::process::exit(1);
+    }
+}
+
+fn run() -> Result<(), Box<dyn std::error::Error>> {
     let args: Vec<String> = std::env::args().collect();
     if args.get(1).map(String::as_str) == Some("worker") {
         return Ok(mapsat::tuning::serve_worker()?);
@@ -42,14 +49,21 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     }
 
     // A short tune, kernel by kernel, into a scratch folder.
-    let worker = vec![std::env::current_exe()?.into_os_string(), "worker".into()];
+    // Its worker is this program, started with the argument `worker` (above).
     let opts = TuneOptions { trials: 8, random_trials: 4, ..TuneOptions::default() };
-    let how = Tuning { device, target: None, opts: &opts, resume: false, worker };
+    let how = Tuning::new(device, &opts)?;
     let out = std::env::temp_dir().join("mapsat-library-example");
+    let _ = std::fs::remove_dir_all(&out); // a new tune: its logs are started, not continued
     let kernels = src.tune(&given, &how, &out, &mut Silent)?;
-    match best_sequence(kernels.iter().map(|k| &k.summary)) {
-        Some(b) => println!("tuned: {} at {:.3} ms, work groups {:?} (in {})", b.mapping, b.ms, b.local, out.display()),
-        None => println!("no kernel sequence was correct"),
-    }
+    let Some(best) = best_sequence(kernels.iter().map(|k| &k.summary)) else {
+        println!("no kernel sequence was correct");
+        return Ok(());
+    };
+    println!("tuned: {} at {:.3} ms, work groups {:?} (in {})", best.mapping, best.ms, best.local, out.display());
+
+    // The best sequence run again, as it was measured (built with reassociation).
+    let cfg = RunConfig { check: true, reassociate: true, ..RunConfig::default() };
+    let runs = src.run(&best.sizes(&given), &inputs, device, Some(&best.mapping), &best.locals(), &cfg)?;
+    println!("run again: {:.3} ms, checked", runs.iter().map(|k| k.report.median_ms).sum::<f64>());
     Ok(())
 }

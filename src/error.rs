@@ -11,3 +11,11 @@ pub enum Error {
     #[error("{0}")]
     Rejected(String),
 }
+
+impl From<mapsat_tuner::measure::MeasureError> for Error {
+    /// A device that is missing or refuses, or a device not written right (`opencl:0:0`,
+    /// `cuda:0`), a kernel that fails, an input refused.
+    fn from(e: mapsat_tuner::measure::MeasureError) -> Error {
+        Error::Rejected(format!("error: {e}"))
+    }
+}

@@ -2,8 +2,14 @@
 //! stack they run on, the largest program text, time limits in seconds.
 
 use crate::error::Error;
+use std::cell::Cell;
 use std::sync::mpsc;
 use std::time::Duration;
+
+thread_local! {
+    /// Set on the threads [`spawn_deep`] and [`deep`] start.
+    static DEEP: Cell<bool> = const { Cell::new(false) };
+}
 
 /// The stack of the thread that runs a command: the passes over a program (parsing,
 /// elaboration, checking, printing, lowering) recurse along its tree, whose depth the parser
@@ -23,10 +29,33 @@ pub fn spawn_deep<T: Send + 'static>(f: impl FnOnce() -> T + Send + 'static) -> 
     std::thread::Builder::new()
         .stack_size(STACK_SIZE)
         .spawn(move || {
+            DEEP.with(|d| d.set(true));
             let _ = tx.send(f());
         })
         .map_err(|e| Error::Rejected(format!("error: cannot start a thread: {e}")))?;
     Ok(rx)
+}
+
+/// Runs `f` with [`STACK_SIZE`] of stack and waits for it: on this thread when it is one that
+/// [`spawn_deep`] or `deep` started, else on a thread of its own. What [`crate::Source`]'s
+/// methods run on, so that research code may call them from any thread (a thread's usual 2 MiB
+/// overflowed on a chain of 1,000 additions, which aborts the process). A panic in `f` is an
+/// internal error.
+pub fn deep<T: Send>(f: impl FnOnce() -> Result<T, Error> + Send) -> Result<T, Error> {
+    if DEEP.with(Cell::get) {
+        return f();
+    }
+    std::thread::scope(|s| {
+        let run = move || {
+            DEEP.with(|d| d.set(true));
+            f()
+        };
+        let thread = std::thread::Builder::new().stack_size(STACK_SIZE).spawn_scoped(s, run);
+        let thread = thread.map_err(|e| Error::Rejected(format!("error: cannot start a thread: {e}")))?;
+        thread
+            .join()
+            .unwrap_or_else(|_| Err(Error::Rejected("internal error: mapsat panicked (please report it)".into())))
+    })
 }
 
 /// A time limit given in seconds (`what` names it in errors): positive and at most what a

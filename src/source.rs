@@ -32,8 +32,9 @@ pub struct KernelSpace {
     pub name: String,
     /// The kernel: the program, or its stage.
     pub program: Program,
-    /// Its space; `None` for a kernel of a program of several that has no map (it runs in one
-    /// work item).
+    /// Its space; `None` for a kernel with no map that computes (a plain reduction, or a
+    /// kernel of several that only rearranges): it runs in one work item, with the empty
+    /// mapping.
     pub space: Option<Space>,
 }
 
@@ -70,18 +71,20 @@ impl Source {
     /// order mark is not part of the program; a text larger than
     /// [`crate::limits::MAX_SOURCE_BYTES`] is refused.
     pub fn new(name: impl Into<String>, text: impl Into<String>) -> R<Source> {
-        let (name, mut text) = (name.into(), text.into());
-        if let Some(rest) = text.strip_prefix('\u{feff}') {
-            text = rest.to_string();
-        }
-        if text.len() as u64 > crate::limits::MAX_SOURCE_BYTES {
-            let mib = crate::limits::MAX_SOURCE_BYTES >> 20;
-            return Err(Error::Rejected(format!("error: {name} is larger than {mib} MiB: not a program")));
-        }
-        let render = |e: &dyn diag::Diagnose| Error::Rejected(diag::render(&name, &text, e));
-        let program = ir::parse(&text).map_err(|e| render(&e))?;
-        ir::check::check(&program).map_err(|e| render(&e))?;
-        Ok(Source { name, text, program })
+        let (name, mut text): (String, String) = (name.into(), text.into());
+        crate::limits::deep(move || {
+            if let Some(rest) = text.strip_prefix('\u{feff}') {
+                text = rest.to_string();
+            }
+            if text.len() as u64 > crate::limits::MAX_SOURCE_BYTES {
+                let mib = crate::limits::MAX_SOURCE_BYTES >> 20;
+                return Err(Error::Rejected(format!("error: {name} is larger than {mib} MiB: not a program")));
+            }
+            let render = |e: &dyn diag::Diagnose| Error::Rejected(diag::render(&name, &text, e));
+            let program = ir::parse(&text).map_err(|e| render(&e))?;
+            ir::check::check(&program).map_err(|e| render(&e))?;
+            Ok(Source { name, text, program })
+        })
     }
 
     /// The program in the file at `path` ([`Source::new`], named by the path).
@@ -111,91 +114,103 @@ impl Source {
     }
 
     fn rejected(&self, e: &dyn diag::Diagnose) -> Error {
-        Error::Rejected(self.render(e))
+        Error::Rejected(self.render(e).trim_end().to_string())
     }
 
     /// Every size: `given` (each a size of the program), the others at their defaults, with the
     /// program type-checked at them.
     pub fn sizes(&self, given: &Sizes) -> R<Sizes> {
-        let known = |n: &str| self.program.sizes.iter().any(|v| v.name == n);
-        if let Some((name, _)) = given.iter().find(|(n, _)| !known(n)) {
-            let all: Vec<&str> = self.program.sizes.iter().map(|v| v.name.as_str()).collect();
-            let has = all.join(", ");
-            return Err(Error::Usage(format!("the program has no size variable `{name}` (it has: {has})")));
-        }
-        let sizes = self.program.resolve_sizes(given).map_err(|e| Error::Usage(e.to_string()))?;
-        ir::check::check_with_sizes(&self.program, &sizes).map_err(|e| self.rejected(&e))?;
-        Ok(sizes)
+        crate::limits::deep(|| {
+            let known = |n: &str| self.program.sizes.iter().any(|v| v.name == n);
+            if let Some((name, _)) = given.iter().find(|(n, _)| !known(n)) {
+                let all: Vec<&str> = self.program.sizes.iter().map(|v| v.name.as_str()).collect();
+                let has = all.join(", ");
+                return Err(Error::Usage(format!("the program has no size variable `{name}` (it has: {has})")));
+            }
+            let sizes = self.program.resolve_sizes(given).map_err(|e| Error::Usage(e.to_string()))?;
+            ir::check::check_with_sizes(&self.program, &sizes).map_err(|e| self.rejected(&e))?;
+            Ok(sizes)
+        })
     }
 
     /// The type of its result at `given`.
     pub fn result_type(&self, given: &Sizes) -> R<ir::Type> {
-        let sizes = self.sizes(given)?;
-        let info = ir::check::check_with_sizes(&self.program, &sizes).map_err(|e| self.rejected(&e))?;
-        Ok(info.result)
+        crate::limits::deep(|| {
+            let sizes = self.sizes(given)?;
+            let info = ir::check::check_with_sizes(&self.program, &sizes).map_err(|e| self.rejected(&e))?;
+            Ok(info.result)
+        })
     }
 
     /// The interpreter's result on `inputs` (in parameter order) at `given`.
     pub fn eval(&self, given: &Sizes, inputs: &[Tensor]) -> R<Tensor> {
-        let sizes = self.sizes(given)?;
-        interp::eval(&self.program, &sizes, inputs).map_err(|e| self.rejected(&e))
+        crate::limits::deep(|| {
+            let sizes = self.sizes(given)?;
+            interp::eval(&self.program, &sizes, inputs).map_err(|e| self.rejected(&e))
+        })
     }
 
     /// Its kernels at `sizes` (one, or one per stage: [`ir::stages`]).
     pub fn kernels(&self, sizes: &Sizes) -> R<Vec<Stage>> {
-        ir::stages::split_at(&self.program, sizes).map_err(|e| self.rejected(&e))
+        crate::limits::deep(|| ir::stages::split_at(&self.program, sizes).map_err(|e| self.rejected(&e)))
     }
 
     /// The mapping space of each kernel at `given` under `profile`'s limits (none: no device's).
     pub fn spaces(&self, given: &Sizes, profile: Option<&Profile>) -> R<Vec<KernelSpace>> {
-        let sizes = self.sizes(given)?;
-        let split = self.kernels(&sizes)?;
-        let several = split.len() > 1;
-        let mut out = Vec::new();
-        for s in split {
-            let options =
-                constraints::Options { profile: profile.cloned(), sizes: sizes.clone(), ..Default::default() };
-            let name = s.program.name.clone();
-            let space = match Space::generate(&s.program, options) {
-                Ok(space) => Some(space),
-                Err(constraints::Error::NoMaps) if several => None,
-                Err(e) => return Err(named(several, &name, Error::Rejected(format!("error: {e}")))),
-            };
-            out.push(KernelSpace { name, program: s.program, space });
-        }
-        Ok(out)
+        crate::limits::deep(|| {
+            let sizes = self.sizes(given)?;
+            let split = self.kernels(&sizes)?;
+            let several = split.len() > 1;
+            let mut out = Vec::new();
+            for s in split {
+                let options =
+                    constraints::Options { profile: profile.cloned(), sizes: sizes.clone(), ..Default::default() };
+                let name = s.program.name.clone();
+                let space = match Space::generate(&s.program, options) {
+                    Ok(space) => Some(space),
+                    Err(constraints::Error::NoMaps) => None,
+                    Err(e) => return Err(named(several, &name, Error::Rejected(format!("error: {e}")))),
+                };
+                out.push(KernelSpace { name, program: s.program, space });
+            }
+            Ok(out)
+        })
     }
 
     /// Up to `n` valid mappings of the whole program at `given` under `profile`, sampled with
     /// `seed`: the `i`-th takes each kernel's `i`-th sample (its first again when it has fewer).
     /// None when a kernel has no valid mapping.
     pub fn sample(&self, given: &Sizes, n: usize, seed: u64, profile: Option<&Profile>) -> R<Vec<String>> {
-        let mut per = Vec::new();
-        for k in self.spaces(given, profile)? {
-            per.push(match k.space {
-                Some(s) => {
-                    let sampled = s.sample(n, seed).map_err(|e| Error::Rejected(format!("error: {e}")))?;
-                    sampled.iter().map(|m| s.show(m).to_string()).collect()
-                }
-                None => vec![String::new()],
-            });
-        }
-        Ok(combine(&per, n))
+        crate::limits::deep(|| {
+            let mut per = Vec::new();
+            for k in self.spaces(given, profile)? {
+                per.push(match k.space {
+                    Some(s) => {
+                        let sampled = s.sample(n, seed).map_err(|e| Error::Rejected(format!("error: {e}")))?;
+                        sampled.iter().map(|m| s.show(m).to_string()).collect()
+                    }
+                    None => vec![String::new()],
+                });
+            }
+            Ok(combine(&per, n))
+        })
     }
 
     /// The number of valid mappings at `given` under `profile`.
     pub fn count(&self, given: &Sizes, profile: Option<&Profile>) -> R<MappingCount> {
-        let mut total = MappingCount { value: 1.0, exact: true };
-        for k in self.spaces(given, profile)? {
-            let Some(space) = k.space else { continue };
-            match space.count(0).map_err(|e| Error::Rejected(format!("error: {e}")))? {
-                constraints::Count::Exact(n) => total.value *= n as f64,
-                constraints::Count::Estimate { value, .. } => {
-                    total = MappingCount { value: total.value * value, exact: false }
+        crate::limits::deep(|| {
+            let mut total = MappingCount { value: 1.0, exact: true };
+            for k in self.spaces(given, profile)? {
+                let Some(space) = k.space else { continue };
+                match space.count(0).map_err(|e| Error::Rejected(format!("error: {e}")))? {
+                    constraints::Count::Exact(n) => total.value *= n as f64,
+                    constraints::Count::Estimate { value, .. } => {
+                        total = MappingCount { value: total.value * value, exact: false }
+                    }
                 }
             }
-        }
-        Ok(total)
+            Ok(total)
+        })
     }
 
     /// The constraints `mapping` (of the whole program) violates at `given` under `profile`,
@@ -203,31 +218,33 @@ impl Source {
     /// that code generation refuses under it ([`crate::mapping::refused_by_codegen`]) has that
     /// reason as its line. Each is said to be about its kernel when there are several.
     pub fn explain(&self, mapping: &str, given: &Sizes, profile: Option<&Profile>) -> R<Vec<String>> {
-        let spaces = self.spaces(given, profile)?;
-        let several = spaces.len() > 1;
-        let parts = match several {
-            false => vec![mapping.to_string()],
-            true => {
-                let labels =
-                    spaces.iter().map(|k| k.space.as_ref().map(crate::stages::space_labels).unwrap_or_default());
-                crate::stages::split_mapping(mapping, &labels.collect::<Vec<_>>())?
+        crate::limits::deep(|| {
+            let spaces = self.spaces(given, profile)?;
+            let several = spaces.len() > 1;
+            let parts = match several || spaces.first().is_some_and(|k| k.space.is_none()) {
+                false => vec![mapping.to_string()],
+                true => {
+                    let labels =
+                        spaces.iter().map(|k| k.space.as_ref().map(crate::stages::space_labels).unwrap_or_default());
+                    crate::stages::split_mapping(mapping, &labels.collect::<Vec<_>>())?
+                }
+            };
+            let mut out = Vec::new();
+            for (k, part) in spaces.iter().zip(&parts) {
+                let Some(space) = &k.space else { continue };
+                let usage = |e: constraints::Error| named(several, &k.name, Error::Usage(e.to_string()));
+                let m = space.parse_mapping(part).map_err(usage)?;
+                let e = space.explain(&m).map_err(|e| named(several, &k.name, Error::Rejected(e.to_string())))?;
+                let text = |c| stage_text(several, &k.name, crate::mapping::describe(space, c));
+                out.extend(e.violated.iter().map(text));
+                if let (true, Some(q)) = (e.violated.is_empty(), profile) {
+                    let sizes = self.sizes(given)?;
+                    let refused = crate::mapping::refused_by_codegen(space, &k.program, &m, &sizes, e.local_sizes, q);
+                    out.extend(refused.map(|r| stage_text(several, &k.name, r)));
+                }
             }
-        };
-        let mut out = Vec::new();
-        for (k, part) in spaces.iter().zip(&parts) {
-            let Some(space) = &k.space else { continue };
-            let usage = |e: constraints::Error| named(several, &k.name, Error::Usage(e.to_string()));
-            let m = space.parse_mapping(part).map_err(usage)?;
-            let e = space.explain(&m).map_err(|e| named(several, &k.name, Error::Rejected(e.to_string())))?;
-            let text = |c| stage_text(several, &k.name, crate::mapping::describe(space, c));
-            out.extend(e.violated.iter().map(text));
-            if let (true, Some(q)) = (e.violated.is_empty(), profile) {
-                let sizes = self.sizes(given)?;
-                let refused = crate::mapping::refused_by_codegen(space, &k.program, &m, &sizes, e.local_sizes, q);
-                out.extend(refused.map(|r| stage_text(several, &k.name, r)));
-            }
-        }
-        Ok(out)
+            Ok(out)
+        })
     }
 
     /// Its kernels at `sizes`, mapped by `mapping` (of the whole program; without one, as
@@ -240,11 +257,13 @@ impl Source {
         profile: Option<Profile>,
         local: &Locals,
     ) -> R<crate::stages::Mapped> {
-        let split = self.kernels(sizes)?;
-        let names: Vec<&str> = split.iter().map(|s| s.program.name.as_str()).collect();
-        local.check_kernels(&names)?;
-        let render = |e: &dyn diag::Diagnose| self.render(e);
-        crate::stages::map(split, sizes, mapping, profile, &|name| local.of(name), &render)
+        crate::limits::deep(|| {
+            let split = self.kernels(sizes)?;
+            let names: Vec<&str> = split.iter().map(|s| s.program.name.as_str()).collect();
+            local.check_kernels(&names)?;
+            let render = |e: &dyn diag::Diagnose| self.render(e);
+            crate::stages::map(split, sizes, mapping, profile, &|name| local.of(name), &render)
+        })
     }
 
     /// Its kernels at `given` mapped by `mapping` ([`Source::map`]), emitted for `dialect`
@@ -257,22 +276,24 @@ impl Source {
         local: &Locals,
         profile: Option<Profile>,
     ) -> R<Emitted> {
-        let sizes = self.sizes(given)?;
-        let profile = profile.or_else(|| crate::mapping::default_profile(dialect));
-        let mapped = self.map(&sizes, mapping, profile.clone(), local)?;
-        let several = mapped.stages.len() > 1;
-        let mut kernels = Vec::new();
-        for s in &mapped.stages {
-            let opts = match &profile {
-                Some(q) => codegen::Options::for_profile(sizes.clone(), s.local.clone(), q),
-                None => codegen::Options { sizes: sizes.clone(), local: s.local.clone(), ..Default::default() },
-            };
-            let emitted = codegen::emit(&s.program, &opts, dialect);
-            kernels.push(emitted.map_err(|e| named(several, &s.program.name, self.rejected(&e)))?);
-        }
-        let manifests: Vec<&Manifest> = kernels.iter().map(|(_, m)| m).collect();
-        let pipeline = several.then(|| crate::stages::pipeline_json(&self.program, &mapped.stages, &manifests));
-        Ok(Emitted { kernels, pipeline, warnings: mapped.warnings })
+        crate::limits::deep(|| {
+            let sizes = self.sizes(given)?;
+            let profile = profile.or_else(|| crate::mapping::default_profile(dialect));
+            let mapped = self.map(&sizes, mapping, profile.clone(), local)?;
+            let several = mapped.stages.len() > 1;
+            let mut kernels = Vec::new();
+            for s in &mapped.stages {
+                let opts = match &profile {
+                    Some(q) => codegen::Options::for_profile(sizes.clone(), s.local.clone(), q),
+                    None => codegen::Options { sizes: sizes.clone(), local: s.local.clone(), ..Default::default() },
+                };
+                let emitted = codegen::emit(&s.program, &opts, dialect);
+                kernels.push(emitted.map_err(|e| named(several, &s.program.name, self.rejected(&e)))?);
+            }
+            let manifests: Vec<&Manifest> = kernels.iter().map(|(_, m)| m).collect();
+            let pipeline = several.then(|| crate::stages::pipeline_json(&self.program, &mapped.stages, &manifests));
+            Ok(Emitted { kernels, pipeline, warnings: mapped.warnings })
+        })
     }
 
     /// Runs its kernels at `given`, mapped by `mapping` ([`Source::map`], under `device`'s
@@ -289,20 +310,23 @@ impl Source {
         local: &Locals,
         cfg: &RunConfig,
     ) -> R<Vec<KernelRun>> {
-        let sizes = self.sizes(given)?;
-        if cfg.runs == 0 {
-            return Err(Error::Usage("runs must be at least 1".into()));
-        }
-        let stages = self.map(&sizes, mapping, measure::opencl_profile(device).ok(), local)?.stages;
-        let reports = measure::run_stages(&stages, &sizes, inputs, device, cfg).map_err(|e| match e {
-            measure::MeasureError::Codegen(c) => self.rejected(&c),
-            e => Error::Rejected(format!("error: {e}")),
-        })?;
-        if cfg.check {
-            self.check_runs(&stages, &reports, &sizes, inputs, cfg)?;
-        }
-        let names = stages.iter().map(|s| s.program.name.clone());
-        Ok(names.zip(reports).map(|(name, report)| KernelRun { name, report }).collect())
+        crate::limits::deep(|| {
+            let sizes = self.sizes(given)?;
+            if cfg.runs == 0 {
+                return Err(Error::Usage("runs must be at least 1".into()));
+            }
+            interp::check_inputs(&self.program, &sizes, inputs).map_err(|e| self.rejected(&e))?;
+            let stages = self.map(&sizes, mapping, measure::opencl_profile(device).ok(), local)?.stages;
+            let reports = measure::run_stages(&stages, &sizes, inputs, device, cfg).map_err(|e| match e {
+                measure::MeasureError::Codegen(c) => self.rejected(&c),
+                e => Error::Rejected(format!("error: {e}")),
+            })?;
+            if cfg.check {
+                self.check_runs(&stages, &reports, &sizes, inputs, cfg)?;
+            }
+            let names = stages.iter().map(|s| s.program.name.clone());
+            Ok(names.zip(reports).map(|(name, report)| KernelRun { name, report }).collect())
+        })
     }
 
     /// Refuses runs whose results differ from the interpreter's: each kernel's, and the last

@@ -4,10 +4,11 @@
 
 use crate::error::Error;
 use crate::ir::{Program, Sizes};
+use crate::local::Locals;
 use crate::source::Source;
 use mapsat_codegen::Manifest;
 use mapsat_tuner::measure::DeviceSpec;
-use mapsat_tuner::tune::{self, report::Summary, task::Task, Files, Progress, TuneOptions};
+use mapsat_tuner::tune::{self, model::Learned, report::Summary, task::Task, Files, Progress, TuneOptions};
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 
@@ -29,6 +30,17 @@ pub struct Tuning<'a> {
     pub worker: Vec<OsString>,
 }
 
+impl<'a> Tuning<'a> {
+    /// A tune on `device` with `opts`, under the device's own limits, starting its logs, whose
+    /// worker is this program started with the argument `worker` (which must then call
+    /// [`serve_worker`], as `examples/library.rs` does).
+    pub fn new(device: DeviceSpec, opts: &'a TuneOptions) -> R<Tuning<'a>> {
+        let exe = std::env::current_exe()
+            .map_err(|e| Error::Rejected(format!("error: cannot find this program, the tune's worker: {e}")))?;
+        Ok(Tuning { device, target: None, opts, resume: false, worker: vec![exe.into(), "worker".into()] })
+    }
+}
+
 /// One kernel's tune.
 pub struct KernelTune {
     /// Its summary (`report.json`).
@@ -38,8 +50,8 @@ pub struct KernelTune {
     /// The folder of its files.
     pub dir: PathBuf,
     /// The learned model it saved beside its log (`tune.jsonl.model.json`), which a later
-    /// tune can start from ([`TuneOptions::prior`]); none when it measured no more than one
-    /// batch.
+    /// tune can start from ([`TuneOptions::prior`], [`load_model`]); none when no model was
+    /// trained (no candidate of its guided search ran correctly).
     pub model: Option<PathBuf>,
 }
 
@@ -62,27 +74,63 @@ pub struct Best {
 impl Source {
     /// Tunes the program at `given` as `how` says into `out` (a program of several kernels:
     /// each kernel into `out/KERNEL`, in launch order), with `progress` told of each
-    /// measurement and asked whether to stop.
-    pub fn tune(&self, given: &Sizes, how: &Tuning, out: &Path, progress: &mut dyn Progress) -> R<Vec<KernelTune>> {
-        let profile = crate::target::tune_profile(how.target, how.device)?;
-        let p = self.program();
-        if crate::ir::stages::count(p) == 1 {
-            return Ok(vec![tune_kernel(p.clone(), given, profile, how, out, progress)?]);
+    /// measurement and asked whether to stop. A tune whose files would overwrite the program's
+    /// file ([`Source::name`]) is refused before it measures anything.
+    pub fn tune(
+        &self,
+        given: &Sizes,
+        how: &Tuning,
+        out: &Path,
+        progress: &mut (dyn Progress + Send),
+    ) -> R<Vec<KernelTune>> {
+        crate::limits::deep(|| {
+            self.sizes(given)?;
+            if how.resume && how.opts.prior.is_some() {
+                return Err(Error::Usage("a prior model starts a tune; resume continues one: give one of them".into()));
+            }
+            let profile = crate::target::tune_profile(how.target, how.device)?;
+            let p = self.program();
+            if crate::ir::stages::count(p) == 1 {
+                self.keep_input(&p.name, how, out)?;
+                return Ok(vec![tune_kernel(p.clone(), given, profile, how, out, progress)?]);
+            }
+            let given = crate::stages::tuning_sizes(p, given);
+            let split = self.kernels(&given)?;
+            if let Some(name) = crate::stages::untunable(&split, &given) {
+                return Err(Error::Rejected(format!(
+                    "error: kernel `{name}` has nothing to map (it only reduces or rearranges data), so there is nothing to tune in it; \
+                     to tune the program, leave out its kernel boundary (`toGlobal`) or give that kernel a map"
+                )));
+            }
+            for s in &split {
+                self.keep_input(&s.program.name, how, &out.join(&s.program.name))?;
+            }
+            let mut kernels = Vec::new();
+            for s in split {
+                let dir = out.join(&s.program.name);
+                kernels.push(tune_kernel(s.program, &given, profile.clone(), how, &dir, progress)?);
+            }
+            Ok(kernels)
+        })
+    }
+
+    /// Refuses a tune of the kernel `name` into `out` whose files (the kernel, the report, the
+    /// log and its model, the inputs in `out/data/`) would overwrite the program's file.
+    fn keep_input(&self, name: &str, how: &Tuning, out: &Path) -> R<()> {
+        let input = Path::new(self.name());
+        let mut files = tune::report::outputs(name, how.device.dialect(), out);
+        files.extend(["tune.jsonl", "tune.jsonl.model.json"].map(|f| out.join(f)));
+        let refused =
+            |m: String| Error::Rejected(format!("error: nothing is tuned: {m} (choose another output folder)"));
+        tune::report::keep_away(&files, &[(input, "the input program")]).map_err(|e| refused(e.to_string()))?;
+        match tune::report::inside(input, &out.join("data")) {
+            true => Err(refused(format!(
+                "the input program {} is in {}, which the tune writes",
+                input.display(),
+                out.join("data").display()
+            ))),
+            false => Ok(()),
         }
-        let given = crate::stages::tuning_sizes(p, given);
-        let split = self.kernels(&given)?;
-        if let Some(name) = crate::stages::untunable(&split, &given) {
-            return Err(Error::Rejected(format!(
-                "error: kernel `{name}` has nothing to map (it only reduces or rearranges data), so there is nothing to tune in it; \
-                 to tune the program, leave out its kernel boundary (`toGlobal`) or give that kernel a map"
-            )));
-        }
-        let mut kernels = Vec::new();
-        for s in split {
-            let dir = out.join(&s.program.name);
-            kernels.push(tune_kernel(s.program, &given, profile.clone(), how, &dir, progress)?);
-        }
-        Ok(kernels)
     }
 }
 
@@ -94,7 +142,7 @@ fn tune_kernel(
     profile: crate::ir::profile::Profile,
     how: &Tuning,
     out: &Path,
-    progress: &mut dyn Progress,
+    progress: &mut (dyn Progress + Send),
 ) -> R<KernelTune> {
     let failed = |e: tune::TuneError| Error::Rejected(format!("error: {e}"));
     let task = Task::new(program, given, profile, how.device.dialect(), true, how.opts.seed).map_err(failed)?;
@@ -133,6 +181,26 @@ pub fn best_sequence<'a>(kernels: impl IntoIterator<Item = &'a Summary>) -> Opti
         ms,
         gflops: if ms > 0.0 { mflop / ms } else { 0.0 },
     })
+}
+
+impl Best {
+    /// The work groups to run the sequence with ([`Source::run`]): each kernel's, by name
+    /// (code generation's default where a kernel's is empty).
+    pub fn locals(&self) -> Locals {
+        let chosen = self.local.iter().filter(|(_, l)| !l.is_empty());
+        Locals { all: None, by_kernel: chosen.map(|(k, l)| (k.clone(), l.clone())).collect() }
+    }
+
+    /// The sizes to run the sequence at: the tune's `given` sizes with the tunable sizes chosen.
+    pub fn sizes(&self, given: &Sizes) -> Sizes {
+        self.tuning.or(given)
+    }
+}
+
+/// A learned model saved by a tune ([`KernelTune::model`]), to start another from
+/// ([`TuneOptions::prior`]).
+pub fn load_model(path: &Path) -> R<Learned> {
+    Learned::load(path).map_err(|e| Error::Rejected(format!("error: {e}")))
 }
 
 /// Serves the tuner's measurement worker on this process's stdin and stdout: what

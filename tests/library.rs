@@ -86,6 +86,34 @@ fn a_program_of_two_kernels_is_counted_sampled_and_explained_kernel_by_kernel() 
 }
 
 #[test]
+fn bad_calls_are_errors_not_panics() {
+    let src = example("matmul.lift");
+    let given = sizes(&[("M", 2), ("K", 3), ("N", 2)]);
+    let one = [Tensor::f32(vec![2, 3], vec![1.0; 6])];
+    let cfg = RunConfig::default();
+    let device = "opencl:0:0".parse().unwrap();
+    let e = src.run(&given, &one, device, Some("A=G0,B=G1,C=S"), &Locals::default(), &cfg).err().unwrap();
+    assert!(e.to_string().contains("takes 2 inputs, got 1"), "{e}");
+    let blur = example("sepblur.lift");
+    let e = blur.run(&Sizes::new(), &[], device, Some("A=G1,B=G0,C=G1,D=G0"), &Locals::default(), &cfg);
+    assert!(e.err().unwrap().to_string().contains("takes 1 input, got 0"));
+    // A chain of 1,500 additions, on a thread with the usual 2 MiB of stack.
+    let text = format!("def f(x: f32) : f32 = x{}", " + 1.0".repeat(1500));
+    let parsed = std::thread::spawn(move || Source::new("chain.lift", text).map(|s| s.program().params.len()));
+    assert_eq!(parsed.join().unwrap().unwrap(), 1);
+}
+
+#[test]
+fn a_program_without_a_map_has_the_empty_mapping() {
+    let src = Source::new("sum.lift", "size N = 4\ndef sum(xs: [f32]N) : f32 = reduce(add, 0.0, xs)").unwrap();
+    assert_eq!(src.count(&Sizes::new(), None).unwrap(), mapsat::source::MappingCount { value: 1.0, exact: true });
+    assert_eq!(src.sample(&Sizes::new(), 3, 0, None).unwrap(), [""]);
+    assert!(src.explain("", &Sizes::new(), None).unwrap().is_empty());
+    let e = src.explain("A=G0", &Sizes::new(), None).unwrap_err();
+    assert!(e.to_string().contains("unknown map `A`"), "{e}");
+}
+
+#[test]
 fn explained_under_a_profile_a_mapping_code_generation_refuses_is_not_valid() {
     let dir = common::scratch("library", "tiny");
     let pocl = std::fs::read_to_string(common::root().join("ir/profiles/pocl-cpu.toml")).unwrap();
@@ -139,6 +167,16 @@ fn a_tuned_matrix_product_runs_as_the_hand_computed_product() {
     let opts = TuneOptions { trials: 6, random_trials: 3, batch: 3, ..TuneOptions::default() };
     let worker = vec![env!("CARGO_BIN_EXE_mapsat").into(), "worker".into()];
     let how = Tuning { device: "opencl:0:0".parse().unwrap(), target: None, opts: &opts, resume: false, worker };
+    // A typo in a size's name, a tune into the program's own folder, a prior model with
+    // resume: refused before anything is measured.
+    let e = src.tune(&sizes(&[("m", 6)]), &how, &out, &mut Silent).err().unwrap();
+    assert!(e.to_string().contains("no size variable `m`"), "{e}");
+    let copy = out.join("matmul.lift");
+    std::fs::write(&copy, src.text()).unwrap();
+    let e = Source::read(&copy).unwrap().tune(&given, &how, &out, &mut Silent).err().unwrap();
+    assert!(e.to_string().contains("matmul.lift would overwrite the input program"), "{e}");
+    assert_eq!(std::fs::read_to_string(&copy).unwrap(), src.text());
+    std::fs::remove_file(&copy).unwrap();
     let kernels = src.tune(&given, &how, &out, &mut Silent).unwrap();
     assert_eq!(kernels.len(), 1);
     assert!(out.join("tune.jsonl").exists() && out.join("report.json").exists());
@@ -148,8 +186,12 @@ fn a_tuned_matrix_product_runs_as_the_hand_computed_product() {
     let b: Vec<f32> = (0..k * n).map(|i| (i % 7) as f32 * 0.5).collect();
     let want: Vec<f32> = (0..m * n).map(|ij| (0..k).map(|x| a[ij / n * k + x] * b[x * n + ij % n]).sum()).collect();
     let inputs = [Tensor::f32(vec![m, k], a), Tensor::f32(vec![k, n], b)];
-    let local = Locals { all: Some(best.local[0].1.clone()).filter(|l| !l.is_empty()), by_kernel: Default::default() };
     let cfg = RunConfig { runs: 1, check: true, ..RunConfig::default() };
-    let runs = src.run(&given, &inputs, how.device, Some(&best.mapping), &local, &cfg).unwrap();
+    let runs = src.run(&best.sizes(&given), &inputs, how.device, Some(&best.mapping), &best.locals(), &cfg).unwrap();
     close(runs[0].report.output.as_f32().unwrap(), &want);
+    let model = kernels[0].model.as_deref().expect("a learned model");
+    let prior = TuneOptions { prior: Some(mapsat::tuning::load_model(model).unwrap()), ..TuneOptions::default() };
+    let resumed = Tuning { opts: &prior, resume: true, ..how };
+    let e = src.tune(&given, &resumed, &out, &mut Silent).err().unwrap();
+    assert!(e.to_string().contains("resume continues one"), "{e}");
 }

@@ -232,6 +232,13 @@ pub fn run_stages(
     cfg: &RunConfig,
 ) -> R<Vec<RunReport>> {
     let mut reports: Vec<RunReport> = Vec::with_capacity(stages.len());
+    let params = stages.iter().flat_map(|s| &s.inputs).filter_map(|i| match i {
+        mapsat_ir::stages::Input::Param(j) => Some(*j as usize + 1),
+        mapsat_ir::stages::Input::Stage(_) => None,
+    });
+    if let Some(n) = params.max().filter(|n| *n > inputs.len()) {
+        return Err(MeasureError::Input(format!("the kernels read {n} inputs, {} given", inputs.len())));
+    }
     for s in stages {
         let args: Vec<Tensor> = {
             let results: Vec<&Tensor> = reports.iter().map(|r| &r.output).collect();

@@ -25,7 +25,8 @@ pub mod task;
 pub mod worker;
 
 use crate::measure::DeviceSpec;
-use log::{Header, Log, LogError, Phase, Trial, LOG_FORMAT};
+pub use log::Phase;
+use log::{Header, Log, LogError, Trial, LOG_FORMAT};
 use mapsat_ir::interp;
 use model::{Learned, ModelError};
 use search::{Done, Rejections, Search};
