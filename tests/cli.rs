@@ -75,6 +75,20 @@ fn an_error_at_the_sizes_given_names_the_defaulted_tile_sizes() {
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(1), "{stderr}");
     assert!(!stderr.contains("note: at the default"), "{stderr}");
+    // A defaulted size the erring expression does not name is not blamed: `tA = 5`, given,
+    // does not tile 21; `vw` took its default (a tester).
+    let file = temp_program(
+        "tile-given",
+        "size M = 8, tA in 1..8 = 2, vw in 2..8 = 4\ndef f(a: [f32]M) : [f32]M = \
+         join(map@A(fun(t => asScalar(map@B(fun(v => v * vectorFromScalar(vw, 2.0)), asVector(vw, t)))), split(tA, a)))\n",
+    );
+    let f = file.to_str().unwrap();
+    let out = mapsat(&["check", f, "--size", "M=21,tA=5"]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("split factor 5 does not divide") && !stderr.contains("note:"), "{stderr}");
+    let out = mapsat(&["check", f, "--size", "M=20,tA=10"]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("note: at the default of the tunable size(s) vw = 4"), "{stderr}");
 }
 
 /// `run` takes the device profile as `--target` too, the name `space`, `explain` and `tune`
@@ -352,7 +366,7 @@ fn emit_checks_the_profiles_address_bits() {
     assert_eq!(out.status.code(), Some(1), "{stderr}");
     assert!(
         stderr.contains(
-            "global size 8589934596 in dimension 0, a device with 32-bit addresses allows at most 4294967295"
+            "global size 8589934656 in dimension 0, a device with 32-bit addresses allows at most 4294967295"
         ),
         "{stderr}"
     );

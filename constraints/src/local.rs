@@ -56,11 +56,13 @@ impl Space {
     /// with the most work items, then the largest in dimension 0, then 1. A tile copied with
     /// its halo (10 iterations) and computed (8) gets 10; 100 iterations under CUDA's 64
     /// threads in z get 50 (two rounds, as 64 would take). `None` when there is none (or the
-    /// space has no tuning parameters).
+    /// space has no tuning parameters, or the mapping no `mapLcl` map).
     /// This is what `explain` and `emit --mapping` propose when no local size is given, instead
     /// of the smallest valid one.
     pub fn suggested_local_size(&self, m: &Mapping) -> Result<Option<Vec<i64>>, Error> {
-        if self.local_size_count() == 0 {
+        // Without a mapLcl map the local sizes are not the kernel's work group: code
+        // generation chooses that one (a mapGlb kernel's).
+        if self.local_size_count() == 0 || !m.codes.iter().any(|c| matches!(c, crate::Code::Lcl(_))) {
             return Ok(None);
         }
         let budget = self.options().profile.as_ref().map_or(DEFAULT_GROUP_BUDGET, |p| p.max_work_group_size as i64);

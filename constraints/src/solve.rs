@@ -930,9 +930,12 @@ impl Space {
         let (core, local_sizes) = match z.solver.check_assumptions(&assumptions) {
             SatResult::Sat => {
                 let ls: Vec<i64> = z.model()?.1.into_iter().flatten().collect();
+                let lcl = m.codes.iter().any(|c| matches!(c, Code::Lcl(_)));
                 let ls = match self.suggested_local_size(m)? {
                     Some(best) => best,
-                    None => ls,
+                    None if lcl => ls,
+                    // Not the kernel's work group: code generation chooses a mapGlb kernel's.
+                    None => Vec::new(),
                 };
                 (vec![], Some(ls).filter(|v| !v.is_empty()))
             }

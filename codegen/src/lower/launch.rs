@@ -7,7 +7,8 @@
 //! largest `mapLcl(d)` extent within a budget of 256 work items and the target's limit per
 //! dimension (64 in z without a target: CUDA's). With `mapGlb` only, the global
 //! size is the largest extent rounded up to a multiple of the local size (the caller's, or in
-//! dimension 0 the largest divisor of the extent up to 64, in dimensions 1 and 2 one work item
+//! dimension 0 the largest divisor of the extent up to 64 (64 when that divisor is below 32),
+//! in dimensions 1 and 2 one work item
 //! unless that needs more than CUDA's 65,535 groups; extra threads skip the stride loop). `mapGlb` and `mapWrg`/`mapLcl` cannot share one launch.
 
 use super::names::map_name;
@@ -140,7 +141,7 @@ pub(super) fn launch_shape(
         for d in 0..3 {
             loc[d] = match local {
                 Some(l) => l.get(d).copied().unwrap_or(1),
-                None if d == 0 => largest_divisor_at_most(ext[0], 64.min(caps[0])),
+                None if d == 0 => wide_local(ext[0], 64.min(caps[0])),
                 None => tall_local(ext[d], (256 / loc[..d].iter().product::<i64>().max(1)).min(caps[d])),
             };
             // Round up: the extra threads skip the stride loop.
@@ -167,6 +168,19 @@ fn tall_local(extent: i64, budget: i64) -> i64 {
     let fits = |v: i64| extent / v + i64::from(extent % v != 0) <= MAX_GROUPS;
     let Some(least) = (2..=budget.max(1)).find(|&v| fits(v)) else { return 1 };
     (least..=(2 * least).min(budget)).find(|&v| extent % v == 0).unwrap_or(least)
+}
+
+/// Work items per group in dimension 0 of a `mapGlb` launch without a given local size: the
+/// largest divisor of the extent up to `cap` (every thread then has an index, no test), unless
+/// that is below half of `cap` for an extent longer than `cap`: then `cap`, the global size
+/// rounded up (a prime length had groups of one work item, which leave a GPU's warps nearly
+/// idle and, at 2^31 items, exceed CUDA's grid).
+fn wide_local(extent: i64, cap: i64) -> i64 {
+    let divisor = largest_divisor_at_most(extent, cap);
+    match extent > cap && 2 * divisor < cap {
+        true => cap,
+        false => divisor,
+    }
 }
 
 /// The largest divisor of `n` that is at most `cap` (1 at least).
@@ -213,5 +227,25 @@ impl Lower<'_> {
             }
         }
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_mapglb_dimension_0_takes_a_divisor_unless_it_is_small() {
+        // A divisor of at least half the cap: every thread has an index.
+        assert_eq!(wide_local(4096, 64), 64);
+        assert_eq!(wide_local(96, 64), 48);
+        assert_eq!(wide_local(61, 64), 61);
+        // A prime length took groups of one work item; now 64, the global size rounded up.
+        assert_eq!(wide_local(97, 64), 64);
+        assert_eq!(wide_local(1_000_003, 64), 64);
+        assert_eq!(wide_local((1 << 31) - 1, 64), 64);
+        // A smaller cap (a device's limit in x) is kept.
+        assert_eq!(wide_local(97, 16), 16);
+        assert_eq!(wide_local(97, 1), 1);
     }
 }

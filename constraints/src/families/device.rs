@@ -19,7 +19,7 @@ pub(super) fn device_limits(g: &Gen, out: &mut Out, needs_local_sizes: bool) -> 
             ndrange_dims(g, out, prof);
         }
         if let Some(max) = prof.max_groups {
-            groups(g, out, prof, max, !ls_domains.is_empty());
+            groups(g, out, prof, max);
         }
         memory(g, out, prof);
     }
@@ -95,10 +95,11 @@ fn work_group_size(out: &mut Out, prof: &Profile) {
 }
 
 /// No more work groups in a dimension than the device launches (CUDA's grid: 65,535 blocks in
-/// y and z): a `mapWrg(d)` runs one group per iteration, so its length is at most the limit; a
-/// `mapGlb(d)` runs `ceil(length / ls{d})` groups where the local sizes are tuning parameters
-/// (without them, code generation's default work group brings the groups under the limit).
-fn groups(g: &Gen, out: &mut Out, prof: &Profile, max: [u64; 3], with_ls: bool) {
+/// y and z): a `mapWrg(d)` runs one group per iteration, so its length is at most the limit. A
+/// `mapGlb(d)` is not bound here: its kernel has no `mapLcl` (they cannot share a launch), so
+/// the local sizes of the space are not its work group; code generation's default work group
+/// brings its groups under the limit (a given one is checked by code generation).
+fn groups(g: &Gen, out: &mut Out, prof: &Profile, max: [u64; 3]) {
     for i in 0..g.len() {
         let Some(n) = g.info(i).extent else { continue };
         for (d, &m) in max.iter().enumerate() {
@@ -113,16 +114,6 @@ fn groups(g: &Gen, out: &mut Out, prof: &Profile, max: [u64; 3], with_ls: bool) 
                 format!("map {label} of length {n} as mapWrg({d}): {n} work groups, {} launches at most {m} in dimension {d}", prof.name),
                 Expr::negate(Expr::code_is(i, Code::Wrg(d as u8))),
             );
-            if with_ls {
-                // n <= m * ls{d}, that is not (m * ls{d} < n).
-                let fits = Expr::negate(Expr::Lt(Term::Mul(vec![Term::Const(m), Term::Ls(d)]), Term::Const(n)));
-                out.push(
-                    Family::DeviceLimits,
-                    &[i],
-                    format!("map {label} of length {n} as mapGlb({d}): at most {m} work groups of ls{d} in dimension {d} ({})", prof.name),
-                    Expr::implies(Expr::code_is(i, Code::Glb(d as u8)), fits),
-                );
-            }
         }
     }
 }
