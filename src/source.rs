@@ -133,6 +133,32 @@ impl Source {
         })
     }
 
+    /// The sizes the shapes of `inputs` (in parameter order) give: each dimension of a
+    /// parameter whose length is a size variable (`[f32]N`) gives that size. Two inputs that
+    /// give one size different values are refused; the others are left to [`Source::sizes`].
+    pub fn sizes_of(&self, inputs: &[Tensor]) -> R<Sizes> {
+        let mut out = Sizes::new();
+        for (q, t) in self.program.params.iter().zip(inputs) {
+            let mut ty = &q.ty;
+            for &n in &t.shape {
+                let Some((elem, len)) = ty.as_array() else { break };
+                if let Some(v) = len.as_var() {
+                    match out.get(v) {
+                        Some(w) if w != n as i64 => {
+                            let p = &q.name;
+                            return Err(Error::Usage(format!("size `{v}` is {w} by an earlier input, {n} by `{p}`")));
+                        }
+                        _ => {
+                            out.insert(v, n as i64);
+                        }
+                    }
+                }
+                ty = elem;
+            }
+        }
+        Ok(out)
+    }
+
     /// The type of its result at `given`.
     pub fn result_type(&self, given: &Sizes) -> R<ir::Type> {
         crate::limits::deep(|| {

@@ -104,6 +104,16 @@ fn bad_calls_are_errors_not_panics() {
 }
 
 #[test]
+fn sizes_are_read_off_the_inputs() {
+    let src = example("matmul.lift");
+    let a = Tensor::f32(vec![3, 5], vec![0.0; 15]);
+    let b = Tensor::f32(vec![5, 2], vec![0.0; 10]);
+    assert_eq!(src.sizes_of(&[a.clone(), b]).unwrap(), sizes(&[("M", 3), ("K", 5), ("N", 2)]));
+    let e = src.sizes_of(&[a, Tensor::f32(vec![4, 2], vec![0.0; 8])]).unwrap_err();
+    assert!(e.to_string().contains("size `K` is 5 by an earlier input, 4 by `b`"), "{e}");
+}
+
+#[test]
 fn a_program_without_a_map_has_the_empty_mapping() {
     let src = Source::new("sum.lift", "size N = 4\ndef sum(xs: [f32]N) : f32 = reduce(add, 0.0, xs)").unwrap();
     assert_eq!(src.count(&Sizes::new(), None).unwrap(), mapsat::source::MappingCount { value: 1.0, exact: true });
