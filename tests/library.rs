@@ -139,6 +139,22 @@ fn explained_under_a_profile_a_mapping_code_generation_refuses_is_not_valid() {
 }
 
 #[test]
+fn explained_under_cudas_grid_a_tall_image_agrees_with_code_generation() {
+    // A tall image mapped over y (G1) or z (G2): CUDA's grid has 65,535 blocks there (a tester).
+    let src = Source::new("tall.lift", "size H = 16, W = 16\ndef tall(img: [[f32]W]H) : [[f32]W]H = map@A(fun(row => map@B(fun(x => x * 2.0), row)), img)").unwrap();
+    let h100 = mapsat::ir::profile::Profile::builtin("h100").unwrap();
+    let at = |h: i64| sizes(&[("H", h), ("W", 1)]);
+    let cuda = mapsat::codegen::Dialect::Cuda;
+    for (h, m) in [(200_000, "A=G1,B=G0"), (20_000_000, "A=G1,B=G0"), (10_000_000, "A=G2,B=G1"), (100_000, "A=G2,B=G1")]
+    {
+        let explained = src.explain(m, &at(h), Some(&h100)).unwrap();
+        let emitted = src.emit(&at(h), Some(m), cuda, &Locals::default(), None);
+        assert_eq!(explained.is_empty(), emitted.is_ok(), "{m} at H={h}: {explained:?}");
+    }
+    assert!(!src.explain("A=G1,B=G0", &at(20_000_000), Some(&h100)).unwrap().is_empty());
+}
+
+#[test]
 fn sampled_mappings_of_a_blur_run_as_the_hand_computed_blur() {
     if !common::opencl() {
         return;

@@ -280,7 +280,7 @@ fn explain_under_a_profile_says_when_code_generation_refuses_a_valid_mapping() {
     explain("examples/conv.lift", m, &[]).exits(0);
     let refused = explain("examples/conv.lift", m, &["--target", target]).exits(1);
     assert!(
-        refused.stderr.contains("code generation refuses this mapping at these sizes under the profile `tiny`")
+        refused.stderr.contains("code generation refuses this mapping at these sizes (profile `tiny`)")
             && refused.stderr.contains("144 bytes of local memory per work group; the target allows 16"),
         "{}",
         refused.stderr

@@ -141,7 +141,7 @@ pub(super) fn launch_shape(
         for d in 0..3 {
             loc[d] = match local {
                 Some(l) => l.get(d).copied().unwrap_or(1),
-                None if d == 0 => wide_local(ext[0], 64.min(caps[0])),
+                None if d == 0 => wide_local(ext[0], 64.min(caps[0]).min(max_group.unwrap_or(64).max(1))),
                 None => tall_local(ext[d], (256 / loc[..d].iter().product::<i64>().max(1)).min(caps[d])),
             };
             // Round up: the extra threads skip the stride loop.

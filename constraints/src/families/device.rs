@@ -96,9 +96,10 @@ fn work_group_size(out: &mut Out, prof: &Profile) {
 
 /// No more work groups in a dimension than the device launches (CUDA's grid: 65,535 blocks in
 /// y and z): a `mapWrg(d)` runs one group per iteration, so its length is at most the limit. A
-/// `mapGlb(d)` is not bound here: its kernel has no `mapLcl` (they cannot share a launch), so
-/// the local sizes of the space are not its work group; code generation's default work group
-/// brings its groups under the limit (a given one is checked by code generation).
+/// `mapGlb(d)` is bound only by the largest launch, `limit` groups of the device's most work
+/// items in `d`: its kernel has no `mapLcl` (they cannot share a launch), so the local sizes of
+/// the space are not its work group; code generation chooses it (and `explain` under a profile
+/// checks the launch it chooses).
 fn groups(g: &Gen, out: &mut Out, prof: &Profile, max: [u64; 3]) {
     for i in 0..g.len() {
         let Some(n) = g.info(i).extent else { continue };
@@ -114,6 +115,15 @@ fn groups(g: &Gen, out: &mut Out, prof: &Profile, max: [u64; 3]) {
                 format!("map {label} of length {n} as mapWrg({d}): {n} work groups, {} launches at most {m} in dimension {d}", prof.name),
                 Expr::negate(Expr::code_is(i, Code::Wrg(d as u8))),
             );
+            let items = i64::try_from(prof.max_work_item_sizes[d]).unwrap_or(i64::MAX);
+            if n / items + i64::from(n % items != 0) > m {
+                out.push(
+                    Family::DeviceLimits,
+                    &[i],
+                    format!("map {label} of length {n} as mapGlb({d}): more than {m} work groups of {items} work items, the most {} launches in dimension {d}", prof.name),
+                    Expr::negate(Expr::code_is(i, Code::Glb(d as u8))),
+                );
+            }
         }
     }
 }

@@ -99,7 +99,7 @@ impl Session {
     pub(super) fn memory(&self) -> R<DeviceMemory> {
         let (free, _total) = self.ctx.mem_get_info().map_err(e)?;
         let names = ["the device's free memory, cuMemGetInfo"; 2];
-        Ok(DeviceMemory { global: free as u64, max_alloc: free as u64, names })
+        Ok(DeviceMemory { global: free as u64, max_alloc: free as u64, names, host: false })
     }
 
     /// Compiles `src` with NVRTC once; the compile time in ms.

@@ -183,6 +183,7 @@ impl Session {
             global: self.device.global_mem_size().map_err(e)?,
             max_alloc: self.device.max_mem_alloc_size().map_err(e)?,
             names: ["CL_DEVICE_GLOBAL_MEM_SIZE", "CL_DEVICE_MAX_MEM_ALLOC_SIZE"],
+            host: self.device.dev_type().map_err(e)? & CL_DEVICE_TYPE_CPU != 0,
         })
     }
 
