@@ -10,10 +10,9 @@ use mapsat::ir::{self, profile::Profile, Sizes};
 use mapsat::limits::MAX_SOURCE_BYTES;
 use mapsat::local::Locals;
 use mapsat::tuner::measure::{self, DeviceSpec, RunConfig};
-use mapsat::tuner::tune::model::Learned;
 use mapsat::tuner::tune::{self, TuneOptions};
 use mapsat::tuning::{KernelTune, Tuning};
-use mapsat::Error::{Rejected, Usage};
+use mapsat::Error::Usage;
 use mapsat::Source;
 mod stages;
 
@@ -383,7 +382,7 @@ impl PyProgram {
         let stop = Arc::new(AtomicBool::new(false));
         let given_up = stop.clone();
         deep_with(py, None, &given_up, move || {
-            let prior = model.as_deref().map(Learned::load).transpose().map_err(|e| Rejected(format!("error: {e}")))?;
+            let prior = model.as_deref().map(mapsat::tuning::load_model).transpose()?;
             let opts = TuneOptions { trials, random_trials, seed, timeout, batch, prior, ..TuneOptions::default() };
             let how = Tuning { device: self::device(&device)?, target: target.as_deref(), opts: &opts, resume, worker };
             let given = to_sizes(given);
