@@ -11,6 +11,7 @@ use crate::ir::interp::{self, Tensor};
 use crate::ir::stages::Stage;
 use crate::ir::{self, diag, profile::Profile, Program, Sizes};
 use crate::local::Locals;
+use crate::stages::named;
 use mapsat_codegen::{self as codegen, Dialect, Manifest};
 use mapsat_constraints::{self as constraints, Space};
 use mapsat_tuner::measure::{self, DeviceSpec, MappedStage, RunConfig, RunReport};
@@ -121,12 +122,7 @@ impl Source {
     /// program type-checked at them.
     pub fn sizes(&self, given: &Sizes) -> R<Sizes> {
         crate::limits::deep(|| {
-            let known = |n: &str| self.program.sizes.iter().any(|v| v.name == n);
-            if let Some((name, _)) = given.iter().find(|(n, _)| !known(n)) {
-                let all: Vec<&str> = self.program.sizes.iter().map(|v| v.name.as_str()).collect();
-                let has = all.join(", ");
-                return Err(Error::Usage(format!("the program has no size variable `{name}` (it has: {has})")));
-            }
+            given.iter().try_for_each(|(name, _)| size_named(&self.program, name))?;
             let sizes = self.program.resolve_sizes(given).map_err(|e| Error::Usage(e.to_string()))?;
             ir::check::check_with_sizes(&self.program, &sizes).map_err(|e| self.rejected(&e))?;
             Ok(sizes)
@@ -246,6 +242,7 @@ impl Source {
     pub fn explain(&self, mapping: &str, given: &Sizes, profile: Option<&Profile>) -> R<Vec<String>> {
         crate::limits::deep(|| {
             let spaces = self.spaces(given, profile)?;
+            let sizes = self.sizes(given)?;
             let several = spaces.len() > 1;
             let parts = match several || spaces.first().is_some_and(|k| k.space.is_none()) {
                 false => vec![mapping.to_string()],
@@ -264,7 +261,6 @@ impl Source {
                 let text = |c| stage_text(several, &k.name, crate::mapping::describe(space, c));
                 out.extend(e.violated.iter().map(text));
                 if let (true, Some(q)) = (e.violated.is_empty(), profile) {
-                    let sizes = self.sizes(given)?;
                     let refused = crate::mapping::refused_by_codegen(space, &k.program, &m, &sizes, e.local_sizes, q);
                     out.extend(refused.map(|r| stage_text(several, &k.name, r)));
                 }
@@ -309,10 +305,7 @@ impl Source {
             let several = mapped.stages.len() > 1;
             let mut kernels = Vec::new();
             for s in &mapped.stages {
-                let opts = match &profile {
-                    Some(q) => codegen::Options::for_profile(sizes.clone(), s.local.clone(), q),
-                    None => codegen::Options { sizes: sizes.clone(), local: s.local.clone(), ..Default::default() },
-                };
+                let opts = codegen::Options::for_target(sizes.clone(), s.local.clone(), profile.as_ref());
                 let emitted = codegen::emit(&s.program, &opts, dialect);
                 kernels.push(emitted.map_err(|e| named(several, &s.program.name, self.rejected(&e)))?);
             }
@@ -389,6 +382,15 @@ impl Source {
     }
 }
 
+/// Refuses a size `name` that is not one of `p`'s size variables, naming those it has.
+pub fn size_named(p: &Program, name: &str) -> R<()> {
+    if p.sizes.iter().any(|v| v.name == name) {
+        return Ok(());
+    }
+    let known: Vec<&str> = p.sizes.iter().map(|v| v.name.as_str()).collect();
+    Err(Error::Usage(format!("the program has no size variable `{name}` (it has: {})", known.join(", "))))
+}
+
 /// The text of the file at `path`: UTF-8 of at most [`crate::limits::MAX_SOURCE_BYTES`] (a
 /// larger file is refused without reading it all), without a byte order mark.
 pub fn read_text(path: &Path) -> R<String> {
@@ -405,14 +407,6 @@ pub fn read_text(path: &Path) -> R<String> {
         .map_err(|e| cannot(std::io::Error::new(std::io::ErrorKind::InvalidData, format!("not UTF-8 text ({e})"))))?;
     // A byte order mark (editors on Windows write one) is not part of the program.
     Ok(text.strip_prefix('\u{feff}').map(str::to_string).unwrap_or(text))
-}
-
-/// `e`, said to be about the kernel of stage `name` when the program has several.
-fn named(several: bool, name: &str, e: Error) -> Error {
-    match several {
-        true => crate::stages::in_stage(name, e),
-        false => e,
-    }
 }
 
 /// `msg`, said to be about the kernel of stage `name` when the program has several.

@@ -45,6 +45,14 @@ pub fn in_stage(name: &str, e: Error) -> Error {
     }
 }
 
+/// `e`, said to be in the kernel of stage `name` when the program has `several`.
+pub fn named(several: bool, name: &str, e: Error) -> Error {
+    match several {
+        true => in_stage(name, e),
+        false => e,
+    }
+}
+
 /// Stages mapped by hand, and the preferences their mappings break ([`crate::mapping::Prepared`]).
 pub struct Mapped {
     /// Each stage, mapped, with its work-group size.
@@ -79,7 +87,7 @@ pub fn map(
         let name = s.program.name.clone();
         let local = local(&name);
         let prepared = crate::mapping::prepare(s.program, sizes, part.as_deref(), profile.clone(), local)
-            .map_err(|e| if several { in_stage(&name, e) } else { e })?;
+            .map_err(|e| named(several, &name, e))?;
         crate::ir::check::check(&prepared.program).map_err(|e| Error::Rejected(render(&e)))?;
         out.warnings.extend(prepared.warning);
         out.stages.push(MappedStage { program: prepared.program, inputs: s.inputs, local: prepared.local });

@@ -66,6 +66,19 @@ pub struct Options {
 }
 
 impl Options {
+    /// [`Options::for_profile`] when there is a profile, else the sizes and work-group size
+    /// without limits.
+    pub fn for_target(
+        sizes: mapsat_ir::Sizes,
+        local: Option<Vec<i64>>,
+        profile: Option<&mapsat_ir::profile::Profile>,
+    ) -> Options {
+        match profile {
+            Some(p) => Options::for_profile(sizes, local, p),
+            None => Options { sizes, local, ..Options::default() },
+        }
+    }
+
     /// Options at `sizes` with work-group size `local` and every limit of `profile` checked.
     pub fn for_profile(
         sizes: mapsat_ir::Sizes,

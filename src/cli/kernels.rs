@@ -23,10 +23,7 @@ impl Mapped<'_> {
             Some(name) => Some(Profile::load(name).map_err(|e| Failure::Usage(e.to_string()))?),
             None => None,
         };
-        Ok(match profile {
-            Some(q) => Options::for_profile(sizes, local, &q),
-            None => Options { sizes, local, ..Options::default() },
-        })
+        Ok(Options::for_target(sizes, local, profile.as_ref()))
     }
 
     /// The program to lower and its work-group size; `default_profile` gives the device limits

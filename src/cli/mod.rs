@@ -462,13 +462,7 @@ fn given_sizes(p: &Program, args: &SizeArgs) -> CliResult<Sizes> {
         let (name, value) =
             s.split_once('=').ok_or_else(|| Failure::Usage(format!("--size expects NAME=VALUE, got `{s}`")))?;
         let name = name.trim();
-        if !p.sizes.iter().any(|v| v.name == name) {
-            let known: Vec<&str> = p.sizes.iter().map(|v| v.name.as_str()).collect();
-            return Err(Failure::Usage(format!(
-                "the program has no size variable `{name}` (it has: {})",
-                known.join(", ")
-            )));
-        }
+        mapsat::source::size_named(p, name)?;
         let v: i64 = value.trim().parse().map_err(|e: std::num::ParseIntError| {
             let why = match e.kind() {
                 std::num::IntErrorKind::PosOverflow | std::num::IntErrorKind::NegOverflow => {

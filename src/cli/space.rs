@@ -277,10 +277,8 @@ fn nothing_to_map(json: bool) -> Option<serde_json::Value> {
 /// For a program of several kernels, the mapping's parts are explained in each kernel's space.
 pub fn explain(file: &Path, mapping: &str, how: &How) -> CliResult<()> {
     let spaces = load(file, how)?;
-    let labels: Vec<Vec<String>> = spaces
-        .iter()
-        .map(|k| k.space.iter().flat_map(|s| s.labels().iter().chain(s.layout_maps())).cloned().collect())
-        .collect();
+    let labels: Vec<Vec<String>> =
+        spaces.iter().map(|k| k.space.as_ref().map(mapsat::stages::space_labels).unwrap_or_default()).collect();
     let parts = match spaces.len() {
         1 => vec![mapping.to_string()],
         _ => super::stages::split_mapping(mapping, &labels)?,
