@@ -21,10 +21,10 @@ pub fn split_mapping(mapping: &str, labels: &[Vec<String>]) -> R<Vec<String>> {
         let label = part.split_once('=').map_or(part, |(l, _)| l).trim();
         let Some(k) = labels.iter().position(|ls| ls.iter().any(|l| l == label)) else {
             let known: Vec<&str> = labels.iter().flatten().map(String::as_str).collect();
-            return Err(Error::Usage(format!(
-                "unknown map `{label}` in the mapping (the maps are: {})",
-                known.join(", ")
-            )));
+            return Err(Error::Usage(match known.is_empty() {
+                true => format!("unknown map `{label}` in the mapping: the program has no map, so its only mapping is the empty one"),
+                false => format!("unknown map `{label}` in the mapping (the maps are: {})", known.join(", ")),
+            }));
         };
         out[k].push(part);
     }

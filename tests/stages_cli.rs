@@ -530,6 +530,29 @@ def norm(x: [f32]N) : [f32]N =
     std::fs::remove_dir_all(dir).ok();
 }
 
+/// A program without a map (a plain sum): `space` and `explain` give its only mapping, the
+/// empty one, as the library does (they refused the program), and a mapping naming a map is
+/// refused for want of one.
+#[test]
+fn space_and_explain_of_a_program_without_a_map() {
+    let out = mapsat(&["space", "examples/sum.lift"]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    assert!(text(&out.stdout).contains("nothing to map: the kernel runs in one work item"), "{}", text(&out.stdout));
+    let out = mapsat(&["space", "examples/sum.lift", "--json"]);
+    let json: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!((&json["count"], &json["samples"]), (&serde_json::json!(1), &serde_json::json!([""])), "{json}");
+    let out = mapsat(&["explain", "examples/sum.lift", "--mapping", ""]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    assert!(text(&out.stdout).contains("nothing to map: the kernel runs in one work item"), "{}", text(&out.stdout));
+    let out = mapsat(&["explain", "examples/sum.lift", "--mapping", "A=G0"]);
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out.stderr));
+    assert!(
+        text(&out.stderr).contains("the program has no map, so its only mapping is the empty one"),
+        "{}",
+        text(&out.stderr)
+    );
+}
+
 /// A pipeline whose last kernel only reduces: `space` and `explain` say it has nothing to map
 /// (one work item) and go on with the other kernel (they refused the whole program), and
 /// `tune` says so before tuning any kernel.

@@ -24,8 +24,8 @@ pub struct How<'a> {
 struct Kernel {
     /// The stage's name, for a program of several kernels.
     name: Option<String>,
-    /// `None` for a kernel of several with nothing to map (it only reduces or rearranges): it
-    /// runs in one work item, with the empty mapping.
+    /// `None` for a kernel with nothing to map (it only reduces or rearranges): it runs in one
+    /// work item, with the empty mapping.
     space: Option<Space>,
     canonical: Option<Space>,
     /// The `let` whose value the kernel computes (a kernel boundary), if any.
@@ -61,7 +61,7 @@ fn load(file: &Path, how: &How) -> CliResult<Vec<Kernel>> {
             None => Failure::Rejected(format!("error: {e}")),
         };
         let stagings = stage_choice::stagings(&stage.program);
-        if staged && matches!(Space::generate(&stage.program, options.clone()), Err(mc::Error::NoMaps)) {
+        if matches!(Space::generate(&stage.program, options.clone()), Err(mc::Error::NoMaps)) {
             let (program, profile, sizes) = (stage.program, profile.clone(), sizes.clone());
             let binder = stage.binder;
             out.push(Kernel { name, space: None, canonical: None, binder, stagings, program, profile, sizes });
@@ -279,15 +279,20 @@ pub fn explain(file: &Path, mapping: &str, how: &How) -> CliResult<()> {
     let spaces = load(file, how)?;
     let labels: Vec<Vec<String>> =
         spaces.iter().map(|k| k.space.as_ref().map(mapsat::stages::space_labels).unwrap_or_default()).collect();
-    let parts = match spaces.len() {
-        1 => vec![mapping.to_string()],
-        _ => super::stages::split_mapping(mapping, &labels)?,
+    // One kernel's mapping is its own (its errors name no kernel), unless it has nothing to
+    // map: then only the empty mapping is its.
+    let parts = match spaces.len() == 1 && spaces[0].space.is_some() {
+        true => vec![mapping.to_string()],
+        false => super::stages::split_mapping(mapping, &labels)?,
     };
     let mut report = Vec::new();
     let mut invalid = Vec::new();
     for (Kernel { name, space, binder, stagings, program, profile, sizes, .. }, part) in spaces.iter().zip(&parts) {
         let Some(s) = space else {
-            report.push(format!("kernel {}: nothing to map (one work item)", name.as_deref().unwrap_or("")));
+            report.push(match name {
+                Some(n) => format!("kernel {n}: nothing to map (one work item)"),
+                None => "nothing to map: the kernel runs in one work item (its only mapping, the empty one)".into(),
+            });
             continue;
         };
         let m = s.parse_mapping(part).map_err(|e| Failure::Usage(in_kernel(name, e.to_string())))?;

@@ -66,6 +66,21 @@ pub enum MeasureError {
 
 type R<T> = Result<T, MeasureError>;
 
+impl MeasureError {
+    /// The error of the kernel `name` of a program of several: its message names the kernel
+    /// (code generation's errors point into the source, the interpreter's are the program's).
+    pub fn in_kernel(self, name: &str) -> MeasureError {
+        let named = |m: String| format!("kernel `{name}`: {m}");
+        match self {
+            MeasureError::Device(m) => MeasureError::Device(named(m)),
+            MeasureError::OpenCl(m) => MeasureError::OpenCl(named(m)),
+            MeasureError::Cuda(m) => MeasureError::Cuda(named(m)),
+            MeasureError::Input(m) => MeasureError::Input(named(m)),
+            e => e,
+        }
+    }
+}
+
 /// How to run.
 #[derive(Clone, Debug)]
 pub struct RunConfig {
@@ -245,7 +260,9 @@ pub fn run_stages(
             let params: Vec<&Tensor> = inputs.iter().collect();
             s.inputs.iter().map(|&i| (*mapsat_ir::stages::input(i, &params, &results)).clone()).collect()
         };
-        reports.push(run(&s.program, sizes, s.local.clone(), &args, device, cfg)?);
+        reports.push(
+            run(&s.program, sizes, s.local.clone(), &args, device, cfg).map_err(|e| e.in_kernel(&s.program.name))?,
+        );
     }
     Ok(reports)
 }
