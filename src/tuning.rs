@@ -23,6 +23,8 @@ pub struct Tuning<'a> {
     pub target: Option<&'a str>,
     /// Trials, seed, timeouts, a prior learned model.
     pub opts: &'a TuneOptions,
+    /// The file the prior model (`opts.prior`) was read from, which the tune never writes over.
+    pub prior_file: Option<&'a Path>,
     /// Continue the logs in the output folder instead of starting them.
     pub resume: bool,
     /// The command of the measurement worker, a process that calls [`serve_worker`] (the
@@ -37,7 +39,14 @@ impl<'a> Tuning<'a> {
     pub fn new(device: DeviceSpec, opts: &'a TuneOptions) -> R<Tuning<'a>> {
         let exe = std::env::current_exe()
             .map_err(|e| Error::Rejected(format!("error: cannot find this program, the tune's worker: {e}")))?;
-        Ok(Tuning { device, target: None, opts, resume: false, worker: vec![exe.into(), "worker".into()] })
+        Ok(Tuning {
+            device,
+            target: None,
+            opts,
+            prior_file: None,
+            resume: false,
+            worker: vec![exe.into(), "worker".into()],
+        })
     }
 }
 
@@ -49,6 +58,9 @@ pub struct KernelTune {
     pub best: Option<(String, Manifest)>,
     /// The folder of its files.
     pub dir: PathBuf,
+    /// The files written there: the best kernel, its manifest and mapped program, the report
+    /// and plot.
+    pub written: Vec<PathBuf>,
     /// The learned model it saved beside its log (`tune.jsonl.model.json`), which a later
     /// tune can start from ([`TuneOptions::prior`], [`load_model`]); none when no model was
     /// trained (no candidate of its guided search ran correctly).
@@ -105,24 +117,29 @@ impl Source {
             for s in &split {
                 self.keep_input(&s.program.name, how, &out.join(&s.program.name))?;
             }
+            let pipeline = pipeline_file(&p.name, out);
+            self.keep_away(std::slice::from_ref(&pipeline), how)?;
             let mut kernels = Vec::new();
             for s in split {
                 let dir = out.join(&s.program.name);
                 kernels.push(tune_kernel(s.program, &given, profile.clone(), how, &dir, progress)?);
             }
+            let each: Vec<(&Summary, &[PathBuf])> = kernels.iter().map(|k| (&k.summary, &k.written[..])).collect();
+            let json = pipeline_json(&p.name, &each, out);
+            std::fs::write(&pipeline, serde_json::to_string_pretty(&json).unwrap_or_default() + "\n")
+                .map_err(|e| Error::Rejected(format!("error: cannot write {}: {e}", pipeline.display())))?;
             Ok(kernels)
         })
     }
 
     /// Refuses a tune of the kernel `name` into `out` whose files (the kernel, the report, the
-    /// log and its model, the inputs in `out/data/`) would overwrite the program's file.
+    /// log and its model, the inputs in `out/data/`) would overwrite the program's file or the
+    /// prior model's.
     fn keep_input(&self, name: &str, how: &Tuning, out: &Path) -> R<()> {
         let input = Path::new(self.name());
         let mut files = tune::report::outputs(name, how.device.dialect(), out);
         files.extend(["tune.jsonl", "tune.jsonl.model.json"].map(|f| out.join(f)));
-        let refused =
-            |m: String| Error::Rejected(format!("error: nothing is tuned: {m} (choose another output folder)"));
-        tune::report::keep_away(&files, &[(input, "the input program")]).map_err(|e| refused(e.to_string()))?;
+        self.keep_away(&files, how)?;
         match tune::report::inside(input, &out.join("data")) {
             true => Err(refused(format!(
                 "the input program {} is in {}, which the tune writes",
@@ -132,6 +149,19 @@ impl Source {
             false => Ok(()),
         }
     }
+
+    /// Refuses a tune that would write one of `files` over the program's file or the prior
+    /// model's.
+    fn keep_away(&self, files: &[PathBuf], how: &Tuning) -> R<()> {
+        let mut keep = vec![(Path::new(self.name()), "the input program")];
+        keep.extend(how.prior_file.map(|m| (m, "the prior model")));
+        tune::report::keep_away(files, &keep).map_err(|e| refused(e.to_string()))
+    }
+}
+
+/// A tune refused before it measured anything, for `why`.
+fn refused(why: String) -> Error {
+    Error::Rejected(format!("error: nothing is tuned: {why} (choose another output folder)"))
 }
 
 /// Tunes one kernel into `out`: its log (`tune.jsonl`), the learned model beside it, the
@@ -152,7 +182,7 @@ fn tune_kernel(
     let log = out.join("tune.jsonl");
     let files = Files { log: log.clone(), resume: how.resume, work: out.join("data"), worker: how.worker.clone() };
     let result = tune::tune(&task, how.device, how.opts, &files, progress).map_err(failed)?;
-    tune::report::write(&task, &result, out, &[]).map_err(failed)?;
+    let written = tune::report::write(&task, &result, out, &[]).map_err(failed)?;
     let model = match &result.model {
         Some(m) => {
             let path = PathBuf::from(format!("{}.model.json", log.display()));
@@ -162,7 +192,39 @@ fn tune_kernel(
         None => None,
     };
     let best = result.best.as_ref().map(|b| (b.source.clone(), b.manifest.clone()));
-    Ok(KernelTune { summary: Summary::of(&task, &result), best, dir: out.to_path_buf(), model })
+    Ok(KernelTune { summary: Summary::of(&task, &result), best, dir: out.to_path_buf(), written, model })
+}
+
+/// The pipeline file of the program `program`'s kernels tuned into `out` (`NAME.pipeline.json`,
+/// [`pipeline_file`]): each kernel (its summary and the files its tune wrote) in launch order,
+/// with its best time, mapping, work group, tunable sizes and mapped program (relative to
+/// `out`; `mapsat run FILE --local ... --check` reproduces it), and the sequence's time (null
+/// unless every kernel has a best).
+pub fn pipeline_json(program: &str, kernels: &[(&Summary, &[PathBuf])], out: &Path) -> serde_json::Value {
+    let lift = |written: &[PathBuf]| written.iter().find(|p| p.extension().is_some_and(|e| e == "lift")).cloned();
+    let entries: Vec<serde_json::Value> = kernels
+        .iter()
+        .map(|(s, written)| {
+            // A kernel without a best has no mapped program (not the next kernel's).
+            let lift = s.best.as_ref().and_then(|_| lift(written));
+            serde_json::json!({
+                "kernel": s.program,
+                "best_ms": s.best.as_ref().map(|_| s.best_ms),
+                "mapping": s.best.as_ref().map(|b| b.mapping.clone()),
+                "local": s.best.as_ref().map(|b| b.local.clone()),
+                "tuning": s.best.as_ref().map(|b| b.tuning.clone()),
+                "lift": lift.map(|l| l.strip_prefix(out).unwrap_or(&l).display().to_string()),
+            })
+        })
+        .collect();
+    let all_mapped = kernels.iter().all(|(_, w)| lift(w).is_some());
+    let best = best_sequence(kernels.iter().map(|(s, _)| *s)).filter(|b| all_mapped && b.ms > 0.0);
+    serde_json::json!({ "program": program, "best_ms": best.map(|b| b.ms), "kernels": entries })
+}
+
+/// The pipeline file of the program `program` tuned into `out`: `out/NAME.pipeline.json`.
+pub fn pipeline_file(program: &str, out: &Path) -> PathBuf {
+    out.join(format!("{program}.pipeline.json"))
 }
 
 /// The best sequence of the kernels' tunes `kernels` (in launch order); none when a kernel

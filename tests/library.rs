@@ -192,7 +192,14 @@ fn a_tuned_matrix_product_runs_as_the_hand_computed_product() {
     let out = common::scratch("library", "tune");
     let opts = TuneOptions { trials: 6, random_trials: 3, batch: 3, ..TuneOptions::default() };
     let worker = vec![env!("CARGO_BIN_EXE_mapsat").into(), "worker".into()];
-    let how = Tuning { device: "opencl:0:0".parse().unwrap(), target: None, opts: &opts, resume: false, worker };
+    let how = Tuning {
+        device: "opencl:0:0".parse().unwrap(),
+        target: None,
+        opts: &opts,
+        prior_file: None,
+        resume: false,
+        worker,
+    };
     // A typo in a size's name, a tune into the program's own folder, a prior model with
     // resume: refused before anything is measured.
     let e = src.tune(&sizes(&[("m", 6)]), &how, &out, &mut Silent).err().unwrap();
@@ -217,6 +224,10 @@ fn a_tuned_matrix_product_runs_as_the_hand_computed_product() {
     close(runs[0].report.output.as_f32().unwrap(), &want);
     let model = kernels[0].model.as_deref().expect("a learned model");
     let prior = TuneOptions { prior: Some(mapsat::tuning::load_model(model).unwrap()), ..TuneOptions::default() };
+    // A tune that would write its model over the prior's file is refused.
+    let over = Tuning { opts: &prior, prior_file: Some(model), worker: how.worker.clone(), ..how };
+    let e = src.tune(&given, &over, &out, &mut Silent).err().unwrap();
+    assert!(e.to_string().contains("would overwrite the prior model"), "{e}");
     let resumed = Tuning { opts: &prior, resume: true, ..how };
     let e = src.tune(&given, &resumed, &out, &mut Silent).err().unwrap();
     assert!(e.to_string().contains("resume continues one"), "{e}");

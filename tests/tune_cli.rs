@@ -87,6 +87,11 @@ fn a_tune_finds_a_correct_kernel_and_reports_it() {
     let other = scratch("tune", "transfer");
     let model = dir.join("tune.jsonl.model.json");
     let args = ["tune", "examples/matmul_tiled.lift", "--trials", "4", "--batch", "4", "--random-trials", "0"];
+    // A tune into the folder of the model it starts from is refused; the model is kept.
+    let before = std::fs::read(&model).unwrap();
+    let out = mapsat(&[&args[..], &["--model", model.to_str().unwrap(), "-o", dir.to_str().unwrap()]].concat());
+    assert!(!out.status.success() && text(&out).contains("would overwrite the prior model"), "{}", text(&out));
+    assert_eq!(std::fs::read(&model).unwrap(), before);
     let out = mapsat(
         &[
             &args[..],
@@ -310,9 +315,14 @@ fn a_tune_in_which_no_candidate_ran_correctly_fails() {
     let out = mapsat(&[&args[..], &["--runs", "1", "--inject-fault", "crash@1", "-o", dir.to_str().unwrap()]].concat());
     assert_eq!(out.status.code(), Some(1), "{}", text(&out));
     assert!(text(&out).contains("error: no candidate ran correctly"), "{}", text(&out));
-    // The log and the report are written all the same.
-    assert_eq!(trials(&dir.join("tune.jsonl"))[0]["status"], "crash");
-    assert!(dir.join("report.md").exists());
+    // The log and the report are written all the same, and say how the candidates failed.
+    let t = &trials(&dir.join("tune.jsonl"))[0];
+    assert_eq!(t["status"], "crash");
+    let why = t["reason"].as_str().unwrap();
+    assert!(!why.is_empty() && text(&out).contains(&format!("1 crash, e.g. {why}")), "{}", text(&out));
+    let report: Value = json(&dir.join("report.json"));
+    assert_eq!(report["failures"], serde_json::json!([{"status": "crash", "count": 1, "example": why}]));
+    assert!(std::fs::read_to_string(dir.join("report.md")).unwrap().contains(&format!("- 1 crash, e.g. {why}")));
 }
 
 #[test]

@@ -384,7 +384,9 @@ impl PyProgram {
         deep_with(py, None, &given_up, move || {
             let prior = model.as_deref().map(mapsat::tuning::load_model).transpose()?;
             let opts = TuneOptions { trials, random_trials, seed, timeout, batch, prior, ..TuneOptions::default() };
-            let how = Tuning { device: self::device(&device)?, target: target.as_deref(), opts: &opts, resume, worker };
+            let device = self::device(&device)?;
+            let how =
+                Tuning { device, target: target.as_deref(), opts: &opts, prior_file: model.as_deref(), resume, worker };
             let given = to_sizes(given);
             let kernels = src.tune(&given, &how, &out, &mut &Stop(stop))?;
             let mut json: Vec<serde_json::Value> = kernels.iter().map(kernel_json).collect::<R<_>>()?;

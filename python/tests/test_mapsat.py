@@ -224,6 +224,12 @@ def test_a_program_of_several_kernels_is_tuned_kernel_by_kernel(tmp_path):
     assert best.time_ms == pytest.approx(sum(k.time_ms for k in best.kernels))
     for k in best.kernels:
         assert (tmp_path / k.report["program"] / "tune.jsonl").is_file() and k.source
+    # The pipeline file, as the command line writes it: each kernel's best and mapped program.
+    pipeline = json.loads((tmp_path / "twice.pipeline.json").read_text())
+    assert [k["kernel"] for k in pipeline["kernels"]] == ["twice_0_y", "twice"]
+    assert pipeline["best_ms"] == pytest.approx(sum(k["best_ms"] for k in pipeline["kernels"]))
+    for k in pipeline["kernels"]:
+        assert (tmp_path / k["lift"]).is_file(), k
     r = p.run(x, mapping=best.mapping, local=best.local, sizes=best.sizes, device=DEVICE)
     np.testing.assert_allclose(r.output, x * 2 + 1, rtol=1e-6)
     # A kernel with nothing to map has nothing to tune.

@@ -302,7 +302,7 @@ pub(super) fn tune_program(
         check_outputs(a, src, &s.program.name, device.dialect(), &dir, &dir.join("tune.jsonl"))?;
         not_inside(a, src, &[dir])?;
     }
-    let pipeline = out.join(format!("{}.pipeline.json", p.name));
+    let pipeline = mapsat::tuning::pipeline_file(&p.name, out);
     super::keep_inputs(&pipeline, &input_files(a, src))?;
     let n = split.len();
     let mut summaries = Vec::with_capacity(n);
@@ -321,40 +321,23 @@ pub(super) fn tune_program(
     }
     summarize_stages(&p, &summaries);
     let best = tuned(&device_name, &summaries, &files);
-    write_pipeline(&p, out, &summaries, &files, &best)?;
+    write_pipeline(&p, out, &summaries, &files)?;
     if let Some(cmd) = pipeline_run_command(a, Path::new(&src.name), given, device.dialect(), &summaries) {
         outln!("run the whole program again: {cmd}");
     }
     Ok(best)
 }
 
-/// `DIR/NAME.pipeline.json`: the tuned kernels in launch order, each with its time, mapping,
-/// work group and mapped program (`mapsat run FILE --local ... --check` reproduces one).
+/// `DIR/NAME.pipeline.json` ([`mapsat::tuning::pipeline_json`]).
 fn write_pipeline(
     p: &mapsat::ir::Program,
     out: &Path,
     kernels: &[tune::report::Summary],
     files: &[Vec<PathBuf>],
-    best: &Tuned,
 ) -> CliResult<()> {
-    // Each kernel's own files and best: a kernel without one has none (not the next kernel's).
-    let entries: Vec<serde_json::Value> = kernels
-        .iter()
-        .zip(files)
-        .map(|(s, written)| {
-            let lift = s.best.as_ref().and_then(|_| mapped_lift(written));
-            serde_json::json!({
-                "kernel": s.program,
-                "best_ms": s.best.as_ref().map(|_| s.best_ms),
-                "mapping": s.best.as_ref().map(|b| b.mapping.clone()),
-                "local": s.best.as_ref().map(|b| b.local.clone()),
-                "tuning": s.best.as_ref().map(|b| b.tuning.clone()),
-                "lift": lift.map(|l| l.strip_prefix(out).unwrap_or(&l).display().to_string()),
-            })
-        })
-        .collect();
-    let json = serde_json::json!({ "program": p.name, "best_ms": best.best_ms, "kernels": entries });
-    let path = out.join(format!("{}.pipeline.json", p.name));
+    let each: Vec<(&tune::report::Summary, &[PathBuf])> = kernels.iter().zip(files).map(|(s, f)| (s, &f[..])).collect();
+    let json = mapsat::tuning::pipeline_json(&p.name, &each, out);
+    let path = mapsat::tuning::pipeline_file(&p.name, out);
     super::write(&path, &(serde_json::to_string_pretty(&json).unwrap_or_default() + "\n"))?;
     outln!("wrote {}", path.display());
     Ok(())
@@ -386,10 +369,12 @@ pub(super) fn input_files<'a>(a: &'a TuneArgs, src: &'a Source) -> [&'a Path; 2]
     [&a.file, Path::new(&src.name)]
 }
 
-/// The files a tune never writes over: the input program and the log.
-fn kept<'a>(a: &'a TuneArgs, src: &'a Source, log: &'a Path) -> [(&'a Path, &'static str); 3] {
+/// The files a tune never writes over: the input program, the log and the prior model.
+fn kept<'a>(a: &'a TuneArgs, src: &'a Source, log: &'a Path) -> Vec<(&'a Path, &'static str)> {
     let [given, read] = input_files(a, src);
-    [(given, "the input program"), (read, "the input program"), (log, "the log")]
+    let mut kept = vec![(given, "the input program"), (read, "the input program"), (log, "the log")];
+    kept.extend(a.model.as_deref().map(|m| (m, "the prior model (--model)")));
+    kept
 }
 
 /// Refuses, before any measurement, a tune whose output files for the program (or kernel)
@@ -564,6 +549,9 @@ fn summarize(task: &Task, r: &tune::TuneResult, written: &[PathBuf], model: Opti
         }
         None => {
             outln!("no candidate ran correctly (see the report)");
+            for f in &s.failures {
+                outln!("  {} {}, e.g. {}", f.count, f.status, f.example.lines().next().unwrap_or(""));
+            }
             // Refused by code generation although the space accepts them: say why here.
             if let Some(e) = s.codegen_examples.first() {
                 outln!("  code generation refused {} candidate(s), e.g. {e}", s.rejected_codegen);

@@ -7,6 +7,7 @@
 
 use super::log::{Phase, Trial};
 use super::task::Task;
+use super::worker::Status;
 use super::{BatchAccuracy, Confirmed, Timing, TuneError, TuneResult};
 use plotters::prelude::*;
 use serde::Serialize;
@@ -73,6 +74,32 @@ pub struct Summary {
     pub codegen_examples: Vec<String>,
     /// Workers started again after a timeout or a crash.
     pub worker_restarts: u64,
+    /// The measured trials that failed, by status (`wrong`, `build`, `invalid`, ...): how many,
+    /// and the first one's reason.
+    pub failures: Vec<Failures>,
+}
+
+/// Measured trials that failed the same way.
+#[derive(Clone, Debug, Serialize)]
+pub struct Failures {
+    /// Their status's name.
+    pub status: String,
+    /// How many.
+    pub count: usize,
+    /// The first one's reason.
+    pub example: String,
+}
+
+/// The failed trials of `trials`, by status in order of first appearance.
+fn failures<'a>(trials: impl Iterator<Item = &'a Trial>) -> Vec<Failures> {
+    let mut out: Vec<Failures> = Vec::new();
+    for t in trials.filter(|t| t.status != Status::Ok) {
+        match out.iter_mut().find(|f| f.status == t.status.name()) {
+            Some(f) => f.count += 1,
+            None => out.push(Failures { status: t.status.name().into(), count: 1, example: t.reason.clone() }),
+        }
+    }
+    out
 }
 
 /// The best GFLOP/s of a phase: its confirmed best when confirmation ran, else its best trial.
@@ -142,6 +169,7 @@ impl Summary {
             rejected_codegen: r.rejections.codegen,
             codegen_examples: r.rejections.codegen_examples.clone(),
             worker_restarts: r.restarts,
+            failures: failures(r.guided.iter().chain(&r.random)),
         }
     }
 
@@ -161,6 +189,10 @@ impl Summary {
     fn best_section(&self, s: &mut String) {
         let Some(b) = &self.best else {
             let _ = writeln!(s, "**No candidate ran correctly.**\n");
+            for f in &self.failures {
+                let _ = writeln!(s, "- {} {}, e.g. {}", f.count, f.status, f.example.replace('\n', " "));
+            }
+            let _ = writeln!(s);
             return;
         };
         let random = self.counts.iter().filter(|(k, _)| k.starts_with("random")).map(|(_, v)| v).sum::<usize>();
