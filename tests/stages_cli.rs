@@ -587,3 +587,31 @@ def f(x: [f32]N) =
     assert!(!dir.join("t").join("f_0_s").exists(), "no kernel is tuned first");
     std::fs::remove_dir_all(dir).ok();
 }
+
+/// A kernel of several whose buffer the device cannot hold is refused before anything is
+/// allocated, and the refusal names the kernel (pocl with its memory limited to 1 GB, so that
+/// the test does not depend on this machine's memory).
+#[test]
+fn a_kernel_of_several_too_large_for_the_device_is_named() {
+    let devices = mapsat(&["devices"]);
+    if !opencl() || !text(&devices.stdout).contains("Portable Computing Language") {
+        return;
+    }
+    let (dir, src) = program_in(
+        "too-large",
+        "big.lift",
+        "size N = 4, P = 300000000
+def big(x: [f32]N) : f32 =
+  let y = toGlobal(map@A(fun(v => v * 2.0), pad(0, P, 0.0, x))) in
+  reduce(add, 0.0, y)",
+    );
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_mapsat"))
+        .args(["run", src.to_str().unwrap(), "--mapping", "A=G0"])
+        .env("POCL_MEMORY_LIMIT", "1")
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out.stderr));
+    let e = text(&out.stderr);
+    assert!(e.contains("kernel `big_0_y`: buffer `out` of 300000004 elements needs 1200000016 B"), "{e}");
+    std::fs::remove_dir_all(dir).ok();
+}
