@@ -505,13 +505,29 @@ fn check(file: &Path, args: &SizeArgs) -> CliResult<()> {
     let p = src.parse()?;
     let info = ir::check::check(&p).map_err(|e| src.reject(&e))?;
     let given = given_sizes(&p, args)?;
-    // With some sizes given, the others take their defaults (as `eval` and `emit` do).
-    let concrete = if given.is_empty() {
-        None
-    } else {
-        let sizes = given.or(&p.default_sizes());
-        let info = ir::check::check_with_sizes(&p, &sizes).map_err(|e| src.reject_at(&e, &p, &given))?;
-        Some((sizes, info))
+    // With some sizes given, the others take their defaults (as `eval` and `emit` do); with
+    // none, the program is also checked at its defaults when every size has one (a split the
+    // defaults do not divide is refused here, not only when it runs).
+    let concrete = match given.is_empty() {
+        true => p.resolve_sizes(&given).ok().map(|sizes| (sizes, false)),
+        false => Some((given.or(&p.default_sizes()), true)),
+    };
+    let concrete = match concrete {
+        Some((sizes, shown)) => {
+            let info = ir::check::check_with_sizes(&p, &sizes).map_err(|e| match src.reject_at(&e, &p, &given) {
+                Failure::Rejected(m) if !shown && !m.contains("\nnote: at the default") => {
+                    let at: Vec<String> = sizes.iter().map(|(k, v)| format!("{k} = {v}")).collect();
+                    Failure::Rejected(format!(
+                        "{}\nnote: at the program's default sizes {}; check others with `--size NAME=VALUE`",
+                        m.trim_end(),
+                        at.join(", ")
+                    ))
+                }
+                f => f,
+            })?;
+            shown.then_some((sizes, info))
+        }
+        None => None,
     };
     outln!("{}", signature(&p, &info.result, None));
     if let Some((sizes, info)) = concrete {
