@@ -232,3 +232,26 @@ fn a_tuned_matrix_product_runs_as_the_hand_computed_product() {
     let e = src.tune(&given, &resumed, &out, &mut Silent).err().unwrap();
     assert!(e.to_string().contains("resume continues one"), "{e}");
 }
+
+/// A worker that begins a tune of its own instead of serving measurements (a program that
+/// does not hand its worker argument to `serve_worker`) is refused at once, and the tune says
+/// why; before, each worker started another, each waiting for the next.
+#[test]
+fn a_worker_that_tunes_instead_of_serving_is_refused_at_once() {
+    if !common::opencl() {
+        return;
+    }
+    let src = example("matmul.lift");
+    let out = common::scratch("library", "worker-tunes");
+    let opts = TuneOptions { trials: 2, random_trials: 0, batch: 2, ..TuneOptions::default() };
+    let nested = out.join("nested");
+    let worker = ["tune", "examples/matmul.lift", "--trials", "2", "-o", nested.to_str().unwrap()];
+    let mut command = vec![env!("CARGO_BIN_EXE_mapsat").into()];
+    command.extend(worker.iter().map(Into::into));
+    let how = Tuning { worker: command, ..Tuning::new("opencl:0:0".parse().unwrap(), &opts).unwrap() };
+    let start = std::time::Instant::now();
+    let e = src.tune(&Sizes::new(), &how, &out, &mut Silent).err().expect("refused");
+    assert!(e.to_string().contains("began a tune of its own"), "{e}");
+    assert!(start.elapsed() < std::time::Duration::from_secs(60), "{:?}", start.elapsed());
+    assert!(!nested.join("tune.jsonl").exists());
+}

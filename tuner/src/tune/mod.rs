@@ -251,6 +251,14 @@ pub fn tune(
     files: &Files,
     progress: &mut dyn Progress,
 ) -> Result<TuneResult, TuneError> {
+    if std::env::var_os(worker::WORKER_ENV).is_some() {
+        return Err(TuneError::Options(
+            "this process was started as a tune's measurement worker, but began a tune of its own: \
+             a program that tunes must serve measurements when started as its worker (the `mapsat` program: \
+             `mapsat worker`; a program of your own: mapsat::tuning::serve_worker, see examples/library.rs)"
+                .into(),
+        ));
+    }
     if opts.trials == 0 {
         return Err(TuneError::Options("--trials must be at least 1".into()));
     }

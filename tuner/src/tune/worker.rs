@@ -275,6 +275,11 @@ pub struct Measurer {
     restarts: u64,
 }
 
+/// Set in the worker's environment: a worker that begins a tune of its own instead of serving
+/// measurements (a program whose worker argument was not handed to `serve`) is refused at
+/// once ([`super::tune`]), not left to start another worker, and so on.
+pub const WORKER_ENV: &str = "MAPSAT_TUNE_WORKER";
+
 /// How long the worker may take to open the device and load the inputs.
 const SETUP_TIMEOUT: Duration = Duration::from_secs(120);
 /// Lines of the worker's standard error kept for crash reports.
@@ -295,6 +300,7 @@ impl Measurer {
         let (program, args) = self.command.split_first().ok_or("no worker command")?;
         let mut child = Command::new(program)
             .args(args)
+            .env(WORKER_ENV, "1")
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
