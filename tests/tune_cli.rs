@@ -43,6 +43,9 @@ fn a_tune_finds_a_correct_kernel_and_reports_it() {
     // The report names the best kernel, and the plot and model were written.
     let report: Value = json(&dir.join("report.json"));
     assert_best_is_confirmed(&report, &ts);
+    // Research code reads it back as the summary it was written from.
+    let back: mapsat_tuner::tune::report::Summary = serde_json::from_value(report.clone()).unwrap();
+    assert_eq!(serde_json::to_value(&back).unwrap(), report);
     // The median valid candidate is one random trial (of an even number, the slower of the
     // middle two): its time and its GFLOP/s. It was measured again with the best kernels, and
     // the best's speedup over it is the ratio of those times (both from one round: a noisy

@@ -72,6 +72,7 @@ pub enum TuneError {
 /// How to tune. Budgets are explicit. AutoTVM measures batches of 64 over thousands of trials;
 /// the default here is 16, so that the learned model chooses three of the four batches of a
 /// 64-trial tune. 5 % of each batch is random, as in AutoTVM.
+#[derive(Clone)]
 pub struct TuneOptions {
     /// Candidates measured by the guided search.
     pub trials: usize,
@@ -159,7 +160,7 @@ impl Progress for Silent {
 
 /// How well the models ranked one batch before it was measured (Spearman's rank correlation
 /// of their scores with the measured speed).
-#[derive(Clone, Debug, PartialEq, serde::Serialize)]
+#[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct BatchAccuracy {
     /// The batch.
     pub batch: u64,
@@ -172,7 +173,7 @@ pub struct BatchAccuracy {
 }
 
 /// Where the time went, in seconds.
-#[derive(Clone, Debug, Default, PartialEq, serde::Serialize)]
+#[derive(Clone, Debug, Default, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct Timing {
     /// The whole tune.
     pub total_s: f64,
@@ -187,7 +188,7 @@ pub struct Timing {
 }
 
 /// A kernel re-measured at the end of the tune ([`TuneOptions::confirm`]).
-#[derive(Clone, Debug, PartialEq, serde::Serialize)]
+#[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct Confirmed {
     /// Its phase.
     pub phase: Phase,

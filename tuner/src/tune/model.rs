@@ -133,7 +133,7 @@ fn columns(rows: &[Vec<f64>]) -> Vec<f64> {
 }
 
 /// The learned model: see the module documentation.
-#[derive(Serialize, Deserialize)]
+#[derive(Clone, Serialize, Deserialize)]
 pub struct Learned {
     /// The feature layout the model was trained with.
     pub features_version: u32,

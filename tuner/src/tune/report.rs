@@ -10,7 +10,7 @@ use super::task::Task;
 use super::worker::Status;
 use super::{BatchAccuracy, Confirmed, Timing, TuneError, TuneResult};
 use plotters::prelude::*;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
@@ -19,7 +19,7 @@ use std::path::{Path, PathBuf};
 const TOP: usize = 10;
 
 /// The summary of a tune (the JSON report).
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct Summary {
     /// The program's name.
     pub program: String,
@@ -75,12 +75,13 @@ pub struct Summary {
     /// Workers started again after a timeout or a crash.
     pub worker_restarts: u64,
     /// The measured trials that failed, by status (`wrong`, `build`, `invalid`, ...): how many,
-    /// and the first one's reason.
+    /// and the first one's reason (none in reports written before it was).
+    #[serde(default)]
     pub failures: Vec<Failures>,
 }
 
 /// Measured trials that failed the same way.
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct Failures {
     /// Their status's name.
     pub status: String,
