@@ -61,13 +61,7 @@ pub fn unmappable(p: &Program, sizes: &ir::Sizes) -> Option<String> {
 /// budget (a time budget that stops saturation early may change the variants).
 pub fn candidates(p: &Program, k: usize, opts: &Options) -> Result<Candidates, RewriteError> {
     let input = ir::print(p);
-    let mut list = vec![Candidate {
-        program: p.clone(),
-        signature: rewrite::extract::signature(p),
-        cost: None,
-        description: "the input program".into(),
-        stages: stage_choice::of(p, p),
-    }];
+    let mut list = vec![the_input(p)];
     let opts = Options { variants: k.max(1), ..opts.clone() };
     let out = rewrite::rewrite(p, &opts)?;
     for (n, v) in out.variants.into_iter().enumerate() {
@@ -90,6 +84,17 @@ pub fn candidates(p: &Program, k: usize, opts: &Options) -> Result<Candidates, R
         });
     }
     Ok(Candidates { list, report: out.report })
+}
+
+/// The input program as a candidate, the first of [`candidates`].
+pub fn the_input(p: &Program) -> Candidate {
+    Candidate {
+        program: p.clone(),
+        signature: rewrite::extract::signature(p),
+        cost: None,
+        description: "the input program".into(),
+        stages: stage_choice::of(p, p),
+    }
 }
 
 /// One kernel of a program with kernel boundaries, rewritten on its own.

@@ -134,3 +134,47 @@ fn variants_with_a_kernel_boundary_of_their_own_are_left_out_saying_so() {
     assert_eq!(out.status.code(), Some(1), "{}", text(&out));
     assert!(text(&out).contains("no producer `x`: the program has none"), "{}", text(&out));
 }
+
+/// Under a profile, `explain --stages` also lowers each kernel's valid mapping and says when
+/// code generation refuses it, as `explain` without a stage choice does: a convolution after a
+/// relu kernel, whose C=L0 under A_0=W0 keeps 144 bytes of a work group's results in local
+/// memory, more than a 16-byte profile has.
+#[test]
+fn explained_under_a_stage_choice_and_a_profile_a_mapping_code_generation_refuses_is_not_valid() {
+    let dir = common::scratch("choices", "tiny");
+    let profile = std::fs::read_to_string(common::root().join("ir/profiles/pocl-cpu.toml")).unwrap();
+    let tiny = profile.replace("local_mem_bytes = 524288", "local_mem_bytes = 16").replace("\"pocl-cpu\"", "\"tiny\"");
+    let target = dir.join("tiny.toml");
+    std::fs::write(&target, tiny).unwrap();
+    let file = dir.join("conv2.lift");
+    std::fs::write(
+        &file,
+        "size inH = 8, inW = 8, inChs = 4, outChs = 6, kerH = 3, kerW = 3
+def conv2(inp: [[[f32]inChs]inW]inH, ks: [[[[f32]inChs]kerW]kerH]outChs)
+    : [[[f32]outChs](inW - kerW + 3)](inH - kerH + 3) =
+  let x = toGlobal(map@P(fun(r => map@Q(fun(px => map@R(fun(v => max(0.0, v)), px)), r)), inp)) in
+  mapND2@A(fun(slideWin: [[[f32]inChs]kerW]kerH =>
+    map@B(fun(singleK: [[[f32]inChs]kerW]kerH =>
+      reduce(add, 0.0, map@C(fun(p => p.0 * p.1), joinND3(zipND3(slideWin, singleK))))),
+      ks)),
+    slideND2(kerH, 1, kerW, 1, padND2(1, 1, 0.0, x)))",
+    )
+    .unwrap();
+    let (f, t) = (file.to_str().unwrap(), target.to_str().unwrap());
+    let explain = |m: &str, target: &[&str]| {
+        mapsat(&[&["explain", f, "--variants", "1", "--stages", "x=global", "--mapping", m][..], target].concat())
+    };
+    let m = "P=G0,Q=S,R=F,A_0=W0,A_1=S,B=S,C=L0";
+    assert_eq!(explain(m, &[]).status.code(), Some(0));
+    let out = explain(m, &["--target", t]);
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out));
+    let want = "invalid under stage x = global: kernel conv2: valid in the mapping space, but code generation refuses";
+    assert!(
+        text(&out).contains(want) && text(&out).contains("144 bytes of local memory per work group"),
+        "{}",
+        text(&out)
+    );
+    // A mapping that keeps nothing in local memory is valid under it.
+    let out = explain("P=G0,Q=S,R=F,A_0=G0,A_1=S,B=S,C=S", &["--target", t]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+}

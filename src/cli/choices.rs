@@ -25,9 +25,13 @@ fn load(file: &Path, how: &How, k: usize) -> CliResult<Choices> {
         None => None,
     };
     let opts = RewriteOptions { sizes, ..RewriteOptions::default() };
-    let found = mapsat::variants::candidates(&p, k, &opts).map_err(|e| Failure::Rejected(format!("error: {e}")))?;
+    // One program: the input alone, without rewriting it.
+    let found = match k {
+        1 => vec![mapsat::variants::the_input(&p)],
+        _ => mapsat::variants::candidates(&p, k, &opts).map_err(|e| Failure::Rejected(format!("error: {e}")))?.list,
+    };
     let options = Options { fusion: !how.no_fusion, profile, ..Options::default() };
-    mapsat::choices::choice_space(found.list, &given, &options).map_err(solver)
+    mapsat::choices::choice_space(found, &given, &options).map_err(solver)
 }
 
 fn solver(e: mc::Error) -> Failure {
@@ -181,9 +185,10 @@ pub fn explain(file: &Path, mapping: &str, stages: &str, how: &How, k: usize) ->
     let stage = s.describe(alternative);
     let under = |e: String| Failure::Rejected(format!("invalid under {stage}: {e}"));
     let mappings = s.parse_mapping(alternative, mapping).map_err(|e| under(e.to_string()))?;
-    let e = s.explain(&Point { alternative, mappings }).map_err(solver)?;
+    let point = Point { alternative, mappings };
+    let e = s.explain(&point).map_err(solver)?;
+    let kernels = &s.alternatives()[alternative].kernels;
     if !e.valid {
-        let kernels = &s.alternatives()[alternative].kernels;
         let why: Vec<String> = kernels
             .iter()
             .zip(&e.kernels)
@@ -191,6 +196,24 @@ pub fn explain(file: &Path, mapping: &str, stages: &str, how: &How, k: usize) ->
             .map(|(sp, x)| super::mapping::violations(sp, x))
             .collect();
         return Err(under(why.concat()));
+    }
+    // Under a profile, code generation may still refuse a kernel's valid mapping (the local
+    // memory it keeps for a work group's results, the launch): as `explain` without --stages.
+    let program = &c.programs[alternative].program;
+    let stages = ir::stages::split(program).map_err(|e| Failure::Rejected(format!("error: {}", e.message)))?;
+    let refused: Vec<String> = kernels
+        .iter()
+        .zip(&stages)
+        .zip(point.mappings.iter().zip(&e.kernels))
+        .filter_map(|((sp, k), (m, x))| {
+            let q = sp.options().profile.as_ref()?;
+            let r =
+                mapsat::mapping::refused_by_codegen(sp, &k.program, m, &sp.options().sizes, x.local_sizes.clone(), q)?;
+            Some(format!("kernel {}: valid in the mapping space, but {r}\n", k.program.name))
+        })
+        .collect();
+    if !refused.is_empty() {
+        return Err(under(refused.concat()));
     }
     outln!("valid under {stage} ({})", c.programs[alternative].description);
     Ok(())
