@@ -505,32 +505,30 @@ fn check(file: &Path, args: &SizeArgs) -> CliResult<()> {
     let p = src.parse()?;
     let info = ir::check::check(&p).map_err(|e| src.reject(&e))?;
     let given = given_sizes(&p, args)?;
-    // With some sizes given, the others take their defaults (as `eval` and `emit` do); with
-    // none, the program is also checked at its defaults when every size has one (a split the
-    // defaults do not divide is refused here, not only when it runs).
-    let concrete = match given.is_empty() {
-        true => p.resolve_sizes(&given).ok().map(|sizes| (sizes, false)),
-        false => Some((given.or(&p.default_sizes()), true)),
-    };
-    let concrete = match concrete {
-        Some((sizes, shown)) => {
-            let info = ir::check::check_with_sizes(&p, &sizes).map_err(|e| match src.reject_at(&e, &p, &given) {
-                Failure::Rejected(m) if !shown && !m.contains("\nnote: at the default") => {
-                    let at: Vec<String> = sizes.iter().map(|(k, v)| format!("{k} = {v}")).collect();
-                    Failure::Rejected(format!(
-                        "{}\nnote: at the program's default sizes {}; check others with `--size NAME=VALUE`",
-                        m.trim_end(),
-                        at.join(", ")
-                    ))
-                }
-                f => f,
-            })?;
-            shown.then_some((sizes, info))
+    // The program is also checked at its sizes: those given, the others at their defaults (as
+    // `eval` and `emit` take them; a size without a default stays symbolic). Without `--size`,
+    // at its defaults: a split the defaults do not divide is refused here, not when it runs.
+    let sizes = given.or(&p.default_sizes());
+    let defaulted: Vec<String> =
+        sizes.iter().filter(|(k, _)| !given.contains(k)).map(|(k, v)| format!("{k} = {v}")).collect();
+    // Without `--size`, the error is the defaults' (the symbolic check passed); with it, the
+    // defaulted tile sizes the erring call names are noted (`reject_at`), not every default.
+    let at_defaults = |f: Failure| match f {
+        Failure::Rejected(m) if given.is_empty() && !m.contains("\nnote: at the default") => {
+            Failure::Rejected(format!(
+                "{}\nnote: at the program's default sizes {}; give others with `--size NAME=VALUE`",
+                m.trim_end(),
+                defaulted.join(", ")
+            ))
         }
-        None => None,
+        f => f,
+    };
+    let concrete = match sizes.is_empty() {
+        true => None,
+        false => Some(ir::check::check_with_sizes(&p, &sizes).map_err(|e| at_defaults(src.reject_at(&e, &p, &given)))?),
     };
     outln!("{}", signature(&p, &info.result, None));
-    if let Some((sizes, info)) = concrete {
+    if let Some(info) = concrete.filter(|_| !given.is_empty()) {
         outln!("{}", signature(&p, &info.result, Some(&sizes)));
     }
     let labels = p.map_labels();
