@@ -376,8 +376,20 @@ fn bad_input_is_refused_with_a_clear_message() {
     std::fs::write(&sum, "size N = 64\ndef f(xs: [f32]N) = reduce(add, 0.0, xs)\n").unwrap();
     let out = mapsat(&["tune", sum.to_str().unwrap(), "--target", "pocl-cpu", "-o", out_dir]);
     assert_eq!(out.status.code(), Some(1), "{}", text(&out));
+    assert!(text(&out).contains("nothing to tune: "), "{}", text(&out));
     assert!(text(&out).contains("nothing to map; it runs in one work item"), "{}", text(&out));
     assert!(text(&out).contains("`mapsat tune --variants K` also tunes rewrite variants"), "{}", text(&out));
+    // Its only mapping, the empty one, is valid (`space` gives it): not "no valid mapping".
+    assert!(!text(&out).contains("no valid mapping"), "{}", text(&out));
+    // A program its sizes do not type (a split of 10 by 4, no tunable size): the program's
+    // error, not the mappings'.
+    let split = dir.join("split.lift");
+    let text_of_split = "size N = 10\ndef f(xs: [f32]N) = join(map@A(map@B(fun(x => x + 1.0)), split(4, xs)))\n";
+    std::fs::write(&split, text_of_split).unwrap();
+    let out = mapsat(&["tune", split.to_str().unwrap(), "--target", "pocl-cpu", "-o", out_dir]);
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out));
+    assert!(text(&out).contains("error: at N=10: split factor 4 does not divide the length 10"), "{}", text(&out));
+    assert!(!text(&out).contains("no valid mapping"), "{}", text(&out));
     // A result too large for the interpreter that checks every candidate: said so, not "no
     // mapping satisfies the constraints" (`mapsat space` finds valid mappings).
     let size = ["--size", "H=100000,W=100000"];

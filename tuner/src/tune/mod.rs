@@ -47,7 +47,7 @@ pub enum TuneError {
     NoValidMapping(String),
     /// The program has no map to give a mapping to (the message says at which sizes): it runs
     /// in one work item, which `mapsat run` does, or a rewrite variant may have maps.
-    #[error("the program has no valid mapping: {0}; it runs in one work item (`mapsat run`)")]
+    #[error("nothing to tune: {0}; it runs in one work item (`mapsat run`)")]
     NoMaps(String),
     /// The options make no tune (a budget of 0, ...).
     #[error("{0}")]

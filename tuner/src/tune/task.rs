@@ -248,6 +248,11 @@ impl Task {
                 "cannot tune at {}: {e} (every candidate is checked against the interpreter's result)",
                 self.sizes_at(&at)
             ))),
+            // Without tunable sizes, an ill-typed program (a split its sizes do not divide) is
+            // the program's error, not the mappings'.
+            Err(NoShape::Type(e)) if self.tunables.is_empty() => {
+                Err(TuneError::Program(format!("at {}: {e}", self.problem.or(&at))))
+            }
             _ if self.has_no_maps(&at) => Err(TuneError::NoMaps(self.why_not(&at))),
             _ if self.tunables.is_empty() => Err(TuneError::NoValidMapping(self.why_not(&at))),
             _ => Err(TuneError::NoValidMapping(format!(
