@@ -6,6 +6,7 @@ import json
 import os
 import pathlib
 import random
+import re
 import subprocess
 import sys
 
@@ -268,8 +269,10 @@ except mapsat.Error as e:
 
 def test_a_tune_without_a_correct_candidate_raises(tmp_path):
     p = mapsat.Program.load(EXAMPLES / "stencil1d.lift")
-    with pytest.raises(mapsat.Error, match="no candidate ran correctly"):
+    with pytest.raises(mapsat.Error, match="no candidate ran correctly") as e:
         p.tune(sizes={"N": 16}, device=DEVICE, trials=2, random_trials=0, timeout=0.001, out=tmp_path)
+    # How they failed, as the command line says it: each timed out.
+    assert re.search(r"\(see the report in .*\): \d timeout, e\.g\. ", str(e.value)), str(e.value)
     with pytest.raises(mapsat.Error, match="positive number of seconds"):
         p.tune(device=DEVICE, trials=1, timeout=0, out=tmp_path)
 

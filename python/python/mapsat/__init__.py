@@ -409,8 +409,11 @@ class Program:
         _device_use()
         report = json.loads(self._p.tune(*args))
         if not report.get("best"):
+            failed = [f"{f['count']} {f['status']}, e.g. {(f['example'].splitlines() or [''])[0]}"
+                      for k in report.get("kernels", [report]) for f in k.get("failures", [])]
+            how = f": {'; '.join(failed)}" if failed else ""
             raise Error("error: no candidate ran correctly: each was refused by code generation, "
-                        f"failed or gave a wrong result (see the report in {out})")
+                        f"failed or gave a wrong result (see the report in {out}){how}")
         return _tuned(report, out)
 
     def _arrays(self, args: tuple, kwargs: Dict[str, Any], inputs: Optional[Dict[str, Any]] = None,
