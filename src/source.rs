@@ -130,11 +130,20 @@ impl Source {
     }
 
     /// The sizes the shapes of `inputs` (in parameter order) give: each dimension of a
-    /// parameter whose length is a size variable (`[f32]N`) gives that size. Two inputs that
-    /// give one size different values are refused; the others are left to [`Source::sizes`].
+    /// parameter whose length is a size variable (`[f32]N`) gives that size. An input of
+    /// another rank than its parameter's type, and two inputs that give one size different
+    /// values, are refused; the others are left to [`Source::sizes`].
     pub fn sizes_of(&self, inputs: &[Tensor]) -> R<Sizes> {
         let mut out = Sizes::new();
         for (q, t) in self.program.params.iter().zip(inputs) {
+            let (dims, elem) = q.ty.dims();
+            let rank = dims.len() + usize::from(matches!(elem, ir::Type::Vector(..)));
+            if t.shape.len() != rank {
+                return Err(Error::Usage(format!(
+                    "parameter `{}` expects an array of {rank} dimension(s) (type `{}`), got shape {:?}",
+                    q.name, q.ty, t.shape
+                )));
+            }
             let mut ty = &q.ty;
             for &n in &t.shape {
                 let Some((elem, len)) = ty.as_array() else { break };
@@ -396,6 +405,11 @@ pub fn size_named(p: &Program, name: &str) -> R<()> {
 pub fn read_text(path: &Path) -> R<String> {
     use std::io::Read;
     let cannot = |e: std::io::Error| Error::Rejected(format!("error: cannot read {}: {e}", path.display()));
+    if let Some(meta) = std::fs::metadata(path).ok().filter(|m| !m.is_file()) {
+        // A folder, a FIFO (whose read would block) or a device (`/dev/zero` never ends).
+        let what = if meta.is_dir() { "a folder" } else { "not a regular file" };
+        return Err(Error::Rejected(format!("error: cannot read {}: {what}, not a program", path.display())));
+    }
     let file = std::fs::File::open(path).map_err(cannot)?;
     let mut bytes = Vec::new();
     file.take(crate::limits::MAX_SOURCE_BYTES + 1).read_to_end(&mut bytes).map_err(cannot)?;

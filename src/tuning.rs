@@ -97,6 +97,9 @@ impl Source {
     ) -> R<Vec<KernelTune>> {
         crate::limits::deep(|| {
             self.sizes(given)?;
+            if out.as_os_str().is_empty() {
+                return Err(Error::Usage("the output folder is an empty path: name one (`.` for this one)".into()));
+            }
             if how.resume && how.opts.prior.is_some() {
                 return Err(Error::Usage("a prior model starts a tune; resume continues one: give one of them".into()));
             }

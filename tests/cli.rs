@@ -161,11 +161,18 @@ fn a_run_past_its_timeout_is_an_error() {
 /// tester's finding) or not UTF-8.
 #[test]
 fn an_endless_or_binary_file_is_rejected() {
+    // A device that never ends is not read: it is not a regular file.
     if std::path::Path::new("/dev/zero").exists() {
         let out = mapsat(&["check", "/dev/zero"]);
         assert_eq!(out.status.code(), Some(1));
-        assert!(String::from_utf8_lossy(&out.stderr).contains("is larger than 16 MiB"));
+        assert!(String::from_utf8_lossy(&out.stderr).contains("not a regular file"));
     }
+    let large = std::env::temp_dir().join(format!("mapsat-large-{}.lift", std::process::id()));
+    std::fs::write(&large, vec![b' '; (16 << 20) + 1]).unwrap();
+    let out = mapsat(&["check", large.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("is larger than 16 MiB"));
+    let _ = std::fs::remove_file(large);
     let path = std::env::temp_dir().join(format!("mapsat-binary-{}.lift", std::process::id()));
     std::fs::write(&path, [0xff, 0xfe, 0x00]).unwrap();
     let out = mapsat(&["check", path.to_str().unwrap()]);

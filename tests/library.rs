@@ -10,6 +10,7 @@ use mapsat::tuner::measure::RunConfig;
 use mapsat::tuner::tune::{Silent, TuneOptions};
 use mapsat::tuning::{best_sequence, Tuning};
 use mapsat::{Error, Source};
+use std::path::Path;
 
 fn sizes(pairs: &[(&str, i64)]) -> Sizes {
     let mut s = Sizes::new();
@@ -109,8 +110,11 @@ fn sizes_are_read_off_the_inputs() {
     let a = Tensor::f32(vec![3, 5], vec![0.0; 15]);
     let b = Tensor::f32(vec![5, 2], vec![0.0; 10]);
     assert_eq!(src.sizes_of(&[a.clone(), b]).unwrap(), sizes(&[("M", 3), ("K", 5), ("N", 2)]));
-    let e = src.sizes_of(&[a, Tensor::f32(vec![4, 2], vec![0.0; 8])]).unwrap_err();
+    let e = src.sizes_of(&[a.clone(), Tensor::f32(vec![4, 2], vec![0.0; 8])]).unwrap_err();
     assert!(e.to_string().contains("size `K` is 5 by an earlier input, 4 by `b`"), "{e}");
+    // An input of another rank gives no sizes: it is refused (it gave M=3, K=4, N=6).
+    let e = src.sizes_of(&[Tensor::f32(vec![3, 4, 5], vec![0.0; 60]), a]).unwrap_err();
+    assert!(e.to_string().contains("parameter `a` expects an array of 2 dimension(s)"), "{e}");
 }
 
 #[test]
@@ -204,6 +208,8 @@ fn a_tuned_matrix_product_runs_as_the_hand_computed_product() {
     // resume: refused before anything is measured.
     let e = src.tune(&sizes(&[("m", 6)]), &how, &out, &mut Silent).err().unwrap();
     assert!(e.to_string().contains("no size variable `m`"), "{e}");
+    let e = src.tune(&given, &how, Path::new(""), &mut Silent).err().unwrap();
+    assert!(e.to_string().contains("the output folder is an empty path"), "{e}");
     let copy = out.join("matmul.lift");
     std::fs::write(&copy, src.text()).unwrap();
     let e = Source::read(&copy).unwrap().tune(&given, &how, &out, &mut Silent).err().unwrap();

@@ -21,6 +21,7 @@ pub use types::{ScalarKind, Type};
 pub mod check;
 pub mod choice;
 pub mod diag;
+pub mod files;
 pub mod interp;
 pub mod profile;
 pub mod stages;

@@ -319,7 +319,8 @@ impl Profile {
                 known: Profile::builtin_names().join(", "),
             });
         }
-        let text = std::fs::read_to_string(path)
+        // A profile is a few hundred bytes; 1 MiB is room to spare.
+        let text = crate::files::read_text(path, 1 << 20)
             .map_err(|source| ProfileError::Io { path: name_or_path.to_string(), source })?;
         Profile::from_toml(&text, name_or_path)
     }

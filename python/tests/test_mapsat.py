@@ -277,6 +277,23 @@ def test_a_tune_without_a_correct_candidate_raises(tmp_path):
         p.tune(device=DEVICE, trials=1, timeout=0, out=tmp_path)
 
 
+def test_inputs_of_another_rank_and_files_that_are_not_regular_are_refused(tmp_path):
+    st = mapsat.Program.load(EXAMPLES / "stencil1d.lift")
+    mm = mapsat.Program.load(EXAMPLES / "matmul.lift")
+    # An input of another rank than its parameter's gives no sizes (it gave N=5, M=3, K=4).
+    with pytest.raises(mapsat.Error, match=r"parameter `xs` expects an array of 1 dimension"):
+        st.sizes(np.ones((5, 7)))
+    with pytest.raises(mapsat.Error, match=r"parameter `a` expects an array of 2 dimension"):
+        mm.count(a=np.ones((3, 4, 5)))
+    # A profile or model that is a device (read forever) or a FIFO (blocks) is refused unread.
+    with pytest.raises(mapsat.Error, match="not a regular file"):
+        mm.count(target="/dev/zero")
+    with pytest.raises(mapsat.Error, match="not a regular file"):
+        st.tune(trials=1, random_trials=0, model="/dev/zero", out=tmp_path / "m")
+    with pytest.raises(mapsat.Error, match="empty path"):
+        st.tune(trials=1, random_trials=0, out="")
+
+
 def test_arguments_of_the_wrong_kind_raise_mapsat_errors():
     p = mapsat.Program.load(EXAMPLES / "matmul.lift")
     a, b = np.ones((4, 3)), np.ones((3, 2))

@@ -458,7 +458,10 @@ class Program:
         for (name, dims, _kind), a in zip(self._p.params(), arrays):
             if a is None:
                 continue
-            for axis, var in enumerate(dims[: a.ndim]):
+            if a.ndim != len(dims):
+                raise Error(f"parameter `{name}` expects an array of {len(dims)} dimension(s), "
+                            f"got shape {list(a.shape)}")
+            for axis, var in enumerate(dims):
                 if var is None or var in (sizes or {}):
                     continue
                 if var in seen and seen[var][0] != a.shape[axis]:

@@ -195,6 +195,9 @@ impl Log {
     pub fn resume(path: &Path, header: &Header) -> Result<(Log, Vec<Trial>), LogError> {
         let io = |e: std::io::Error| LogError::Io { path: path.to_path_buf(), message: e.to_string() };
         let foreign = |m: String| LogError::Foreign { path: path.to_path_buf(), message: m };
+        // A log is a regular file (a FIFO or device would block or never end); 4 GiB holds
+        // millions of records.
+        mapsat_ir::files::check_regular(path, 4 << 30).map_err(io)?;
         let mut file = OpenOptions::new().read(true).write(true).open(path).map_err(io)?;
         let mut text = String::new();
         file.read_to_string(&mut text).map_err(|e| foreign(format!("not a tuning log ({e})")))?;

@@ -187,7 +187,8 @@ impl Learned {
     /// exist or loop.
     pub fn load(path: &Path) -> Result<Learned, ModelError> {
         let err = |m: String| ModelError::File { path: path.display().to_string(), message: m };
-        let text = std::fs::read_to_string(path).map_err(|e| err(e.to_string()))?;
+        // A model's training rows take about 2 kB each: 256 MiB holds 100,000 trials.
+        let text = mapsat_ir::files::read_text(path, 256 << 20).map_err(|e| err(e.to_string()))?;
         let m: Learned = serde_json::from_str(&text).map_err(|e| err(format!("not a mapsat cost model ({e})")))?;
         if m.features_version != FEATURES_VERSION {
             return Err(err(format!(
