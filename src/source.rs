@@ -405,11 +405,9 @@ pub fn size_named(p: &Program, name: &str) -> R<()> {
 pub fn read_text(path: &Path) -> R<String> {
     use std::io::Read;
     let cannot = |e: std::io::Error| Error::Rejected(format!("error: cannot read {}: {e}", path.display()));
-    if let Some(meta) = std::fs::metadata(path).ok().filter(|m| !m.is_file()) {
-        // A folder, a FIFO (whose read would block) or a device (`/dev/zero` never ends).
-        let what = if meta.is_dir() { "a folder" } else { "not a regular file" };
-        return Err(Error::Rejected(format!("error: cannot read {}: {what}, not a program", path.display())));
-    }
+    // A folder, a FIFO (whose read would block) or a device (`/dev/zero` never ends) is refused
+    // unread; the size is checked below, as the file is read.
+    ir::files::check_regular(path, u64::MAX).map_err(cannot)?;
     let file = std::fs::File::open(path).map_err(cannot)?;
     let mut bytes = Vec::new();
     file.take(crate::limits::MAX_SOURCE_BYTES + 1).read_to_end(&mut bytes).map_err(cannot)?;

@@ -204,12 +204,11 @@ fn tune_kernel(
 /// `out`; `mapsat run FILE --local ... --check` reproduces it), and the sequence's time (null
 /// unless every kernel has a best).
 pub fn pipeline_json(program: &str, kernels: &[(&Summary, &[PathBuf])], out: &Path) -> serde_json::Value {
-    let lift = |written: &[PathBuf]| written.iter().find(|p| p.extension().is_some_and(|e| e == "lift")).cloned();
     let entries: Vec<serde_json::Value> = kernels
         .iter()
         .map(|(s, written)| {
             // A kernel without a best has no mapped program (not the next kernel's).
-            let lift = s.best.as_ref().and_then(|_| lift(written));
+            let lift = s.best.as_ref().and_then(|_| mapped_lift(written));
             serde_json::json!({
                 "kernel": s.program,
                 "best_ms": s.best.as_ref().map(|_| s.best_ms),
@@ -220,9 +219,14 @@ pub fn pipeline_json(program: &str, kernels: &[(&Summary, &[PathBuf])], out: &Pa
             })
         })
         .collect();
-    let all_mapped = kernels.iter().all(|(_, w)| lift(w).is_some());
+    let all_mapped = kernels.iter().all(|(_, w)| mapped_lift(w).is_some());
     let best = best_sequence(kernels.iter().map(|(s, _)| *s)).filter(|b| all_mapped && b.ms > 0.0);
     serde_json::json!({ "program": program, "best_ms": best.map(|b| b.ms), "kernels": entries })
+}
+
+/// The mapped program among the files a kernel's tune wrote ([`KernelTune::written`]).
+pub fn mapped_lift(written: &[PathBuf]) -> Option<PathBuf> {
+    written.iter().find(|p| p.extension().is_some_and(|e| e == "lift")).cloned()
 }
 
 /// The pipeline file of the program `program` tuned into `out`: `out/NAME.pipeline.json`.

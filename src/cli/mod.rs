@@ -509,16 +509,15 @@ fn check(file: &Path, args: &SizeArgs) -> CliResult<()> {
     // `eval` and `emit` take them; a size without a default stays symbolic). Without `--size`,
     // at its defaults: a split the defaults do not divide is refused here, not when it runs.
     let sizes = given.or(&p.default_sizes());
-    let defaulted: Vec<String> =
-        sizes.iter().filter(|(k, _)| !given.contains(k)).map(|(k, v)| format!("{k} = {v}")).collect();
     // Without `--size`, the error is the defaults' (the symbolic check passed); with it, the
     // defaulted tile sizes the erring call names are noted (`reject_at`), not every default.
     let at_defaults = |f: Failure| match f {
         Failure::Rejected(m) if given.is_empty() && !m.contains("\nnote: at the default") => {
+            let at: Vec<String> = sizes.iter().map(|(k, v)| format!("{k} = {v}")).collect();
             Failure::Rejected(format!(
                 "{}\nnote: at the program's default sizes {}; give others with `--size NAME=VALUE`",
                 m.trim_end(),
-                defaulted.join(", ")
+                at.join(", ")
             ))
         }
         f => f,

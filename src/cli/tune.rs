@@ -345,7 +345,7 @@ fn write_pipeline(
 
 /// The best of a program from its kernels' summaries and files written.
 fn tuned(device: &str, kernels: &[tune::report::Summary], written: &[Vec<PathBuf>]) -> Tuned {
-    let lifts: Vec<PathBuf> = written.iter().filter_map(|w| mapped_lift(w)).collect();
+    let lifts: Vec<PathBuf> = written.iter().filter_map(|w| mapsat::tuning::mapped_lift(w)).collect();
     let best = mapsat::tuning::best_sequence(kernels).filter(|b| lifts.len() == kernels.len() && b.ms > 0.0);
     Tuned {
         device: device.to_string(),
@@ -356,11 +356,6 @@ fn tuned(device: &str, kernels: &[tune::report::Summary], written: &[Vec<PathBuf
         locals: best.as_ref().map(|b| b.local.iter().map(|(_, l)| l.clone()).collect()).unwrap_or_default(),
         tuning: best.map(|b| b.tuning).unwrap_or_default(),
     }
-}
-
-/// The mapped program among a tune's files written.
-fn mapped_lift(written: &[PathBuf]) -> Option<PathBuf> {
-    written.iter().find(|p| p.extension().is_some_and(|e| e == "lift")).cloned()
 }
 
 /// The input program's files: the one given, and the one its text was read from (a variant's
@@ -565,7 +560,7 @@ fn summarize(task: &Task, r: &tune::TuneResult, written: &[PathBuf], model: Opti
     if let Some(m) = model {
         outln!("wrote {} (the learned model, for --model)", m.display());
     }
-    if let (Some(b), Some(lift)) = (&s.best, mapped_lift(written)) {
+    if let (Some(b), Some(lift)) = (&s.best, mapsat::tuning::mapped_lift(written)) {
         let reassociate = !mapsat_codegen::build_options(task.dialect, task.reassociate).is_empty();
         let local: Vec<String> = local_flag(None, &b.local).into_iter().collect();
         outln!("run it again: {}", run_command(&lift, device, &local, reassociate));
