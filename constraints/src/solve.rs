@@ -617,6 +617,11 @@ impl<'s, 'c> Search<'s, 'c> {
         limit: u64,
         f: &mut dyn FnMut(&Mapping) -> ControlFlow<()>,
     ) -> Result<ControlFlow<()>, Error> {
+        if self.space.is_empty() {
+            // No variable ([`crate::Options::empty_without_maps`]): one mapping, the empty one.
+            *produced += 1;
+            return Ok(f(&self.mapping()));
+        }
         for v in self.order(i) {
             if !self.enter(i, v)? {
                 continue;

@@ -196,6 +196,11 @@ pub struct Options {
     /// interchangeable ([`Space::dimensions_interchangeable`]); when they are not, a class
     /// whose canonical member breaks a per-dimension device limit is not counted.
     pub symmetry_breaking: bool,
+    /// A program without a map that computes gets the space of its one mapping, the empty one
+    /// (no variable; [`Space::apply`] gives [`crate::sequential`]'s program) instead of
+    /// [`Error::NoMaps`]: for a caller that treats such a kernel as any other (a tune of a
+    /// pipeline with a kernel that only reduces). Off by default.
+    pub empty_without_maps: bool,
 }
 
 impl Default for Options {
@@ -208,6 +213,7 @@ impl Default for Options {
             probes: 400,
             sizes: Sizes::new(),
             symmetry_breaking: false,
+            empty_without_maps: false,
         }
     }
 }
@@ -251,7 +257,7 @@ impl Space {
             return Err(Error::TooDeep);
         }
         let vars = analysis.concrete_maps();
-        if vars.is_empty() {
+        if vars.is_empty() && !options.empty_without_maps {
             return Err(Error::NoMaps);
         }
         if let Some(why) = &analysis.scattered_vectors {
@@ -287,7 +293,7 @@ impl Space {
         self.vars.len()
     }
 
-    /// True when there is no map to map (never, for a generated space).
+    /// True when there is no map to map (only with [`Options::empty_without_maps`]).
     pub fn is_empty(&self) -> bool {
         self.vars.is_empty()
     }

@@ -25,6 +25,25 @@ fn a_program_without_a_map_still_has_nothing_to_map() {
     assert!(matches!(space("size M = 4, N = 6\ndef t(x: [[f32]N]M) = transpose(x)"), Err(Error::NoMaps)));
 }
 
+/// Asked for it (`Options::empty_without_maps`), a program without a map that computes has the
+/// space of its one mapping, the empty one, which applies as one work item running it.
+#[test]
+fn a_program_without_a_map_may_have_the_space_of_the_empty_mapping() {
+    let p = mapsat_ir::parse("size N = 8\ndef s(xs: [f32]N) = reduce(add, 0.0, xs)").expect("parse");
+    let s = Space::generate(&p, Options { empty_without_maps: true, ..Options::default() }).expect("a space");
+    assert!(s.is_empty() && s.labels().is_empty());
+    assert!(matches!(s.count(0).expect("count"), Count::Exact(1)));
+    let samples = s.sample(5, 3).expect("samples");
+    assert_eq!(samples.len(), 1);
+    assert!(samples[0].codes.is_empty());
+    let m = s.parse_mapping("").expect("the empty mapping");
+    assert!(s.explain(&m).expect("explain").valid);
+    assert!(s.parse_mapping("A=G0").is_err());
+    let (got, want) = (s.apply(&p, &m).expect("apply"), mapsat_constraints::sequential(&p));
+    assert_eq!(mapsat_ir::print(&got), mapsat_ir::print(&want));
+    assert!(mapsat_ir::print(&got).contains("reduceSeq"), "{}", mapsat_ir::print(&got));
+}
+
 /// A copy stored through a view, as `mapsat tune` writes a transposed copy whose inner map it
 /// fused (`split(H, mapGlb(0, fun(x => x), join(transpose(a))))`): its map is the copy, mapped
 /// as written.
