@@ -321,7 +321,7 @@ impl PyProgram {
     /// Runs the program's kernels in order on `device`: the device's result, the median and
     /// fastest times in ms (summed over the kernels), the device's name and each kernel's name
     /// and median time. With `check`, a result that differs from the interpreter's is an error.
-    #[pyo3(signature = (inputs, given, device, mapping=None, local=None, locals=BTreeMap::new(), runs=5, check=true, timeout=600.0))]
+    #[pyo3(signature = (inputs, given, device, mapping=None, local=None, locals=BTreeMap::new(), runs=5, check=true, timeout=600.0, reassociate=false))]
     #[allow(clippy::too_many_arguments)]
     fn run<'py>(
         &self,
@@ -335,13 +335,16 @@ impl PyProgram {
         runs: usize,
         check: bool,
         timeout: f64,
+        reassociate: bool,
     ) -> PyResult<RunResult<'py>> {
         let inputs = tensors(&inputs)?;
         let src = self.src.clone();
         let limit = seconds("timeout", timeout)?;
         let local = Locals { all: local, by_kernel: locals };
-        let cfg = RunConfig { runs, check, ..RunConfig::default() };
-        let r = deep(py, Some(limit), move || {
+        // A run given up on (timeout, Ctrl-C) stops launching: nothing goes on behind a later call.
+        let given_up = Arc::new(AtomicBool::new(false));
+        let cfg = RunConfig { runs, check, reassociate, cancel: Some(given_up.clone()), ..RunConfig::default() };
+        let r = deep_with(py, Some(limit), &given_up, move || {
             src.run(&to_sizes(given), &inputs, self::device(&device)?, mapping.as_deref(), &local, &cfg)
         })?;
         let median = r.iter().map(|k| k.report.median_ms).sum();

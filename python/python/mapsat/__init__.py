@@ -367,18 +367,22 @@ class Program:
     def run(self, *args: Any, mapping: Optional[str] = None, device: str = "opencl:0:0",
             sizes: Optional[Dict[str, int]] = None,
             local: "Optional[List[int] | Dict[str, List[int]]]" = None,
-            runs: int = 5, check: bool = True, timeout: float = 600.0,
+            runs: int = 5, check: bool = True, timeout: float = 600.0, reassociate: bool = False,
             inputs: Optional[Dict[str, Any]] = None, **kwargs: Any) -> Run:
         """Runs the kernel on ``device`` with the inputs; with ``check``, a result that
-        differs from the interpreter's raises :class:`Error`. A run longer than ``timeout``
-        seconds (or one interrupted with Ctrl-C) raises; the kernel cannot be stopped, so it
-        goes on in the background until it ends, and the device's later kernels in this
-        process wait for it."""
+        differs from the interpreter's raises :class:`Error`. With ``reassociate``, OpenCL
+        kernels are built as :meth:`tune` builds them, letting the compiler reassociate
+        floating-point arithmetic (``mapsat run --reassociate``): a tuned kernel's time is of
+        that build. A run longer than ``timeout`` seconds (or one interrupted with Ctrl-C)
+        raises and launches nothing more; a launch under way cannot be stopped, so it goes on
+        in the background until it ends, and the device's later kernels in this process wait
+        for it."""
         arrays = self._arrays(args, kwargs, inputs)
         every, by_kernel = _local(local)
         device = _str("device", device, False)
         args = (arrays, self._given(arrays, sizes), device, _str("mapping", mapping), every, by_kernel,
-                _int("runs", runs), _bool("check", check), _seconds("timeout", timeout))
+                _int("runs", runs), _bool("check", check), _seconds("timeout", timeout),
+                _bool("reassociate", reassociate))
         _device_use()
         out, median_ms, min_ms, name, kernels = self._p.run(*args)
         return Run(out, median_ms, min_ms, name, dict(kernels))

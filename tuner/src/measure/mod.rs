@@ -27,6 +27,9 @@ pub use profile::{
 };
 pub use session::{DeviceRun, Session};
 
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+
 use mapsat_codegen::{CodegenError, Manifest, Options};
 use mapsat_ir::interp::{self, Comparison, EvalError, Tensor};
 use mapsat_ir::profile::ProfileError;
@@ -56,6 +59,9 @@ pub enum MeasureError {
     /// Inputs do not fit the program.
     #[error("{0}")]
     Input(String),
+    /// The caller stopped the run ([`RunConfig::cancel`]).
+    #[error("the run was stopped before it ended")]
+    Cancelled,
     /// The interpreter failed.
     #[error("interpreter: {0}")]
     Interp(#[from] EvalError),
@@ -96,11 +102,25 @@ pub struct RunConfig {
     pub atol: f64,
     /// Build OpenCL kernels with [`mapsat_codegen::REASSOCIATE`].
     pub reassociate: bool,
+    /// Set from another thread, it stops the run before its next launch, kernel or check
+    /// ([`MeasureError::Cancelled`]): a caller that stopped waiting (a timeout, Ctrl-C) leaves
+    /// no launches going on in the background. A launch under way cannot be stopped.
+    pub cancel: Option<Arc<AtomicBool>>,
 }
 
 impl Default for RunConfig {
     fn default() -> Self {
-        RunConfig { warmup: 1, runs: 5, check: true, rtol: 1e-3, atol: 1e-4, reassociate: false }
+        RunConfig { warmup: 1, runs: 5, check: true, rtol: 1e-3, atol: 1e-4, reassociate: false, cancel: None }
+    }
+}
+
+impl RunConfig {
+    /// [`MeasureError::Cancelled`] once [`RunConfig::cancel`] is set.
+    fn go_on(&self) -> R<()> {
+        match &self.cancel {
+            Some(c) if c.load(Ordering::Relaxed) => Err(MeasureError::Cancelled),
+            _ => Ok(()),
+        }
     }
 }
 
@@ -196,8 +216,10 @@ pub fn run(
         ));
     }
     let mut session = Session::open(device)?;
+    cfg.go_on()?;
     let r = session.run(&src, &manifest, inputs, shape, cfg)?;
     let check = if cfg.check {
+        cfg.go_on()?;
         let want = interp::eval(p, &sizes, inputs)?;
         Some(r.output.compare(&want, cfg.rtol, cfg.atol))
     } else {
@@ -219,9 +241,10 @@ pub fn run(
 /// launches' times in milliseconds.
 fn timed_runs(cfg: &RunConfig, mut launch: impl FnMut() -> R<f64>) -> R<Vec<f64>> {
     for _ in 1..cfg.warmup {
+        cfg.go_on()?;
         launch()?;
     }
-    (0..cfg.runs.max(1)).map(|_| launch()).collect()
+    (0..cfg.runs.max(1)).map(|_| cfg.go_on().and_then(|_| launch())).collect()
 }
 
 /// One stage of a program cut at its kernel boundaries ([`mapsat_ir::stages`]), mapped: the
@@ -255,6 +278,7 @@ pub fn run_stages(
         return Err(MeasureError::Input(format!("the kernels read {n} inputs, {} given", inputs.len())));
     }
     for s in stages {
+        cfg.go_on()?;
         let args: Vec<Tensor> = {
             let results: Vec<&Tensor> = reports.iter().map(|r| &r.output).collect();
             let params: Vec<&Tensor> = inputs.iter().collect();
