@@ -92,8 +92,10 @@ pub fn apply(
 ) -> R<(Program, Option<Vec<i64>>)> {
     let options = Options { profile, sizes: sizes.clone(), ..Options::default() };
     let space = match Space::generate(p, options) {
-        // Nothing to map (a kernel that only reduces): one work item runs it, the empty mapping.
-        Err(mapsat_constraints::Error::NoMaps) if mapping.trim().is_empty() => {
+        // Nothing to map (a kernel that only reduces): one work item runs it, the empty mapping
+        // (`,` too, as `explain` reads it); a mapping that names a map is refused.
+        Err(mapsat_constraints::Error::NoMaps) => {
+            crate::stages::split_mapping(mapping, &[Vec::new()])?;
             return Ok((mapsat_constraints::sequential(p), local));
         }
         s => s.map_err(rejected)?,

@@ -193,9 +193,9 @@ pub fn tuning_sizes(p: &Program, given: &Sizes) -> Sizes {
     out
 }
 
-/// The name of a kernel of `split` with no map, if one has none: there is nothing to tune in
-/// it (a tune says so before it tunes any kernel, not after).
-pub fn untunable<'a>(split: &'a [Stage], given: &Sizes) -> Option<&'a str> {
+/// The name of a kernel of `split` with no map, if one has none: one work item runs it, and
+/// a tune says so before it tunes any kernel.
+pub fn without_maps<'a>(split: &'a [Stage], given: &Sizes) -> Option<&'a str> {
     split
         .iter()
         .find(|s| crate::mapping::no_maps(&s.program, &given.or(&s.program.default_sizes())))

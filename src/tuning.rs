@@ -107,16 +107,10 @@ impl Source {
             let p = self.program();
             if crate::ir::stages::count(p) == 1 {
                 self.keep_input(&p.name, how, out)?;
-                return Ok(vec![tune_kernel(p.clone(), given, profile, how, out, progress)?]);
+                return Ok(vec![tune_kernel(p.clone(), given, profile, how, false, out, progress)?]);
             }
             let given = crate::stages::tuning_sizes(p, given);
             let split = self.kernels(&given)?;
-            if let Some(name) = crate::stages::untunable(&split, &given) {
-                return Err(Error::Rejected(format!(
-                    "error: kernel `{name}` has nothing to map (it only reduces or rearranges data), so there is nothing to tune in it; \
-                     to tune the program, leave out its kernel boundary (`toGlobal`) or give that kernel a map"
-                )));
-            }
             for s in &split {
                 self.keep_input(&s.program.name, how, &out.join(&s.program.name))?;
             }
@@ -125,7 +119,7 @@ impl Source {
             let mut kernels = Vec::new();
             for s in split {
                 let dir = out.join(&s.program.name);
-                kernels.push(tune_kernel(s.program, &given, profile.clone(), how, &dir, progress)?);
+                kernels.push(tune_kernel(s.program, &given, profile.clone(), how, true, &dir, progress)?);
             }
             let each: Vec<(&Summary, &[PathBuf])> = kernels.iter().map(|k| (&k.summary, &k.written[..])).collect();
             let json = pipeline_json(&p.name, &each, out);
@@ -168,17 +162,20 @@ fn refused(why: String) -> Error {
 }
 
 /// Tunes one kernel into `out`: its log (`tune.jsonl`), the learned model beside it, the
-/// report, plot and best kernel.
+/// report, plot and best kernel. A kernel of `several` without a map is tuned as its one
+/// mapping ([`Task::allowing_no_maps`]).
 fn tune_kernel(
     program: Program,
     given: &Sizes,
     profile: crate::ir::profile::Profile,
     how: &Tuning,
+    several: bool,
     out: &Path,
     progress: &mut (dyn Progress + Send),
 ) -> R<KernelTune> {
     let failed = |e: tune::TuneError| Error::Rejected(format!("error: {e}"));
-    let task = Task::new(program, given, profile, how.device.dialect(), true, how.opts.seed).map_err(failed)?;
+    let new = if several { Task::allowing_no_maps } else { Task::new };
+    let task = new(program, given, profile, how.device.dialect(), true, how.opts.seed).map_err(failed)?;
     let task = task.reassociating();
     std::fs::create_dir_all(out)
         .map_err(|e| Error::Rejected(format!("error: cannot create {}: {e}", out.display())))?;

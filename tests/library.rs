@@ -125,6 +125,36 @@ fn a_program_without_a_map_has_the_empty_mapping() {
     assert!(src.explain("", &Sizes::new(), None).unwrap().is_empty());
     let e = src.explain("A=G0", &Sizes::new(), None).unwrap_err();
     assert!(e.to_string().contains("unknown map `A`"), "{e}");
+    // Emitted (and run) as `explain` reads a mapping: `,` is the empty one, `A=G0` names no map.
+    let opencl = mapsat::codegen::Dialect::OpenCl;
+    for m in [None, Some(""), Some(",")] {
+        let e = src.emit(&Sizes::new(), m, opencl, &Locals::default(), None).unwrap();
+        assert!(e.kernels[0].0.contains("__kernel"), "{m:?}");
+    }
+    let e = src.emit(&Sizes::new(), Some("A=G0"), opencl, &Locals::default(), None).err().unwrap();
+    assert!(e.to_string().contains("the program has no map, so its only mapping is the empty one"), "{e}");
+    if common::opencl() {
+        let xs = Tensor::f32(vec![4], vec![1.0, 2.0, 3.5, -0.5]);
+        let cfg = RunConfig { runs: 1, ..RunConfig::default() };
+        let runs = src.run(&Sizes::new(), &[xs], "opencl:0:0".parse().unwrap(), Some(","), &Locals::default(), &cfg);
+        assert_eq!(runs.unwrap()[0].report.output.as_f32().unwrap(), [6.0]);
+    }
+}
+
+/// A run whose caller gave up (`RunConfig::cancel` set: Python's `run` past its timeout)
+/// launches nothing more: it is an error, not a result.
+#[test]
+fn a_cancelled_run_stops_before_its_next_launch() {
+    if !common::opencl() {
+        return;
+    }
+    let src = example("sepblur.lift");
+    let given = sizes(&[("H", 8), ("W", 8)]);
+    let inputs = [Tensor::f32(vec![8, 8], vec![1.0; 64])];
+    let cancel = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(true));
+    let cfg = RunConfig { runs: 1000, cancel: Some(cancel), ..RunConfig::default() };
+    let e = src.run(&given, &inputs, "opencl:0:0".parse().unwrap(), None, &Locals::default(), &cfg).err().unwrap();
+    assert!(e.to_string().contains("the run was stopped before it ended"), "{e}");
 }
 
 #[test]

@@ -42,3 +42,26 @@ fn an_invalid_mapping_is_refused_with_its_reason() {
     assert_ne!(out.status.code(), Some(0), "{}", text(&out));
     assert!(text(&out).contains("the candidate is not valid: maps A and B are nested"), "{}", text(&out));
 }
+
+/// A program, or a kernel of several, without a map that computes has one candidate, the empty
+/// mapping (one work item runs it), and it is predicted as any other (it was refused: "nothing
+/// to tune"); a mapping that names a map is refused.
+#[test]
+fn a_kernel_without_a_map_is_predicted_as_its_empty_mapping() {
+    let dir = std::env::temp_dir().join(format!("mapsat-predict-no-map-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let sum = dir.join("sum.lift");
+    std::fs::write(&sum, "size N = 64\ndef sum(xs: [f32]N) : f32 = reduce(add, 0.0, xs)\n").unwrap();
+    let pipe = dir.join("pipe.lift");
+    let pipeline = "size N = 64\ndef pipe(x: [f32]N) : f32 =\n  let s = toGlobal(map@A(fun(a => a * 2.0), x)) in\n  reduce(add, 0.0, s)\n";
+    std::fs::write(&pipe, pipeline).unwrap();
+    let out = mapsat(&["predict", sum.to_str().unwrap(), "--mapping", ""]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    assert_eq!(text(&out).matches("analytical: ").count(), 1, "{}", text(&out));
+    let out = mapsat(&["predict", pipe.to_str().unwrap(), "--mapping", "A=G0"]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    assert!(text(&out).contains("analytical, all 2 kernels in sequence: "), "{}", text(&out));
+    let out = mapsat(&["predict", sum.to_str().unwrap(), "--mapping", "A=G0"]);
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out));
+    std::fs::remove_dir_all(dir).ok();
+}

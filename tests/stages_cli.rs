@@ -555,7 +555,9 @@ fn space_and_explain_of_a_program_without_a_map() {
 
 /// A pipeline whose last kernel only reduces: `space` and `explain` say it has nothing to map
 /// (one work item) and go on with the other kernel (they refused the whole program), and
-/// `tune` says so before tuning any kernel.
+/// `tune` says so, then tunes that kernel as its one mapping, the empty one, and the other as
+/// usual (it refused the whole program); the command it prints runs the whole program and
+/// passes its check.
 #[test]
 fn space_explain_and_tune_of_a_pipeline_with_a_kernel_without_a_map() {
     let (dir, src) = program_in(
@@ -576,15 +578,22 @@ def f(x: [f32]N) =
     let out = mapsat(&["explain", f, "--mapping", "A=G0"]);
     assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
     assert!(text(&out.stdout).contains("kernel f: nothing to map (one work item)"), "{}", text(&out.stdout));
-    let out = mapsat(&["tune", f, "--trials", "2", "-o", dir.join("t").to_str().unwrap()]);
-    assert_eq!(out.status.code(), Some(1));
-    assert!(text(&out.stderr).contains("kernel `f` has nothing to map"), "{}", text(&out.stderr));
-    assert!(
-        text(&out.stderr).contains("`mapsat tune --variants K` also tunes rewrite variants"),
-        "{}",
-        text(&out.stderr)
-    );
-    assert!(!dir.join("t").join("f_0_s").exists(), "no kernel is tuned first");
+    let t = dir.join("t");
+    let out = mapsat(&["tune", f, "--trials", "3", "--random-trials", "1", "--runs", "1", "-o", t.to_str().unwrap()]);
+    let stdout = text(&out.stdout);
+    assert_eq!(out.status.code(), Some(0), "{stdout}{}", text(&out.stderr));
+    let note = "note: kernel `f` has nothing to map (it only reduces or rearranges data): one work item runs it";
+    assert!(stdout.contains(note), "{stdout}");
+    assert!(stdout.contains("`mapsat tune --variants K` also tunes rewrite variants"), "{stdout}");
+    let pipeline: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(t.join("f.pipeline.json")).unwrap()).unwrap();
+    assert_eq!(pipeline["kernels"][1]["kernel"], "f", "{pipeline}");
+    assert_eq!(pipeline["kernels"][1]["mapping"], "", "{pipeline}");
+    assert!(pipeline["best_ms"].as_f64().is_some(), "{pipeline}");
+    let run = stdout.lines().find_map(|l| l.strip_prefix("run the whole program again: mapsat ")).expect(&stdout);
+    let out = mapsat(&run.split_whitespace().collect::<Vec<_>>());
+    assert_eq!(out.status.code(), Some(0), "{run}\n{}{}", text(&out.stdout), text(&out.stderr));
+    assert!(text(&out.stdout).contains("check: ok"), "{}", text(&out.stdout));
     std::fs::remove_dir_all(dir).ok();
 }
 

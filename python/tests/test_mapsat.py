@@ -231,15 +231,20 @@ def test_a_program_of_several_kernels_is_tuned_kernel_by_kernel(tmp_path):
     assert pipeline["best_ms"] == pytest.approx(sum(k["best_ms"] for k in pipeline["kernels"]))
     for k in pipeline["kernels"]:
         assert (tmp_path / k["lift"]).is_file(), k
-    r = p.run(x, mapping=best.mapping, local=best.local, sizes=best.sizes, device=DEVICE)
+    # Built as the tune built it (reassociating), checked against the interpreter.
+    r = p.run(x, mapping=best.mapping, local=best.local, sizes=best.sizes, device=DEVICE, reassociate=True)
     np.testing.assert_allclose(r.output, x * 2 + 1, rtol=1e-6)
-    # A kernel with nothing to map has nothing to tune.
+    # A kernel with nothing to map is tuned as its one mapping, the empty one (one work item),
+    # and the program's other kernel as usual (the whole program was refused).
     q = mapsat.Program("""size N = 32
 def s(x: [f32]N) : f32 =
   let y = toGlobal(map@A(fun(v => v * 2.0), x)) in
   reduce(fun(a, v => a + v), 0.0, y)""", "s.lift")
-    with pytest.raises(mapsat.Error, match="nothing to map"):
-        q.tune(x=x, device=DEVICE, trials=2, random_trials=0, out=tmp_path / "s")
+    best = q.tune(x=x, device=DEVICE, trials=2, random_trials=0, out=tmp_path / "s")
+    assert [k.report["program"] for k in best.kernels] == ["s_0_y", "s"]
+    assert best.mapping.split("=")[0] == "A" and "," not in best.mapping, best.mapping
+    r = q.run(x, mapping=best.mapping, local=best.local, sizes=best.sizes, device=DEVICE)
+    np.testing.assert_allclose(r.output, (x * 2).sum(), rtol=1e-5)
 
 
 def test_scalar_parameters_are_given_as_numbers_or_0d_arrays():

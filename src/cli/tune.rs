@@ -270,7 +270,7 @@ pub(super) fn tune_program(
     if stages::count(&p) == 1 {
         let log = log.unwrap_or_else(|| out.join("tune.jsonl"));
         check_outputs(a, src, &p.name, device.dialect(), out, &log)?;
-        let (task, result, written, model) = tune_one(a, src, p, given, device, profile, out, &log)?;
+        let (task, result, written, model) = tune_one(a, src, p, false, given, device, profile, out, &log)?;
         summarize(&task, &result, &written, model.as_deref(), &a.device);
         let s = tune::report::Summary::of(&task, &result);
         return Ok(tuned(&result.device_name, &[s], &[written]));
@@ -289,13 +289,13 @@ pub(super) fn tune_program(
     }
     let given = &fixed;
     let split = stages::split_at(&p, given).map_err(|e| src.reject(&e))?;
-    if let Some(name) = mapsat::stages::untunable(&split, given) {
+    if let Some(name) = mapsat::stages::without_maps(&split, given) {
         let variants = if a.variants.is_none() { VARIANTS_HINT } else { "" };
-        return Err(rejected(format!(
-            "kernel `{name}` has nothing to map (it only reduces or rearranges data), so there is nothing to tune in it: \
-             `mapsat run` runs it in one work item; to tune the program, leave out its kernel boundary \
-             (`toGlobal`) or give that kernel a map{variants}"
-        )));
+        outln!(
+            "note: kernel `{name}` has nothing to map (it only reduces or rearranges data): one work item runs it, \
+             and only its tunable sizes, if any, are tuned; leave out its kernel boundary (`toGlobal`) or give it \
+             a map to run it in parallel{variants}"
+        );
     }
     for s in &split {
         let dir = out.join(&s.program.name);
@@ -313,7 +313,8 @@ pub(super) fn tune_program(
         outln!("kernel {} of {n}: {name}", k + 1);
         let dir = out.join(&name);
         let log = dir.join("tune.jsonl");
-        let (task, result, written, model) = tune_one(a, src, s.program, given, device, profile.clone(), &dir, &log)?;
+        let (task, result, written, model) =
+            tune_one(a, src, s.program, true, given, device, profile.clone(), &dir, &log)?;
         summarize(&task, &result, &written, model.as_deref(), &a.device);
         summaries.push(tune::report::Summary::of(&task, &result));
         device_name = result.device_name.clone();
@@ -358,17 +359,23 @@ fn tuned(device: &str, kernels: &[tune::report::Summary], written: &[Vec<PathBuf
     }
 }
 
-/// The input program's files: the one given, and the one its text was read from (a variant's
-/// own program in `tune --variants`).
-pub(super) fn input_files<'a>(a: &'a TuneArgs, src: &'a Source) -> [&'a Path; 2] {
-    [&a.file, Path::new(&src.name)]
+/// A tune's input files: the program given, the one its text was read from (a variant's own
+/// program in `tune --variants`), and the prior model (`--model`), each with what it is.
+fn inputs<'a>(a: &'a TuneArgs, src: &'a Source) -> Vec<(&'a Path, &'static str)> {
+    let mut inputs = vec![(a.file.as_path(), "the input program"), (Path::new(&src.name), "the input program")];
+    inputs.extend(a.model.as_deref().map(|m| (m, "the prior model (--model)")));
+    inputs
 }
 
-/// The files a tune never writes over: the input program, the log and the prior model.
+/// The paths of a tune's input files ([`inputs`]).
+pub(super) fn input_files<'a>(a: &'a TuneArgs, src: &'a Source) -> Vec<&'a Path> {
+    inputs(a, src).into_iter().map(|(f, _)| f).collect()
+}
+
+/// The files a tune never writes over: its inputs and the log.
 fn kept<'a>(a: &'a TuneArgs, src: &'a Source, log: &'a Path) -> Vec<(&'a Path, &'static str)> {
-    let [given, read] = input_files(a, src);
-    let mut kept = vec![(given, "the input program"), (read, "the input program"), (log, "the log")];
-    kept.extend(a.model.as_deref().map(|m| (m, "the prior model (--model)")));
+    let mut kept = inputs(a, src);
+    kept.push((log, "the log"));
     kept
 }
 
@@ -384,12 +391,12 @@ fn check_outputs(a: &TuneArgs, src: &Source, name: &str, dialect: Dialect, out: 
 }
 
 /// Refuses, before any measurement, a tune that writes into a folder holding the input program
-/// (a kernel's or variant's folder, the measured inputs' `data/`).
+/// or the prior model (a kernel's or variant's folder, the measured inputs' `data/`).
 pub(super) fn not_inside(a: &TuneArgs, src: &Source, dirs: &[PathBuf]) -> CliResult<()> {
     for d in dirs {
-        if let Some(f) = input_files(a, src).into_iter().find(|f| tune::report::inside(f, d)) {
+        if let Some((f, what)) = inputs(a, src).into_iter().find(|(f, _)| tune::report::inside(f, d)) {
             return Err(rejected(format!(
-                "nothing is tuned: the input program {} is in {}, which this tune writes (choose another -o)",
+                "nothing is tuned: {what} {} is in {}, which this tune writes (choose another -o)",
                 f.display(),
                 d.display()
             )));
@@ -400,12 +407,14 @@ pub(super) fn not_inside(a: &TuneArgs, src: &Source, dirs: &[PathBuf]) -> CliRes
 
 /// Tunes one kernel's program into `out`, logging to `log`: the task, the result, the files
 /// written (never over the input, `a.file`, the program's own file, `src`, or the log) and the
-/// learned model's file.
+/// learned model's file. A kernel of `several` without a map is tuned as its one mapping
+/// ([`Task::allowing_no_maps`]).
 #[allow(clippy::too_many_arguments)]
 fn tune_one(
     a: &TuneArgs,
     src: &Source,
     p: mapsat::ir::Program,
+    several: bool,
     given: &mapsat::ir::Sizes,
     device: DeviceSpec,
     profile: Profile,
@@ -414,7 +423,8 @@ fn tune_one(
 ) -> CliResult<(Task, tune::TuneResult, Vec<PathBuf>, Option<PathBuf>)> {
     let prior = a.model.as_deref().map(Learned::load).transpose().map_err(rejected)?;
     let fault = a.inject_fault.as_deref().map(parse_fault).transpose()?;
-    let task = Task::new(p, given, profile, device.dialect(), !a.no_fusion, a.seed).map_err(|e| match e {
+    let new = if several { Task::allowing_no_maps } else { Task::new };
+    let task = new(p, given, profile, device.dialect(), !a.no_fusion, a.seed).map_err(|e| match e {
         TuneError::NoMaps(_) if a.variants.is_none() => rejected(format!("{e}{VARIANTS_HINT}")),
         e => tune_error(e),
     })?;
@@ -639,7 +649,7 @@ fn predict_kernel(
     local: Option<Vec<i64>>,
 ) -> CliResult<f64> {
     let dialect = mapsat_codegen::Dialect::OpenCl;
-    let task = Task::new(p, fixed, profile, dialect, !a.no_fusion, 0).map_err(tune_error)?;
+    let task = Task::allowing_no_maps(p, fixed, profile, dialect, !a.no_fusion, 0).map_err(tune_error)?;
     let task = if a.strict_math { task } else { task.reassociating() };
     let codes = task.parse_mapping(&task.first_point, mapping).map_err(|e| Failure::Usage(e.to_string()))?;
     let c = Candidate { tuning: task.first_point.clone(), codes, local: local.unwrap_or_default() };

@@ -127,6 +127,8 @@ pub struct Task {
     pub fusion: bool,
     /// OpenCL kernels are built with [`mapsat_codegen::REASSOCIATE`] (see [`Task::reassociating`]).
     pub reassociate: bool,
+    /// A program without a map has the space of the empty mapping ([`Task::allowing_no_maps`]).
+    empty_mapping: bool,
     /// Labels of the maps that take a code.
     pub labels: Vec<String>,
     /// A point with valid mappings (the program's defaults when they are one).
@@ -155,7 +157,8 @@ fn hex(bytes: &[u8]) -> String {
 
 impl Task {
     /// The task of `program` at the `given` sizes (the program's defaults for the others,
-    /// tunable sizes excepted) on a device described by `profile`.
+    /// tunable sizes excepted) on a device described by `profile`. A program without a map
+    /// that computes is [`TuneError::NoMaps`].
     pub fn new(
         program: Program,
         given: &Sizes,
@@ -163,6 +166,33 @@ impl Task {
         dialect: Dialect,
         fusion: bool,
         seed: u64,
+    ) -> Result<Task, TuneError> {
+        Task::create(program, given, profile, dialect, fusion, seed, false)
+    }
+
+    /// [`Task::new`], except that a program without a map that computes (it only reduces or
+    /// rearranges data) has one mapping, the empty one: one work item runs it, and only its
+    /// tunable sizes are searched. For a kernel of a program of several, so that the others
+    /// are tuned and the sequence timed whole, and for predictions.
+    pub fn allowing_no_maps(
+        program: Program,
+        given: &Sizes,
+        profile: Profile,
+        dialect: Dialect,
+        fusion: bool,
+        seed: u64,
+    ) -> Result<Task, TuneError> {
+        Task::create(program, given, profile, dialect, fusion, seed, true)
+    }
+
+    fn create(
+        program: Program,
+        given: &Sizes,
+        profile: Profile,
+        dialect: Dialect,
+        fusion: bool,
+        seed: u64,
+        empty_mapping: bool,
     ) -> Result<Task, TuneError> {
         mapsat_ir::check::check(&program).map_err(|e| TuneError::Program(e.message))?;
         // A parameter no kernel takes makes every candidate a refusal: said once, first.
@@ -193,6 +223,7 @@ impl Task {
             dialect,
             fusion,
             reassociate: false,
+            empty_mapping,
             labels: Vec::new(),
             first_point: Sizes::new(),
             result_shape: Vec::new(),
@@ -327,6 +358,7 @@ impl Task {
             fusion: self.fusion,
             profile: Some(self.profile.clone()),
             sizes: sizes.clone(),
+            empty_without_maps: self.empty_mapping,
             ..Options::default()
         };
         Space::generate(&self.program, options)
