@@ -108,10 +108,11 @@ pub enum EvalError {
         /// What went wrong.
         message: String,
     },
-    /// The inputs and the result need more memory than the interpreter may use.
+    /// The inputs and the result need more host memory than the interpreter may use (a device
+    /// run holds them in host memory too, and is refused with this error).
     #[error(
-        "the inputs and the result need {need} bytes, more than the {budget} bytes the interpreter may use \
-         (half the available memory, or MAPSAT_INTERP_MEMORY)"
+        "the inputs and the result need {need} bytes of host memory, more than the {budget} bytes mapsat may use \
+         for them (half the available memory, or MAPSAT_INTERP_MEMORY)"
     )]
     OutOfMemory {
         /// Bytes of the inputs and the result.
