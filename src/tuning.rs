@@ -131,28 +131,24 @@ impl Source {
 
     /// Refuses a tune of the kernel `name` into `out` whose files (the kernel, the report, the
     /// log and its model, the inputs in `out/data/`) would overwrite the program's file or the
-    /// prior model's.
+    /// prior model's ([`tune::report::check_outputs`]).
     fn keep_input(&self, name: &str, how: &Tuning, out: &Path) -> R<()> {
-        let input = Path::new(self.name());
-        let mut files = tune::report::outputs(name, how.device.dialect(), out);
-        files.extend(["tune.jsonl", "tune.jsonl.model.json"].map(|f| out.join(f)));
-        self.keep_away(&files, how)?;
-        match tune::report::inside(input, &out.join("data")) {
-            true => Err(refused(format!(
-                "the input program {} is in {}, which the tune writes",
-                input.display(),
-                out.join("data").display()
-            ))),
-            false => Ok(()),
-        }
+        let log = out.join("tune.jsonl");
+        tune::report::check_outputs(name, how.device.dialect(), out, &log, &self.inputs(how))
+            .map_err(|e| refused(e.to_string()))
     }
 
     /// Refuses a tune that would write one of `files` over the program's file or the prior
     /// model's.
     fn keep_away(&self, files: &[PathBuf], how: &Tuning) -> R<()> {
-        let mut keep = vec![(Path::new(self.name()), "the input program")];
-        keep.extend(how.prior_file.map(|m| (m, "the prior model")));
-        tune::report::keep_away(files, &keep).map_err(|e| refused(e.to_string()))
+        tune::report::keep_away(files, &self.inputs(how)).map_err(|e| refused(e.to_string()))
+    }
+
+    /// A tune's input files: the program's and the prior model's, each with what it is.
+    fn inputs<'a>(&'a self, how: &Tuning<'a>) -> Vec<(&'a Path, &'static str)> {
+        let mut inputs = vec![(Path::new(self.name()), "the input program")];
+        inputs.extend(how.prior_file.map(|m| (m, "the prior model")));
+        inputs
     }
 }
 
@@ -177,22 +173,38 @@ fn tune_kernel(
     let new = if several { Task::allowing_no_maps } else { Task::new };
     let task = new(program, given, profile, how.device.dialect(), true, how.opts.seed).map_err(failed)?;
     let task = task.reassociating();
-    std::fs::create_dir_all(out)
-        .map_err(|e| Error::Rejected(format!("error: cannot create {}: {e}", out.display())))?;
-    let log = out.join("tune.jsonl");
-    let files = Files { log: log.clone(), resume: how.resume, work: out.join("data"), worker: how.worker.clone() };
-    let result = tune::tune(&task, how.device, how.opts, &files, progress).map_err(failed)?;
-    let written = tune::report::write(&task, &result, out, &[]).map_err(failed)?;
+    tune_task(&task, how, out, &out.join("tune.jsonl"), &[], progress).map_err(failed)
+}
+
+/// Tunes `task` into `out`, logging to `log`: the learned model beside the log
+/// (`LOG.model.json`), the report, plot and best kernel in `out`, the measured inputs in
+/// `out/data/`; none of the files written replaces one of `kept` (each named with what it is).
+pub fn tune_task(
+    task: &Task,
+    how: &Tuning,
+    out: &Path,
+    log: &Path,
+    kept: &[(&Path, &str)],
+    progress: &mut (dyn Progress + Send),
+) -> Result<KernelTune, tune::TuneError> {
+    for dir in [out, log.parent().unwrap_or(out)].into_iter().filter(|d| !d.as_os_str().is_empty()) {
+        std::fs::create_dir_all(dir)
+            .map_err(|e| tune::TuneError::Io(format!("cannot create {}: {e}", dir.display())))?;
+    }
+    let files =
+        Files { log: log.to_path_buf(), resume: how.resume, work: out.join("data"), worker: how.worker.clone() };
+    let result = tune::tune(task, how.device, how.opts, &files, progress)?;
+    let written = tune::report::write(task, &result, out, kept)?;
     let model = match &result.model {
         Some(m) => {
             let path = PathBuf::from(format!("{}.model.json", log.display()));
-            m.save(&path).map_err(|e| Error::Rejected(format!("error: {e}")))?;
+            m.save(&path)?;
             Some(path)
         }
         None => None,
     };
     let best = result.best.as_ref().map(|b| (b.source.clone(), b.manifest.clone()));
-    Ok(KernelTune { summary: Summary::of(&task, &result), best, dir: out.to_path_buf(), written, model })
+    Ok(KernelTune { summary: Summary::of(task, &result), best, dir: out.to_path_buf(), written, model })
 }
 
 /// The pipeline file of the program `program`'s kernels tuned into `out` (`NAME.pipeline.json`,

@@ -539,7 +539,7 @@ fn a_tune_never_overwrites_its_input_or_its_log() {
     assert!(text(&out).contains("would overwrite the input program"), "{}", text(&out));
     assert!(!dir.join("nosuch").exists() && !dir.join("tune.jsonl").exists(), "nothing was made or measured");
     for (place, says) in
-        [("tune.jsonl.model.json", "would overwrite the input program"), ("data/xs.lift", "which this tune writes")]
+        [("tune.jsonl.model.json", "would overwrite the input program"), ("data/xs.lift", "which the tune writes")]
     {
         let other = dir.join("beside");
         let input = other.join(place);

@@ -6,13 +6,14 @@ use indicatif::{ProgressBar, ProgressStyle};
 use mapsat::ir::profile::Profile;
 use mapsat::ir::stages;
 use mapsat::rewrite as rw;
+use mapsat::tuning::{KernelTune, Tuning};
 use mapsat_codegen::Dialect;
 use mapsat_tuner::measure::{self, DeviceSpec};
 use mapsat_tuner::tune::log::{Phase, Trial};
 use mapsat_tuner::tune::model::Learned;
 use mapsat_tuner::tune::task::{Candidate, Task};
 use mapsat_tuner::tune::worker::Fault;
-use mapsat_tuner::tune::{self, Files, Progress, TuneError, TuneOptions};
+use mapsat_tuner::tune::{self, Progress, TuneError, TuneOptions};
 use std::path::{Path, PathBuf};
 
 mod variants;
@@ -270,10 +271,9 @@ pub(super) fn tune_program(
     if stages::count(&p) == 1 {
         let log = log.unwrap_or_else(|| out.join("tune.jsonl"));
         check_outputs(a, src, &p.name, device.dialect(), out, &log)?;
-        let (task, result, written, model) = tune_one(a, src, p, false, given, device, profile, out, &log)?;
-        summarize(&task, &result, &written, model.as_deref(), &a.device);
-        let s = tune::report::Summary::of(&task, &result);
-        return Ok(tuned(&result.device_name, &[s], &[written]));
+        let (task, k) = tune_one(a, src, p, false, given, device, profile, out, &log)?;
+        summarize(&task, &k, &a.device);
+        return Ok(tuned(&[k.summary], &[k.written]));
     }
     if log.is_some() {
         return Err(Failure::Usage(
@@ -307,21 +307,18 @@ pub(super) fn tune_program(
     let n = split.len();
     let mut summaries = Vec::with_capacity(n);
     let mut files = Vec::with_capacity(n);
-    let mut device_name = String::new();
     for (k, s) in split.into_iter().enumerate() {
         let name = s.program.name.clone();
         outln!("kernel {} of {n}: {name}", k + 1);
         let dir = out.join(&name);
         let log = dir.join("tune.jsonl");
-        let (task, result, written, model) =
-            tune_one(a, src, s.program, true, given, device, profile.clone(), &dir, &log)?;
-        summarize(&task, &result, &written, model.as_deref(), &a.device);
-        summaries.push(tune::report::Summary::of(&task, &result));
-        device_name = result.device_name.clone();
-        files.push(written);
+        let (task, k) = tune_one(a, src, s.program, true, given, device, profile.clone(), &dir, &log)?;
+        summarize(&task, &k, &a.device);
+        summaries.push(k.summary);
+        files.push(k.written);
     }
     summarize_stages(&p, &summaries);
-    let best = tuned(&device_name, &summaries, &files);
+    let best = tuned(&summaries, &files);
     write_pipeline(&p, out, &summaries, &files)?;
     if let Some(cmd) = pipeline_run_command(a, Path::new(&src.name), given, device.dialect(), &summaries) {
         outln!("run the whole program again: {cmd}");
@@ -345,11 +342,11 @@ fn write_pipeline(
 }
 
 /// The best of a program from its kernels' summaries and files written.
-fn tuned(device: &str, kernels: &[tune::report::Summary], written: &[Vec<PathBuf>]) -> Tuned {
+fn tuned(kernels: &[tune::report::Summary], written: &[Vec<PathBuf>]) -> Tuned {
     let lifts: Vec<PathBuf> = written.iter().filter_map(|w| mapsat::tuning::mapped_lift(w)).collect();
     let best = mapsat::tuning::best_sequence(kernels).filter(|b| lifts.len() == kernels.len() && b.ms > 0.0);
     Tuned {
-        device: device.to_string(),
+        device: kernels.last().map(|s| s.device.clone()).unwrap_or_default(),
         best_ms: best.as_ref().map(|b| b.ms),
         gflops: best.as_ref().map_or(0.0, |b| b.gflops),
         mapping: best.as_ref().map(|b| b.mapping.clone()).unwrap_or_default(),
@@ -381,13 +378,11 @@ fn kept<'a>(a: &'a TuneArgs, src: &'a Source, log: &'a Path) -> Vec<(&'a Path, &
 
 /// Refuses, before any measurement, a tune whose output files for the program (or kernel)
 /// `name` in `out` (the kernel's files, the report, the learned model beside the log `log`, the
-/// inputs in `out/data/`) would overwrite the input program or the log.
+/// inputs in `out/data/`) would overwrite the input program, the prior model or the log
+/// ([`tune::report::check_outputs`]).
 fn check_outputs(a: &TuneArgs, src: &Source, name: &str, dialect: Dialect, out: &Path, log: &Path) -> CliResult<()> {
-    let mut files = tune::report::outputs(name, dialect, out);
-    files.push(PathBuf::from(format!("{}.model.json", log.display())));
-    tune::report::keep_away(&files, &kept(a, src, log))
-        .map_err(|e| rejected(format!("nothing is tuned: {e} (choose another -o or --log)")))?;
-    not_inside(a, src, &[out.join("data")])
+    tune::report::check_outputs(name, dialect, out, log, &inputs(a, src))
+        .map_err(|e| rejected(format!("nothing is tuned: {e} (choose another -o or --log)")))
 }
 
 /// Refuses, before any measurement, a tune that writes into a folder holding the input program
@@ -405,10 +400,10 @@ pub(super) fn not_inside(a: &TuneArgs, src: &Source, dirs: &[PathBuf]) -> CliRes
     Ok(())
 }
 
-/// Tunes one kernel's program into `out`, logging to `log`: the task, the result, the files
-/// written (never over the input, `a.file`, the program's own file, `src`, or the log) and the
-/// learned model's file. A kernel of `several` without a map is tuned as its one mapping
-/// ([`Task::allowing_no_maps`]).
+/// Tunes one kernel's program into `out`, logging to `log` ([`mapsat::tuning::tune_task`]):
+/// the task and what the tune wrote (never over the input, `a.file`, the program's own file,
+/// `src`, the log or the prior model). A kernel of `several` without a map is tuned as its one
+/// mapping ([`Task::allowing_no_maps`]).
 #[allow(clippy::too_many_arguments)]
 fn tune_one(
     a: &TuneArgs,
@@ -420,7 +415,7 @@ fn tune_one(
     profile: Profile,
     out: &Path,
     log: &Path,
-) -> CliResult<(Task, tune::TuneResult, Vec<PathBuf>, Option<PathBuf>)> {
+) -> CliResult<(Task, KernelTune)> {
     let prior = a.model.as_deref().map(Learned::load).transpose().map_err(rejected)?;
     let fault = a.inject_fault.as_deref().map(parse_fault).transpose()?;
     let new = if several { Task::allowing_no_maps } else { Task::new };
@@ -440,30 +435,9 @@ fn tune_one(
         fault,
         ..TuneOptions::default()
     };
-    if let Some(dir) = log.parent().filter(|d| !d.as_os_str().is_empty()) {
-        std::fs::create_dir_all(dir).map_err(|e| rejected(format!("cannot create {}: {e}", dir.display())))?;
-    }
-    let exe = std::env::current_exe().map_err(|e| rejected(format!("cannot find the mapsat program: {e}")))?;
-    let files = Files {
-        log: log.to_path_buf(),
-        resume: a.resume,
-        work: out.join("data"),
-        worker: vec![exe.into(), "worker".into()],
-    };
-    let result = {
-        let mut bar = Bar { bar: None };
-        tune::tune(&task, device, &opts, &files, &mut bar).map_err(tune_error)?
-    };
-    let written = tune::report::write(&task, &result, out, &kept(a, src, log)).map_err(tune_error)?;
-    let model_path = PathBuf::from(format!("{}.model.json", log.display()));
-    let model = match &result.model {
-        Some(m) => {
-            m.save(&model_path).map_err(rejected)?;
-            Some(model_path)
-        }
-        None => None,
-    };
-    Ok((task, result, written, model))
+    let how = Tuning { prior_file: a.model.as_deref(), resume: a.resume, ..Tuning::new(device, &opts)? };
+    let tuned = mapsat::tuning::tune_task(&task, &how, out, log, &kept(a, src, log), &mut Bar { bar: None });
+    Ok((task, tuned.map_err(tune_error)?))
 }
 
 /// The whole program's figures from its kernels' tunes: the sequence's time is the sum of its
@@ -532,9 +506,11 @@ fn whole_run_command(
     run_command(file, &a.device, &args, reassociate)
 }
 
-fn summarize(task: &Task, r: &tune::TuneResult, written: &[PathBuf], model: Option<&Path>, device: &str) {
-    let s = tune::report::Summary::of(task, r);
-    outln!("device: {}", r.device_name);
+/// One kernel's tune on standard output: its best (or how its candidates failed), the files
+/// written and the command that runs its best kernel again.
+fn summarize(task: &Task, k: &KernelTune, device: &str) {
+    let (s, written) = (&k.summary, &k.written);
+    outln!("device: {}", s.device);
     match &s.best {
         Some(b) => {
             outln!(
@@ -563,11 +539,11 @@ fn summarize(task: &Task, r: &tune::TuneResult, written: &[PathBuf], model: Opti
             }
         }
     }
-    outln!("{} ({} and {} trials)", s.phases(), r.guided.len(), r.random.len());
+    outln!("{} ({} and {} trials)", s.phases(), s.trials(Phase::Guided), s.trials(Phase::Random));
     for p in written {
         outln!("wrote {}", p.display());
     }
-    if let Some(m) = model {
+    if let Some(m) = &k.model {
         outln!("wrote {} (the learned model, for --model)", m.display());
     }
     if let (Some(b), Some(lift)) = (&s.best, mapsat::tuning::mapped_lift(written)) {

@@ -196,7 +196,7 @@ impl Summary {
             let _ = writeln!(s);
             return;
         };
-        let random = self.counts.iter().filter(|(k, _)| k.starts_with("random")).map(|(_, v)| v).sum::<usize>();
+        let random = self.trials(Phase::Random);
         let over =
             if self.median_valid_ms > 0.0 { format!(", of {random} random valid trials") } else { String::new() };
         let _ = writeln!(
@@ -279,6 +279,12 @@ impl Summary {
             true => format!("{gflops:.2} GFLOP/s"),
             false => fmt_ms(ms),
         }
+    }
+
+    /// The trials measured in `phase`, whatever their status.
+    pub fn trials(&self, phase: Phase) -> usize {
+        let prefix = format!("{} ", phase.name());
+        self.counts.iter().filter(|(k, _)| k.starts_with(&prefix)).map(|(_, v)| v).sum()
     }
 
     /// The best of each phase: GFLOP/s, or times for a program without floating-point operations.
@@ -531,6 +537,32 @@ pub fn keep_away(files: &[PathBuf], keep: &[(&Path, &str)]) -> Result<(), TuneEr
         }
     }
     Ok(())
+}
+
+/// Refuses, before anything is measured, a tune of the kernel `name` into `out` logging to
+/// `log` whose files ([`outputs`], the log's model) would replace one of `inputs` (each named
+/// with what it is: the program, a prior model) or the log, whose log would replace one of
+/// `inputs`, or whose measured inputs' folder (`out/data/`) holds one of `inputs`.
+pub fn check_outputs(
+    name: &str,
+    dialect: mapsat_codegen::Dialect,
+    out: &Path,
+    log: &Path,
+    inputs: &[(&Path, &str)],
+) -> Result<(), TuneError> {
+    let mut files = outputs(name, dialect, out);
+    files.push(PathBuf::from(format!("{}.model.json", log.display())));
+    let mut kept = inputs.to_vec();
+    kept.push((log, "the log"));
+    keep_away(&files, &kept)?;
+    keep_away(&[log.to_path_buf()], inputs)?;
+    let data = out.join("data");
+    match inputs.iter().find(|(f, _)| inside(f, &data)) {
+        Some((f, what)) => {
+            Err(TuneError::Io(format!("{what} {} is in {}, which the tune writes", f.display(), data.display())))
+        }
+        None => Ok(()),
+    }
 }
 
 /// Writes the output folder (see the module documentation); the paths written. Nothing is
