@@ -63,5 +63,6 @@ fn a_kernel_without_a_map_is_predicted_as_its_empty_mapping() {
     assert!(text(&out).contains("analytical, all 2 kernels in sequence: "), "{}", text(&out));
     let out = mapsat(&["predict", sum.to_str().unwrap(), "--mapping", "A=G0"]);
     assert_eq!(out.status.code(), Some(2), "{}", text(&out));
+    assert!(text(&out).contains("the program has no map, so its only mapping is the empty one"), "{}", text(&out));
     std::fs::remove_dir_all(dir).ok();
 }

@@ -84,7 +84,7 @@ pub enum Error {
     )]
     TooDeep,
     /// A mapping names a map the program does not have.
-    #[error("unknown map `{label}` in the mapping (the maps are: {known})")]
+    #[error("unknown map `{label}` in the mapping{}", the_maps_are(known))]
     UnknownMap {
         /// The label.
         label: String,
@@ -128,4 +128,13 @@ pub enum Error {
     /// Z3 answered unknown (a timeout, usually).
     #[error("the solver gave up: {0}")]
     Solver(String),
+}
+
+/// The end of [`Error::UnknownMap`]'s message: the maps there are (`known`), or that there are
+/// none.
+fn the_maps_are(known: &str) -> String {
+    match known.is_empty() {
+        true => ": the program has no map, so its only mapping is the empty one".into(),
+        false => format!(" (the maps are: {known})"),
+    }
 }
