@@ -193,11 +193,12 @@ pub fn tuning_sizes(p: &Program, given: &Sizes) -> Sizes {
     out
 }
 
-/// The name of a kernel of `split` with no map, if one has none: one work item runs it, and
-/// a tune says so before it tunes any kernel.
-pub fn without_maps<'a>(split: &'a [Stage], given: &Sizes) -> Option<&'a str> {
+/// The names of the kernels of `split` without a map: one work item runs each, and a tune
+/// says so before it tunes any kernel.
+pub fn without_maps<'a>(split: &'a [Stage], given: &Sizes) -> Vec<&'a str> {
     split
         .iter()
-        .find(|s| crate::mapping::no_maps(&s.program, &given.or(&s.program.default_sizes())))
+        .filter(|s| crate::mapping::no_maps(&s.program, &given.or(&s.program.default_sizes())))
         .map(|s| s.program.name.as_str())
+        .collect()
 }

@@ -582,7 +582,7 @@ def f(x: [f32]N) =
     let out = mapsat(&["tune", f, "--trials", "3", "--random-trials", "1", "--runs", "1", "-o", t.to_str().unwrap()]);
     let stdout = text(&out.stdout);
     assert_eq!(out.status.code(), Some(0), "{stdout}{}", text(&out.stderr));
-    let note = "note: kernel `f` has nothing to map (it only reduces or rearranges data): one work item runs it";
+    let note = "note: kernel `f` has nothing to map, only reductions or rearrangements of data: one work item runs it";
     assert!(stdout.contains(note), "{stdout}");
     assert!(stdout.contains("`mapsat tune --variants K` also tunes rewrite variants"), "{stdout}");
     let pipeline: serde_json::Value =
@@ -591,6 +591,28 @@ def f(x: [f32]N) =
     assert_eq!(pipeline["kernels"][1]["mapping"], "", "{pipeline}");
     assert!(pipeline["best_ms"].as_f64().is_some(), "{pipeline}");
     let run = stdout.lines().find_map(|l| l.strip_prefix("run the whole program again: mapsat ")).expect(&stdout);
+    let out = mapsat(&run.split_whitespace().collect::<Vec<_>>());
+    assert_eq!(out.status.code(), Some(0), "{run}\n{}{}", text(&out.stdout), text(&out.stderr));
+    assert!(text(&out.stdout).contains("check: ok"), "{}", text(&out.stdout));
+    // No kernel with a map: every kernel is named, and the command runs without a mapping
+    // (it printed `--mapping` without a value).
+    let (_, all) = program_in(
+        "no-map-space",
+        "q.lift",
+        "size N = 97
+def q(x: [f32]N) : f32 =
+  let s = toGlobal(reduce(add, 0.0, x)) in
+  let m = toGlobal(reduce(fun(a, v => max(a, v)), -1e30, x)) in
+  s / m",
+    );
+    let t = dir.join("tq");
+    let (all, t) = (all.to_str().unwrap(), t.to_str().unwrap());
+    let out = mapsat(&["tune", all, "--trials", "2", "--random-trials", "0", "--runs", "1", "-o", t]);
+    let stdout = text(&out.stdout);
+    assert_eq!(out.status.code(), Some(0), "{stdout}{}", text(&out.stderr));
+    assert!(stdout.contains("note: kernels `q_0_s`, `q_1_m`, `q` have nothing to map"), "{stdout}");
+    let run = stdout.lines().find_map(|l| l.strip_prefix("run the whole program again: mapsat ")).expect(&stdout);
+    assert!(!run.contains("--mapping"), "{run}");
     let out = mapsat(&run.split_whitespace().collect::<Vec<_>>());
     assert_eq!(out.status.code(), Some(0), "{run}\n{}{}", text(&out.stdout), text(&out.stderr));
     assert!(text(&out.stdout).contains("check: ok"), "{}", text(&out.stdout));

@@ -612,3 +612,34 @@ fn sparse_valid_tile_sizes_are_found_and_searched() {
     }
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// A program without a map whose partial sums have a tunable tile size: the size is tuned
+/// with the empty mapping (one work item runs it), and the best kernel runs again and passes
+/// its check (it was refused: "nothing to tune", though the same kernel in a program of
+/// several was tuned).
+#[test]
+fn a_program_without_a_map_is_tuned_in_its_tunable_sizes() {
+    if !opencl() {
+        return;
+    }
+    let dir = std::env::temp_dir().join(format!("mapsat-tune-sumt-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let src = dir.join("sumt.lift");
+    let program = "size N = 1000, t in 1..64 = 4\ndef sumt(xs: [f32]N) : f32 =\n  reduce(fun(a, c => a + reduce(add, 0.0, c)), 0.0, split(t, xs))\n";
+    std::fs::write(&src, program).unwrap();
+    let out_dir = dir.join("out");
+    let args = ["tune", src.to_str().unwrap(), "--trials", "4", "--random-trials", "0", "--runs", "1", "-o"];
+    let out = mapsat(&[&args[..], &[out_dir.to_str().unwrap()]].concat());
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    let report: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(out_dir.join("report.json")).unwrap()).unwrap();
+    let t = report["best"]["tuning"]["t"].as_i64().unwrap_or_else(|| panic!("a tuned t: {report}"));
+    assert_eq!(1000 % t, 0, "t divides N: {t}");
+    assert_eq!(report["best"]["mapping"], "", "{report}");
+    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+    let run = stdout.lines().find_map(|l| l.strip_prefix("run it again: mapsat ")).expect(&stdout);
+    let again = mapsat(&run.split_whitespace().collect::<Vec<_>>());
+    assert_eq!(again.status.code(), Some(0), "{run}: {}", text(&again));
+    assert!(String::from_utf8_lossy(&again.stdout).contains("check: ok"), "{}", text(&again));
+    std::fs::remove_dir_all(dir).ok();
+}

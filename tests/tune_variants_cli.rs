@@ -334,7 +334,7 @@ fn a_reduction_kernel_split_on_its_own_stays_a_global_stage() {
         return;
     }
     let program = "size N = 64\ndef sm(x: [f32]N) : [f32]N =\n  let s = toGlobal(reduce(add, 0.0, x)) in map@A(fun(v => v / s), x)\n";
-    let (out, _, _, summary) = tune_two_variants_of("sum-stage", "sm.lift", program);
+    let (out, src, out_dir, summary) = tune_two_variants_of("sum-stage", "sm.lift", program);
     // The input's kernel without a map is said to run in one work item, without the hint to
     // tune rewrite variants: this run does.
     assert!(text(&out).contains("note: kernel `sm_0_s` has nothing to map"), "{}", text(&out));
@@ -347,6 +347,18 @@ fn a_reduction_kernel_split_on_its_own_stays_a_global_stage() {
         .find(|v| v["description"].as_str().is_some_and(|d| d.starts_with("each kernel rewritten on its own")));
     let joined = joined.unwrap_or_else(|| panic!("no variant of kernels rewritten on their own: {summary}"));
     assert_eq!(joined["stages"]["s"], "global", "{summary}");
+    // The kernel as it is, without a map, is tuned on its own too (it was refused).
+    let own = summary["kernels_on_their_own"].as_array().unwrap().iter().find(|k| k["kernel"] == "sm_0_s");
+    let own = own.unwrap_or_else(|| panic!("kernel sm_0_s on its own: {summary}"));
+    assert!(own["candidates"][0]["best_ms"].as_f64().is_some(), "{own}");
+    // Tuned again into the same folder without --resume: refused before any variant is, the
+    // summary kept (each variant's tune refused its log, then a summary of none was written).
+    let before = std::fs::read_to_string(out_dir.join("variants.json")).unwrap();
+    let again = tune_two_variants(&src, &out_dir);
+    assert_eq!(again.status.code(), Some(1), "{}", text(&again));
+    assert!(text(&again).contains("continue it with --resume, or choose another -o"), "{}", text(&again));
+    assert!(!text(&again).contains("variant 0 of"), "nothing is tuned first: {}", text(&again));
+    assert_eq!(std::fs::read_to_string(out_dir.join("variants.json")).unwrap(), before);
 }
 
 /// A plain sum has nothing to map, so the input cannot be tuned; its reason is given without

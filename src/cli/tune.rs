@@ -224,7 +224,7 @@ pub fn tune(a: &TuneArgs) -> CliResult<()> {
     super::not_a_file(&a.output)?;
     match a.variants {
         None => {
-            let tuned = tune_program(a, &src, p, &given, device, profile, &a.output, a.log.clone())?;
+            let tuned = tune_program(a, &src, p, false, &given, device, profile, &a.output, a.log.clone())?;
             match tuned.best_ms {
                 Some(_) => Ok(()),
                 None => Err(Failure::Rejected(format!(
@@ -256,12 +256,15 @@ pub(super) struct Tuned {
     pub tuning: mapsat::ir::Sizes,
 }
 
-/// Tunes one program into `out`: one kernel, or one kernel at a time (see [`tune`]).
+/// Tunes one program into `out`: one kernel, or one kernel at a time (see [`tune`]). A
+/// `kernel` of a program of several (a kernel's candidate in `tune --variants`) without a map
+/// is tuned as its one mapping, as in the program ([`Task::allowing_no_maps`]).
 #[allow(clippy::too_many_arguments)]
 pub(super) fn tune_program(
     a: &TuneArgs,
     src: &Source,
     p: mapsat::ir::Program,
+    kernel: bool,
     given: &mapsat::ir::Sizes,
     device: DeviceSpec,
     profile: Profile,
@@ -271,7 +274,7 @@ pub(super) fn tune_program(
     if stages::count(&p) == 1 {
         let log = log.unwrap_or_else(|| out.join("tune.jsonl"));
         check_outputs(a, src, &p.name, device.dialect(), out, &log)?;
-        let (task, k) = tune_one(a, src, p, false, given, device, profile, out, &log)?;
+        let (task, k) = tune_one(a, src, p, kernel, given, device, profile, out, &log)?;
         summarize(&task, &k, &a.device);
         return Ok(tuned(&[k.summary], &[k.written]));
     }
@@ -289,12 +292,17 @@ pub(super) fn tune_program(
     }
     let given = &fixed;
     let split = stages::split_at(&p, given).map_err(|e| src.reject(&e))?;
-    if let Some(name) = mapsat::stages::without_maps(&split, given) {
+    let mapless = mapsat::stages::without_maps(&split, given);
+    if !mapless.is_empty() {
         let variants = if a.variants.is_none() { VARIANTS_HINT } else { "" };
+        let (kernels, has, runs, its, it) = match &mapless[..] {
+            [one] => (format!("kernel `{one}`"), "has", "runs it", "its", "it"),
+            more => (format!("kernels `{}`", more.join("`, `")), "have", "runs each", "their", "them"),
+        };
         outln!(
-            "note: kernel `{name}` has nothing to map (it only reduces or rearranges data): one work item runs it, \
-             and only its tunable sizes, if any, are tuned; leave out its kernel boundary (`toGlobal`) or give it \
-             a map to run it in parallel{variants}"
+            "note: {kernels} {has} nothing to map, only reductions or rearrangements of data: one work item {runs}, \
+             and only {its} tunable sizes, if any, are tuned; leave out {its} kernel boundary (`toGlobal`) or \
+             give {it} a map to run in parallel{variants}"
         );
     }
     for s in &split {
@@ -486,7 +494,8 @@ fn pipeline_run_command(
 }
 
 /// `mapsat run FILE --mapping M [--size ..] [--local KERNEL:X,Y,Z ..] [--reassociate] --check`
-/// for a program of several kernels: the combined `mapping`, the sizes `given`, each kernel's
+/// for a program of several kernels: the combined `mapping` (none when no kernel has a map:
+/// each runs in one work item, as with the empty mapping), the sizes `given`, each kernel's
 /// work group.
 fn whole_run_command(
     a: &TuneArgs,
@@ -497,7 +506,7 @@ fn whole_run_command(
     dialect: Dialect,
 ) -> String {
     let sizes: Vec<String> = given.iter().map(|(k, v)| format!("{k}={v}")).collect();
-    let mut args = vec![format!("--mapping {mapping}")];
+    let mut args: Vec<String> = (!mapping.is_empty()).then(|| format!("--mapping {mapping}")).into_iter().collect();
     if !sizes.is_empty() {
         args.push(format!("--size {}", sizes.join(",")));
     }

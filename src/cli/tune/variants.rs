@@ -68,11 +68,21 @@ pub(super) fn tune_variants(
     // Before any tune: no variant's folder, nor the summary, is where the input is.
     super::super::keep_inputs(&a.output.join("variants.json"), &super::input_files(a, src))?;
     let dirs: Vec<PathBuf> = (0..=total).map(|n| a.output.join(format!("variant_{n:02}"))).collect();
-    super::not_inside(a, src, &[dirs, vec![a.output.join("kernels")]].concat())?;
+    let dirs = [dirs, vec![a.output.join("kernels")]].concat();
+    super::not_inside(a, src, &dirs)?;
+    // Each variant's tune would refuse its log, then the summary of none be written: say so first.
+    if let Some(log) = dirs.iter().find_map(|d| a_log_in(d, 3)).filter(|_| !a.resume) {
+        return Err(Failure::Rejected(format!(
+            "error: nothing is tuned: {} exists, from an earlier tune of variants into {}: continue it with --resume, \
+             or choose another -o",
+            log.display(),
+            a.output.display()
+        )));
+    }
     let mut outcomes = Vec::with_capacity(total);
     for (n, c) in found.list.into_iter().enumerate() {
         outln!("variant {n} of {}: {}, structure {}", total, c.description, c.signature);
-        outcomes.push(tune_candidate(a, format!("variant_{n:02}"), c, given, device, &profile)?);
+        outcomes.push(tune_candidate(a, format!("variant_{n:02}"), c, false, given, device, &profile)?);
     }
     let mut kernels = Vec::new();
     if let Some(o) = per_kernel(a, &p, k, &sizes, &opts, &outcomes, (given, device, &profile), &mut kernels)? {
@@ -80,6 +90,17 @@ pub(super) fn tune_variants(
     }
     confirm(a, device, &mut outcomes);
     report(a, &sizes, &found.report, &outcomes, kernels)
+}
+
+/// A tune's log (`tune.jsonl`) in `dir` or in its folders down to `depth` levels, if there is
+/// one (a variant's own, or a kernel's of a variant of several kernels).
+fn a_log_in(dir: &Path, depth: usize) -> Option<PathBuf> {
+    let log = dir.join("tune.jsonl");
+    if log.exists() {
+        return Some(log);
+    }
+    let entries = std::fs::read_dir(dir).ok().filter(|_| depth > 0)?;
+    entries.flatten().filter(|e| e.file_type().is_ok_and(|t| t.is_dir())).find_map(|e| a_log_in(&e.path(), depth - 1))
 }
 
 /// The name of a variant's program file in its folder: `variant.lift`, or for a program named
@@ -92,11 +113,13 @@ fn program_file(p: &Program) -> &'static str {
     }
 }
 
-/// Tunes one candidate program in `DIR/dir/` (its text in [`program_file`] there).
+/// Tunes one candidate program in `DIR/dir/` (its text in [`program_file`] there), a `kernel`
+/// of a program of several or a whole program.
 fn tune_candidate(
     a: &TuneArgs,
     dir: String,
     c: mapsat::variants::Candidate,
+    kernel: bool,
     given: &Sizes,
     device: DeviceSpec,
     profile: &Profile,
@@ -115,7 +138,7 @@ fn tune_candidate(
     // The program as its file has it (binder names as printed: its kernels' names).
     let program = ir::parse(&text).unwrap_or_else(|_| c.program.clone());
     let vsrc = Source { name: file.display().to_string(), text };
-    let tuned = match tune_program(a, &vsrc, program, given, device, profile.clone(), &out, None) {
+    let tuned = match tune_program(a, &vsrc, program, kernel, given, device, profile.clone(), &out, None) {
         Ok(t) => Ok(t),
         // Bad usage is the same for every variant: stop.
         Err(Failure::Usage(m)) => return Err(Failure::Usage(m)),
@@ -367,7 +390,7 @@ fn tune_kernel(
     for (n, c) in kernel.candidates.list.iter().enumerate() {
         outln!("kernel {name} on its own, candidate {n} of {total}: {}, structure {}", c.description, c.signature);
         let dir = format!("kernels/{name}/variant_{n:02}");
-        outcomes.push(tune_candidate(a, dir, c.clone(), given, device, profile)?);
+        outcomes.push(tune_candidate(a, dir, c.clone(), true, given, device, profile)?);
     }
     confirm(a, device, &mut outcomes);
     Ok(outcomes)

@@ -158,7 +158,8 @@ fn hex(bytes: &[u8]) -> String {
 impl Task {
     /// The task of `program` at the `given` sizes (the program's defaults for the others,
     /// tunable sizes excepted) on a device described by `profile`. A program without a map
-    /// that computes is [`TuneError::NoMaps`].
+    /// that computes is tuned in its tunable sizes with the empty mapping (one work item runs
+    /// it), and is [`TuneError::NoMaps`] when it has none: there is nothing to choose.
     pub fn new(
         program: Program,
         given: &Sizes,
@@ -207,6 +208,8 @@ impl Task {
         for t in &tunables {
             problem.remove(&t.name);
         }
+        // A program without a map still has its tunable sizes to choose.
+        let empty_mapping = empty_mapping || !tunables.is_empty();
         let tunable = |name: &str| tunables.iter().any(|t| t.name == name);
         if let Some(v) = program.sizes.iter().find(|v| !problem.contains(&v.name) && !tunable(&v.name)) {
             return Err(TuneError::Program(format!("size `{0}` has no value: give --size {0}=VALUE", v.name)));
