@@ -646,3 +646,34 @@ def big(x: [f32]N) : f32 =
     assert!(e.contains("kernel `big_0_y`: buffer `out` of 300000004 elements needs 1200000016 B"), "{e}");
     std::fs::remove_dir_all(dir).ok();
 }
+
+/// A kernel whose one candidate is over a device limit after lowering (8 MB of private memory
+/// in its one work item, under pocl-cpu's 4 MiB): the tune says why, on screen and in the
+/// report (it gave only the count, "4096 over a device limit"), and the sequence has no best.
+#[test]
+fn a_kernel_over_a_device_limit_is_told_with_the_reason() {
+    if !opencl() {
+        return;
+    }
+    let (dir, src) = program_in(
+        "over-limit",
+        "lastrow.lift",
+        "size H = 5, W = 7
+def lastrow(img: [[f32]W]H) : [f32]W =
+  let l = toGlobal(reduce(fun(acc, row => row), at(0, img), img)) in
+  map@A(fun(v => v + 1.0), l)",
+    );
+    let t = dir.join("t");
+    let (f, t) = (src.to_str().unwrap(), t.to_str().unwrap());
+    let args = ["tune", f, "--target", "pocl-cpu", "--size", "W=2000000,H=2", "--trials", "2", "--random-trials", "0"];
+    let out = mapsat(&[&args[..], &["--runs", "1", "-o", t]].concat());
+    let stdout = text(&out.stdout);
+    assert_eq!(out.status.code(), Some(1), "{stdout}{}", text(&out.stderr));
+    let why = "over a device limit after lowering, e.g. the empty mapping: the launch does not fit the target: \
+               a work group of 1 work items (local size [1, 1, 1]) holds 8000000 bytes of private memory";
+    assert!(stdout.contains(why), "{stdout}");
+    assert!(stdout.contains("no correct kernel for lastrow_0_l: the sequence has no best"), "{stdout}");
+    let report = std::fs::read_to_string(dir.join("t/lastrow_0_l/report.md")).unwrap();
+    assert!(report.contains("- the empty mapping: the launch does not fit the target"), "{report}");
+    std::fs::remove_dir_all(dir).ok();
+}

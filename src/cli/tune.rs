@@ -543,6 +543,9 @@ fn summarize(task: &Task, k: &KernelTune, device: &str) {
                 outln!("  {} {}, e.g. {}", f.count, f.status, f.example.lines().next().unwrap_or(""));
             }
             // Refused by code generation although the space accepts them: say why here.
+            if let Some(e) = s.invalid_examples.first() {
+                outln!("  {} candidate build(s) over a device limit after lowering, e.g. {e}", s.rejected_invalid);
+            }
             if let Some(e) = s.codegen_examples.first() {
                 outln!("  code generation refused {} candidate(s), e.g. {e}", s.rejected_codegen);
             }

@@ -72,6 +72,10 @@ pub struct Summary {
     pub rejected_codegen: u64,
     /// Some of code generation's messages for them.
     pub codegen_examples: Vec<String>,
+    /// Some of the reasons candidates were over a device limit after lowering (none in reports
+    /// written before they were kept).
+    #[serde(default)]
+    pub invalid_examples: Vec<String>,
     /// Workers started again after a timeout or a crash.
     pub worker_restarts: u64,
     /// The measured trials that failed, by status (`wrong`, `build`, `invalid`, ...): how many,
@@ -169,6 +173,7 @@ impl Summary {
             rejected_invalid: r.rejections.invalid,
             rejected_codegen: r.rejections.codegen,
             codegen_examples: r.rejections.codegen_examples.clone(),
+            invalid_examples: r.rejections.invalid_examples.clone(),
             worker_restarts: r.restarts,
             failures: failures(r.guided.iter().chain(&r.random)),
         }
@@ -349,6 +354,12 @@ impl Summary {
             "- candidates not measured: {} over a device limit after lowering, {} refused by code generation; {} worker restarts",
             self.rejected_invalid, self.rejected_codegen, self.worker_restarts
         );
+        if !self.invalid_examples.is_empty() {
+            let _ = writeln!(s, "\nCandidates over a device limit after lowering, e.g.:\n");
+            for e in &self.invalid_examples {
+                let _ = writeln!(s, "- {}", e.replace('\n', " "));
+            }
+        }
         if !self.codegen_examples.is_empty() {
             let _ = writeln!(s, "\nCode generation refused candidates the space accepts (the two disagree), e.g.:\n");
             for e in &self.codegen_examples {

@@ -60,6 +60,8 @@ pub(crate) struct Done {
 pub struct Rejections {
     /// Not valid at their sizes (after lowering: over a device limit).
     pub invalid: u64,
+    /// Some of their reasons (at most 5).
+    pub invalid_examples: Vec<String>,
     /// Refused by code generation although the space accepts them.
     pub codegen: u64,
     /// Some of code generation's messages (at most 5).
@@ -97,22 +99,22 @@ impl<'a> Search<'a> {
         let t = Instant::now();
         let r = self.task.build(c);
         self.build_s += t.elapsed().as_secs_f64();
-        match r {
-            Ok(b) => Some(b),
-            Err(Rejection::Invalid(_)) => {
-                self.rejections.invalid += 1;
-                None
-            }
-            Err(Rejection::Codegen(msg)) => {
-                self.rejections.codegen += 1;
-                if self.rejections.codegen_examples.len() < 5 {
-                    let m = self.task.mapping_text(&c.codes);
-                    let at = if c.tuning.is_empty() { String::new() } else { format!(" at {}", c.tuning) };
-                    self.rejections.codegen_examples.push(format!("{m}{at}: {msg}"));
-                }
-                None
-            }
+        let (count, examples, msg) = match r {
+            Ok(b) => return Some(b),
+            Err(Rejection::Invalid(msg)) => (&mut self.rejections.invalid, &mut self.rejections.invalid_examples, msg),
+            Err(Rejection::Codegen(msg)) => (&mut self.rejections.codegen, &mut self.rejections.codegen_examples, msg),
+        };
+        *count += 1;
+        let m = match self.task.mapping_text(&c.codes) {
+            m if m.is_empty() => "the empty mapping".to_string(),
+            m => m,
+        };
+        let at = if c.tuning.is_empty() { String::new() } else { format!(" at {}", c.tuning) };
+        let example = format!("{m}{at}: {msg}");
+        if examples.len() < 5 && !examples.contains(&example) {
+            examples.push(example);
         }
+        None
     }
 
     fn rng(&self, batch: u64, salt: u64) -> StdRng {
