@@ -205,6 +205,23 @@ def mlp(x: [[f32]K]M, w1: [[f32]K]H, w2: [[f32]H]N) =
         assert_eq!(ir::print(&join(&p, &kernels, &[0, 0], &sizes).unwrap()), ir::print(&p));
     }
 
+    /// A plain reduction kept as a kernel, split into partial sums on its own, stays a kernel
+    /// when joined: the stage is global (`tune --variants` said "stages s inline").
+    #[test]
+    fn a_reduction_kernel_split_on_its_own_joins_as_a_global_stage() {
+        let src = "size N = 64\ndef sm(x: [f32]N) : [f32]N =\n  let s = toGlobal(reduce(add, 0.0, x)) in map@A(fun(v => v / s), x)\n";
+        let p = ir::parse(src).unwrap();
+        let sizes = p.resolve_sizes(&ir::Sizes::new()).unwrap();
+        let kernels = kernels(&p, 2, &Options { sizes: sizes.clone(), ..Options::default() }).unwrap();
+        assert_eq!(kernels[0].stage.program.name, "sm_0_s");
+        let split =
+            kernels[0].candidates.list.iter().position(|c| ir::stages::count(&c.program) == 1 && c.signature != "R");
+        let split = split.unwrap_or_else(|| panic!("no split candidate of the sum"));
+        let q = join(&p, &kernels, &[split, 0], &sizes).unwrap();
+        let s = stage_choice::of(&p, &q).into_iter().find(|c| c.binder == "s").expect("the stage s");
+        assert_eq!(s.choice, stage_choice::Choice::Global, "{}", ir::print(&q));
+    }
+
     #[test]
     fn a_variant_with_a_kernel_without_maps_is_left_out() {
         // The rewrite may fuse the first kernel's only map into its reduction.
