@@ -90,16 +90,10 @@ pub fn apply(
     profile: Option<Profile>,
     local: Option<Vec<i64>>,
 ) -> R<(Program, Option<Vec<i64>>)> {
-    let options = Options { profile, sizes: sizes.clone(), ..Options::default() };
-    let space = match Space::generate(p, options) {
-        // Nothing to map (a kernel that only reduces): one work item runs it, the empty mapping
-        // (`,` too, as `explain` reads it); a mapping that names a map is refused.
-        Err(mapsat_constraints::Error::NoMaps) => {
-            crate::stages::split_mapping(mapping, &[Vec::new()])?;
-            return Ok((mapsat_constraints::sequential(p), local));
-        }
-        s => s.map_err(rejected)?,
-    };
+    // Nothing to map (a kernel that only reduces) is the empty space: its only mapping, the
+    // empty one, runs it in one work item.
+    let options = Options { profile, sizes: sizes.clone(), empty_without_maps: true, ..Options::default() };
+    let space = Space::generate(p, options).map_err(rejected)?;
     let m = space.parse_mapping(mapping).map_err(|e| Error::Usage(e.to_string()))?;
     let suggested = check(&space, &m, sizes, local.as_deref(), false)?.local;
     let q = space.apply(p, &m).map_err(rejected)?;

@@ -33,10 +33,10 @@ pub struct KernelSpace {
     pub name: String,
     /// The kernel: the program, or its stage.
     pub program: Program,
-    /// Its space; `None` for a kernel with no map that computes (a plain reduction, or a
-    /// kernel of several that only rearranges): it runs in one work item, with the empty
-    /// mapping.
-    pub space: Option<Space>,
+    /// Its space; empty ([`Space::is_empty`]: no variable, its layout maps' labels only) for a
+    /// kernel with no map that computes (a plain reduction, or a kernel of several that only
+    /// rearranges): it runs in one work item, with its only mapping, the empty one.
+    pub space: Space,
 }
 
 /// The number of valid mappings of a program: the product of its kernels'.
@@ -194,14 +194,15 @@ impl Source {
             let several = split.len() > 1;
             let mut out = Vec::new();
             for s in split {
-                let options =
-                    constraints::Options { profile: profile.cloned(), sizes: sizes.clone(), ..Default::default() };
-                let name = s.program.name.clone();
-                let space = match Space::generate(&s.program, options) {
-                    Ok(space) => Some(space),
-                    Err(constraints::Error::NoMaps) => None,
-                    Err(e) => return Err(named(several, &name, Error::Rejected(format!("error: {e}")))),
+                let options = constraints::Options {
+                    profile: profile.cloned(),
+                    sizes: sizes.clone(),
+                    empty_without_maps: true,
+                    ..Default::default()
                 };
+                let name = s.program.name.clone();
+                let space = Space::generate(&s.program, options)
+                    .map_err(|e| named(several, &name, Error::Rejected(format!("error: {e}"))))?;
                 out.push(KernelSpace { name, program: s.program, space });
             }
             Ok(out)
@@ -215,13 +216,9 @@ impl Source {
         crate::limits::deep(|| {
             let mut per = Vec::new();
             for k in self.spaces(given, profile)? {
-                per.push(match k.space {
-                    Some(s) => {
-                        let sampled = s.sample(n, seed).map_err(|e| Error::Rejected(format!("error: {e}")))?;
-                        sampled.iter().map(|m| s.show(m).to_string()).collect()
-                    }
-                    None => vec![String::new()],
-                });
+                let s = k.space;
+                let sampled = s.sample(n, seed).map_err(|e| Error::Rejected(format!("error: {e}")))?;
+                per.push(sampled.iter().map(|m| s.show(m).to_string()).collect());
             }
             Ok(combine(&per, n))
         })
@@ -232,8 +229,7 @@ impl Source {
         crate::limits::deep(|| {
             let mut total = MappingCount { value: 1.0, exact: true };
             for k in self.spaces(given, profile)? {
-                let Some(space) = k.space else { continue };
-                match space.count(0).map_err(|e| Error::Rejected(format!("error: {e}")))? {
+                match k.space.count(0).map_err(|e| Error::Rejected(format!("error: {e}")))? {
                     constraints::Count::Exact(n) => total.value *= n as f64,
                     constraints::Count::Estimate { value, .. } => {
                         total = MappingCount { value: total.value * value, exact: false }
@@ -253,19 +249,22 @@ impl Source {
             let spaces = self.spaces(given, profile)?;
             let sizes = self.sizes(given)?;
             let several = spaces.len() > 1;
-            let parts = match several || spaces.first().is_some_and(|k| k.space.is_none()) {
+            let parts = match several || spaces.first().is_some_and(|k| k.space.is_empty()) {
                 false => vec![mapping.to_string()],
                 true => {
-                    let labels =
-                        spaces.iter().map(|k| k.space.as_ref().map(crate::stages::space_labels).unwrap_or_default());
-                    crate::stages::split_mapping(mapping, &labels.collect::<Vec<_>>())?
+                    let labels: Vec<Vec<String>> =
+                        spaces.iter().map(|k| crate::stages::space_labels(&k.space)).collect();
+                    crate::stages::split_mapping(mapping, &labels)?
                 }
             };
             let mut out = Vec::new();
             for (k, part) in spaces.iter().zip(&parts) {
-                let Some(space) = &k.space else { continue };
+                let space = &k.space;
                 let usage = |e: constraints::Error| named(several, &k.name, Error::Usage(e.to_string()));
                 let m = space.parse_mapping(part).map_err(usage)?;
+                if space.is_empty() {
+                    continue;
+                }
                 let e = space.explain(&m).map_err(|e| named(several, &k.name, Error::Rejected(e.to_string())))?;
                 let text = |c| stage_text(several, &k.name, crate::mapping::describe(space, c));
                 out.extend(e.violated.iter().map(text));

@@ -111,6 +111,9 @@ impl Source {
             }
             let given = crate::stages::tuning_sizes(p, given);
             let split = self.kernels(&given)?;
+            if nothing_to_tune(&split, &given) {
+                return Err(Error::Rejected(format!("error: {NOTHING_TO_TUNE}")));
+            }
             for s in &split {
                 self.keep_input(&s.program.name, how, &out.join(&s.program.name))?;
             }
@@ -150,6 +153,19 @@ impl Source {
         inputs.extend(how.prior_file.map(|m| (m, "the prior model")));
         inputs
     }
+}
+
+/// Why a program of several kernels for which [`nothing_to_tune`] holds is not tuned.
+pub const NOTHING_TO_TUNE: &str =
+    "nothing to tune: no kernel has a map or a tunable size; each runs in one work item (`mapsat run`)";
+
+/// Whether the kernels of a program (`split` at the sizes `given`) leave nothing to choose: no
+/// kernel has a map or a tunable size, so each has one candidate, the empty mapping.
+pub fn nothing_to_tune(split: &[crate::ir::stages::Stage], given: &Sizes) -> bool {
+    split.iter().all(|s| {
+        crate::mapping::no_maps(&s.program, &given.or(&s.program.default_sizes()))
+            && tune::params::tunables(&s.program, given, &Sizes::new()).is_empty()
+    })
 }
 
 /// A tune refused before it measured anything, for `why`.

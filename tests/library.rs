@@ -66,7 +66,7 @@ fn a_program_of_two_kernels_is_counted_sampled_and_explained_kernel_by_kernel() 
     assert_eq!(names, ["sepblur_0_h", "sepblur"]);
     let each: Vec<u64> = spaces
         .iter()
-        .map(|k| match k.space.as_ref().unwrap().count(0).unwrap() {
+        .map(|k| match k.space.count(0).unwrap() {
             mapsat::constraints::Count::Exact(n) => n,
             other => panic!("{other:?}"),
         })
@@ -133,6 +133,12 @@ fn a_program_without_a_map_has_the_empty_mapping() {
     }
     let e = src.emit(&Sizes::new(), Some("A=G0"), opencl, &Locals::default(), None).err().unwrap();
     assert!(e.to_string().contains("the program has no map, so its only mapping is the empty one"), "{e}");
+    // A map that only rearranges (a view) is named as such, not as unknown.
+    let views = "size H = 5, W = 7\ndef v(img: [[f32]W]H) : f32 = reduce(add, 0.0, join(join(join(slideND2(3, 1, 3, 1, img)))))";
+    let v = Source::new("v.lift", views).unwrap();
+    let e = v.explain("m1=S", &Sizes::new(), None).unwrap_err();
+    assert!(e.to_string().contains("map `m1` only rearranges data (a view)"), "{e}");
+    assert!(v.explain(",", &Sizes::new(), None).unwrap().is_empty());
     if common::opencl() {
         let xs = Tensor::f32(vec![4], vec![1.0, 2.0, 3.5, -0.5]);
         let cfg = RunConfig { runs: 1, ..RunConfig::default() };

@@ -551,6 +551,23 @@ fn space_and_explain_of_a_program_without_a_map() {
         "{}",
         text(&out.stderr)
     );
+    // Its maps that only rearrange (views) are named as such by explain, emit and run (they
+    // were "unknown", the program having "no map"); `,` is the empty mapping.
+    let (dir, src) = program_in(
+        "no-map-views",
+        "v.lift",
+        "size H = 5, W = 7\ndef v(img: [[f32]W]H) : f32 = reduce(add, 0.0, join(join(join(slideND2(3, 1, 3, 1, img)))))\n",
+    );
+    let (f, o) = (src.to_str().unwrap(), dir.join("o"));
+    for cmd in [vec!["explain", f], vec!["emit", f, "-o", o.to_str().unwrap()], vec!["run", f]] {
+        let out = mapsat(&[&cmd[..], &["--mapping", "m1=S"]].concat());
+        assert_eq!(out.status.code(), Some(2), "{cmd:?}: {}", text(&out.stderr));
+        let says = "map `m1` only rearranges data (a view): it has no loop and takes no mapping";
+        assert!(text(&out.stderr).contains(says), "{cmd:?}: {}", text(&out.stderr));
+    }
+    let out = mapsat(&["run", f, "--mapping", ",", "--check"]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    std::fs::remove_dir_all(dir).ok();
 }
 
 /// A pipeline whose last kernel only reduces: `space` and `explain` say it has nothing to map
@@ -594,28 +611,31 @@ def f(x: [f32]N) =
     let out = mapsat(&run.split_whitespace().collect::<Vec<_>>());
     assert_eq!(out.status.code(), Some(0), "{run}\n{}{}", text(&out.stdout), text(&out.stderr));
     assert!(text(&out.stdout).contains("check: ok"), "{}", text(&out.stdout));
-    // No kernel with a map: every kernel is named, and the command runs without a mapping
-    // (it printed `--mapping` without a value).
-    let (_, all) = program_in(
-        "no-map-space",
-        "q.lift",
-        "size N = 97
+    // No kernel with a map, one with a tunable size: every kernel is named, and the command
+    // runs without a mapping (it printed `--mapping` without a value).
+    let program = "size N = 96, t in 1..96 = 4
 def q(x: [f32]N) : f32 =
-  let s = toGlobal(reduce(add, 0.0, x)) in
+  let s = toGlobal(reduce(fun(a, c => a + reduce(add, 0.0, c)), 0.0, split(t, x))) in
   let m = toGlobal(reduce(fun(a, v => max(a, v)), -1e30, x)) in
-  s / m",
-    );
+  s / m";
+    let (_, all) = program_in("no-map-space", "q.lift", program);
     let t = dir.join("tq");
     let (all, t) = (all.to_str().unwrap(), t.to_str().unwrap());
-    let out = mapsat(&["tune", all, "--trials", "2", "--random-trials", "0", "--runs", "1", "-o", t]);
+    let out = mapsat(&["tune", all, "--trials", "3", "--random-trials", "0", "--runs", "1", "-o", t]);
     let stdout = text(&out.stdout);
     assert_eq!(out.status.code(), Some(0), "{stdout}{}", text(&out.stderr));
     assert!(stdout.contains("note: kernels `q_0_s`, `q_1_m`, `q` have nothing to map"), "{stdout}");
     let run = stdout.lines().find_map(|l| l.strip_prefix("run the whole program again: mapsat ")).expect(&stdout);
-    assert!(!run.contains("--mapping"), "{run}");
+    assert!(!run.contains("--mapping") && run.contains("--size "), "{run}");
     let out = mapsat(&run.split_whitespace().collect::<Vec<_>>());
     assert_eq!(out.status.code(), Some(0), "{run}\n{}{}", text(&out.stdout), text(&out.stderr));
     assert!(text(&out.stdout).contains("check: ok"), "{}", text(&out.stdout));
+    // Nor a tunable size: nothing to choose, as for a program of one kernel.
+    let (_, none) = program_in("no-map-space", "r.lift", &program.replace(", t in 1..96 = 4", ", t = 4"));
+    let out = mapsat(&["tune", none.to_str().unwrap(), "--trials", "2", "-o", dir.join("tr").to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out.stdout));
+    let says = "nothing to tune: no kernel has a map or a tunable size; each runs in one work item";
+    assert!(text(&out.stderr).contains(says), "{}", text(&out.stderr));
     std::fs::remove_dir_all(dir).ok();
 }
 

@@ -96,6 +96,12 @@ fn wait<T: Send + 'static>(
         let (r, back) = py.detach(move || (rx.recv_timeout(Duration::from_millis(50)), rx));
         rx = back;
         match r {
+            // A Ctrl-C that made the work fail (LLVM's handler in pocl's compiler removes the
+            // build's temporary files, "the kernel did not build") is the interrupt.
+            Ok(Err(e)) => {
+                py.check_signals()?;
+                return Err(err(e));
+            }
             Ok(r) => return r.map_err(err),
             Err(mpsc::RecvTimeoutError::Disconnected) => {
                 return Err(err("internal error: mapsat panicked (please report it)"))
@@ -104,7 +110,8 @@ fn wait<T: Send + 'static>(
                 py.check_signals()?;
                 if let Some(l) = limit.filter(|l| start.elapsed() > *l) {
                     return Err(err(format!(
-                        "error: did not finish within {} s (timeout): the kernel hangs or is far too large",
+                        "error: did not finish within {} s (timeout): the kernel hangs or is far too large, it is run \
+                         too many times (`runs`), or it waited for other work of this process on the device",
                         l.as_secs_f64()
                     )));
                 }

@@ -24,9 +24,9 @@ pub struct How<'a> {
 struct Kernel {
     /// The stage's name, for a program of several kernels.
     name: Option<String>,
-    /// `None` for a kernel with nothing to map (it only reduces or rearranges): it runs in one
-    /// work item, with the empty mapping.
-    space: Option<Space>,
+    /// Empty ([`Space::is_empty`]) for a kernel with nothing to map (it only reduces or
+    /// rearranges): it runs in one work item, with the empty mapping.
+    space: Space,
     canonical: Option<Space>,
     /// The `let` whose value the kernel computes (a kernel boundary), if any.
     binder: Option<String>,
@@ -62,9 +62,11 @@ fn load(file: &Path, how: &How) -> CliResult<Vec<Kernel>> {
         };
         let stagings = stage_choice::stagings(&stage.program);
         if matches!(Space::generate(&stage.program, options.clone()), Err(mc::Error::NoMaps)) {
+            let empty = Options { empty_without_maps: true, ..options };
+            let space = Space::generate(&stage.program, empty).map_err(rejected)?;
             let (program, profile, sizes) = (stage.program, profile.clone(), sizes.clone());
             let binder = stage.binder;
-            out.push(Kernel { name, space: None, canonical: None, binder, stagings, program, profile, sizes });
+            out.push(Kernel { name, space, canonical: None, binder, stagings, program, profile, sizes });
             continue;
         }
         let canonical = match how.canonical {
@@ -75,7 +77,7 @@ fn load(file: &Path, how: &How) -> CliResult<Vec<Kernel>> {
             false => None,
         };
         let space = Space::generate(&stage.program, options).map_err(rejected)?;
-        let (program, profile, sizes, space) = (stage.program, profile.clone(), sizes.clone(), Some(space));
+        let (program, profile, sizes) = (stage.program, profile.clone(), sizes.clone());
         out.push(Kernel { name, space, canonical, binder: stage.binder, stagings, program, profile, sizes });
     }
     Ok(out)
@@ -127,9 +129,10 @@ fn one_space(
     seed: u64,
     baseline: Option<u64>,
 ) -> CliResult<Option<serde_json::Value>> {
-    let Some(s) = &kernel.space else {
+    let s = &kernel.space;
+    if s.is_empty() {
         return Ok(nothing_to_map(json));
-    };
+    }
     let t = std::time::Instant::now();
     let (count, classes) = s.count_both(seed).map_err(solver)?;
     let count_ms = t.elapsed().as_secs_f64() * 1e3;
@@ -277,25 +280,24 @@ fn nothing_to_map(json: bool) -> Option<serde_json::Value> {
 /// For a program of several kernels, the mapping's parts are explained in each kernel's space.
 pub fn explain(file: &Path, mapping: &str, how: &How) -> CliResult<()> {
     let spaces = load(file, how)?;
-    let labels: Vec<Vec<String>> =
-        spaces.iter().map(|k| k.space.as_ref().map(mapsat::stages::space_labels).unwrap_or_default()).collect();
+    let labels: Vec<Vec<String>> = spaces.iter().map(|k| mapsat::stages::space_labels(&k.space)).collect();
     // One kernel's mapping is its own (its errors name no kernel), unless it has nothing to
     // map: then only the empty mapping is its.
-    let parts = match spaces.len() == 1 && spaces[0].space.is_some() {
+    let parts = match spaces.len() == 1 && !spaces[0].space.is_empty() {
         true => vec![mapping.to_string()],
         false => super::stages::split_mapping(mapping, &labels)?,
     };
     let mut report = Vec::new();
     let mut invalid = Vec::new();
-    for (Kernel { name, space, binder, stagings, program, profile, sizes, .. }, part) in spaces.iter().zip(&parts) {
-        let Some(s) = space else {
+    for (Kernel { name, space: s, binder, stagings, program, profile, sizes, .. }, part) in spaces.iter().zip(&parts) {
+        let m = s.parse_mapping(part).map_err(|e| Failure::Usage(in_kernel(name, e.to_string())))?;
+        if s.is_empty() {
             report.push(match name {
                 Some(n) => format!("kernel {n}: nothing to map (one work item)"),
                 None => "nothing to map: the kernel runs in one work item (its only mapping, the empty one)".into(),
             });
             continue;
-        };
-        let m = s.parse_mapping(part).map_err(|e| Failure::Usage(in_kernel(name, e.to_string())))?;
+        }
         let e = s.explain(&m).map_err(solver)?;
         if !e.valid {
             invalid.push(in_kernel(name, super::mapping::violations(s, &e)));

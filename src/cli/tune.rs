@@ -292,6 +292,10 @@ pub(super) fn tune_program(
     }
     let given = &fixed;
     let split = stages::split_at(&p, given).map_err(|e| src.reject(&e))?;
+    if mapsat::tuning::nothing_to_tune(&split, given) {
+        let variants = if a.variants.is_none() { VARIANTS_HINT } else { "" };
+        return Err(rejected(format!("{}{variants}", mapsat::tuning::NOTHING_TO_TUNE)));
+    }
     let mapless = mapsat::stages::without_maps(&split, given);
     if !mapless.is_empty() {
         let variants = if a.variants.is_none() { VARIANTS_HINT } else { "" };

@@ -381,7 +381,7 @@ class Program:
         every, by_kernel = _local(local)
         device = _str("device", device, False)
         args = (arrays, self._given(arrays, sizes), device, _str("mapping", mapping), every, by_kernel,
-                _int("runs", runs), _bool("check", check), _seconds("timeout", timeout),
+                _int("runs", runs, 1), _bool("check", check), _seconds("timeout", timeout),
                 _bool("reassociate", reassociate))
         _device_use()
         out, median_ms, min_ms, name, kernels = self._p.run(*args)
