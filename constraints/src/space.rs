@@ -197,9 +197,10 @@ pub struct Options {
     /// whose canonical member breaks a per-dimension device limit is not counted.
     pub symmetry_breaking: bool,
     /// A program without a map that computes gets the space of its one mapping, the empty one
-    /// (no variable; [`Space::apply`] gives [`crate::sequential`]'s program) instead of
-    /// [`Error::NoMaps`]: for a caller that treats such a kernel as any other (a tune of a
-    /// pipeline with a kernel that only reduces). Off by default.
+    /// (no variable, its layout maps' labels only; [`Space::apply`] gives
+    /// [`crate::sequential`]'s program) instead of [`Error::NoMaps`]: for a caller that treats
+    /// such a kernel as any other (a tune of a kernel that only reduces, a mapping of it read
+    /// and applied). Off by default.
     pub empty_without_maps: bool,
 }
 

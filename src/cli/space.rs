@@ -53,30 +53,28 @@ fn load(file: &Path, how: &How) -> CliResult<Vec<Kernel>> {
     let staged = ir::stages::count(&p) > 1;
     let mut out = Vec::new();
     for stage in ir::stages::split_at(&p, &sizes).map_err(|e| src.reject(&e))? {
-        let options =
-            Options { fusion: !how.no_fusion, profile: profile.clone(), sizes: sizes.clone(), ..Options::default() };
+        // A kernel without a map has the empty space: its only mapping, the empty one.
+        let options = Options {
+            fusion: !how.no_fusion,
+            profile: profile.clone(),
+            sizes: sizes.clone(),
+            empty_without_maps: true,
+            ..Options::default()
+        };
         let name = staged.then(|| stage.program.name.clone());
         let rejected = |e: mc::Error| match &name {
             Some(n) => Failure::Rejected(format!("error: in the kernel of stage `{n}`: {e}")),
             None => Failure::Rejected(format!("error: {e}")),
         };
         let stagings = stage_choice::stagings(&stage.program);
-        if matches!(Space::generate(&stage.program, options.clone()), Err(mc::Error::NoMaps)) {
-            let empty = Options { empty_without_maps: true, ..options };
-            let space = Space::generate(&stage.program, empty).map_err(rejected)?;
-            let (program, profile, sizes) = (stage.program, profile.clone(), sizes.clone());
-            let binder = stage.binder;
-            out.push(Kernel { name, space, canonical: None, binder, stagings, program, profile, sizes });
-            continue;
-        }
-        let canonical = match how.canonical {
+        let space = Space::generate(&stage.program, options.clone()).map_err(rejected)?;
+        let canonical = match how.canonical && !space.is_empty() {
             true => {
-                let options = Options { symmetry_breaking: true, ..options.clone() };
+                let options = Options { symmetry_breaking: true, ..options };
                 Some(Space::generate(&stage.program, options).map_err(rejected)?)
             }
             false => None,
         };
-        let space = Space::generate(&stage.program, options).map_err(rejected)?;
         let (program, profile, sizes) = (stage.program, profile.clone(), sizes.clone());
         out.push(Kernel { name, space, canonical, binder: stage.binder, stagings, program, profile, sizes });
     }
