@@ -64,5 +64,17 @@ fn a_kernel_without_a_map_is_predicted_as_its_empty_mapping() {
     let out = mapsat(&["predict", sum.to_str().unwrap(), "--mapping", "A=G0"]);
     assert_eq!(out.status.code(), Some(2), "{}", text(&out));
     assert!(text(&out).contains("the program has no map, so its only mapping is the empty one"), "{}", text(&out));
+    // A mistake in the mapping is not blamed on the sizes (it said "not valid at its sizes").
+    assert!(!text(&out).contains("not valid at its sizes"), "{}", text(&out));
+    // A mapping wrong in the second kernel prints nothing of the first (it printed the
+    // first kernel's prediction, then failed).
+    let views = dir.join("views.lift");
+    let program = "size N = 8\ndef v(xs: [[f32]N]N) : f32 =\n  let y = toGlobal(map@A(fun(r => map@B(fun(v => v + 1.0), r)), xs)) in\n  reduce(add, 0.0, join(join(join(slideND2(3, 1, 3, 1, y)))))\n";
+    std::fs::write(&views, program).unwrap();
+    let out = mapsat(&["predict", views.to_str().unwrap(), "--mapping", "A=G1,B=G0,m1=S"]);
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out));
+    assert!(out.stdout.is_empty(), "{}", text(&out));
+    let says = "in the kernel of stage `v`: map `m1` only rearranges data (a view)";
+    assert!(text(&out).contains(says), "{}", text(&out));
     std::fs::remove_dir_all(dir).ok();
 }

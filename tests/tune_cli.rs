@@ -637,6 +637,8 @@ fn a_program_without_a_map_is_tuned_in_its_tunable_sizes() {
     assert_eq!(1000 % t, 0, "t divides N: {t}");
     assert_eq!(report["best"]["mapping"], "", "{report}");
     let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+    // The empty mapping said in words (it printed "mapping " and nothing).
+    assert!(stdout.contains("  mapping the empty one (no map: one work item runs the kernel)\n"), "{stdout}");
     let run = stdout.lines().find_map(|l| l.strip_prefix("run it again: mapsat ")).expect(&stdout);
     let again = mapsat(&run.split_whitespace().collect::<Vec<_>>());
     assert_eq!(again.status.code(), Some(0), "{run}: {}", text(&again));

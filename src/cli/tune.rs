@@ -471,7 +471,7 @@ fn summarize_stages(p: &mapsat::ir::Program, kernels: &[tune::report::Summary]) 
         ),
         false => outln!("  best sequence: {}", tune::report::fmt_ms(best_ms)),
     }
-    outln!("  mapping {}", best.mapping);
+    outln!("  mapping {}", tune::report::shown_mapping(&best.mapping));
     let locals: Vec<String> = best.local.iter().filter_map(|(k, l)| local_flag(Some(k), l)).collect();
     if !locals.is_empty() {
         outln!("  work groups {}", locals.join(" "));
@@ -532,7 +532,7 @@ fn summarize(task: &Task, k: &KernelTune, device: &str) {
                 tune::report::fmt_gflops(s.best_gflops),
                 s.against_median()
             );
-            outln!("  mapping {}", b.mapping);
+            outln!("  mapping {}", tune::report::shown_mapping(&b.mapping));
             if !b.tuning.is_empty() {
                 outln!("  tunable sizes {}", b.tuning);
             }
@@ -610,27 +610,40 @@ pub fn predict(a: &PredictArgs) -> CliResult<()> {
     if stages::count(&p) == 1 {
         locals.check_kernels(&[p.name.as_str()])?;
         let local = locals.of(&p.name);
-        return predict_kernel(a, p, &fixed, profile, model.as_ref(), &a.mapping, local).map(|_| ());
+        let (b, score) = predict_kernel(a, p, &fixed, profile, model.as_ref(), &a.mapping, local)?;
+        print_prediction(&b, score);
+        return Ok(());
     }
     // A program of several kernels: each kernel with its maps' part of the mapping, as `tune`
-    // tunes them one at a time; the analytical times add up.
+    // tunes them one at a time; the analytical times add up. Every kernel's candidate is built
+    // before any is printed: a mapping wrong in one kernel prints nothing.
     let split = stages::split_at(&p, &fixed).map_err(|e| src.reject(&e))?;
     let names: Vec<&str> = split.iter().map(|s| s.program.name.as_str()).collect();
     locals.check_kernels(&names)?;
     let labels: Vec<Vec<String>> = split.iter().map(|s| s.program.map_labels()).collect();
     let parts = super::stages::split_mapping(&a.mapping, &labels)?;
-    let n = split.len();
-    let mut total = 0.0;
-    for (k, (s, part)) in split.into_iter().zip(parts).enumerate() {
-        outln!("kernel {} of {n}: {}", k + 1, s.program.name);
-        let local = locals.of(&s.program.name);
-        total += predict_kernel(a, s.program, &fixed, profile.clone(), model.as_ref(), &part, local)?;
+    let mut predicted = Vec::with_capacity(split.len());
+    for (s, part) in split.into_iter().zip(parts) {
+        let (name, local) = (s.program.name.clone(), locals.of(&s.program.name));
+        let in_stage = |e: Failure| match e {
+            Failure::Usage(m) => Failure::Usage(format!("in the kernel of stage `{name}`: {m}")),
+            Failure::Rejected(m) => Failure::Rejected(format!("in the kernel of stage `{name}`: {m}")),
+        };
+        let kernel = predict_kernel(a, s.program, &fixed, profile.clone(), model.as_ref(), &part, local);
+        predicted.push((name.clone(), kernel.map_err(in_stage)?));
     }
+    let n = predicted.len();
+    for (k, (name, (b, score))) in predicted.iter().enumerate() {
+        outln!("kernel {} of {n}: {name}", k + 1);
+        print_prediction(b, *score);
+    }
+    let total: f64 = predicted.iter().map(|(_, (b, _))| b.prediction.total_ms).sum();
     outln!("analytical, all {n} kernels in sequence: {}", tune::report::fmt_ms(total));
     Ok(())
 }
 
-/// Prints both models' predictions for one kernel's candidate; returns the analytical time in ms.
+/// Both models' predictions for one kernel's candidate: the candidate built, and the learned
+/// model's score.
 fn predict_kernel(
     a: &PredictArgs,
     p: mapsat::ir::Program,
@@ -639,14 +652,21 @@ fn predict_kernel(
     model: Option<&Learned>,
     mapping: &str,
     local: Option<Vec<i64>>,
-) -> CliResult<f64> {
+) -> CliResult<(tune::task::Built, Option<f64>)> {
     let dialect = mapsat_codegen::Dialect::OpenCl;
     let task = Task::allowing_no_maps(p, fixed, profile, dialect, !a.no_fusion, 0).map_err(tune_error)?;
     let task = if a.strict_math { task } else { task.reassociating() };
-    let codes = task.parse_mapping(&task.first_point, mapping).map_err(|e| Failure::Usage(e.to_string()))?;
+    // The mapping's own mistakes (an unknown map, a view, a missing code) are not the sizes'.
+    let codes = task.parse_mapping(&task.first_point, mapping).map_err(|e| match e {
+        tune::task::Rejection::Invalid(m) | tune::task::Rejection::Codegen(m) => Failure::Usage(m),
+    })?;
     let c = Candidate { tuning: task.first_point.clone(), codes, local: local.unwrap_or_default() };
     let c = task.complete_local(c);
-    let (b, score) = tune::predict(&task, &c, model).map_err(tune_error)?;
+    tune::predict(&task, &c, model).map_err(tune_error)
+}
+
+/// Prints a kernel's predictions ([`predict_kernel`]).
+fn print_prediction(b: &tune::task::Built, score: Option<f64>) {
     let r = &b.prediction;
     let fmt = tune::report::fmt_ms;
     outln!("kernel {} (launch global {:?}, local {:?})", b.hash, b.manifest.launch.global, b.manifest.launch.local);
@@ -669,7 +689,6 @@ fn predict_kernel(
         }
         None => outln!("learned: no model (give --model FILE, written beside a tuning log as LOG.model.json)"),
     }
-    Ok(r.total_ms)
 }
 
 /// `mapsat worker`: the measurement worker (see `mapsat_tuner::tune::worker`).

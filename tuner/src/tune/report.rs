@@ -215,8 +215,11 @@ impl Summary {
         );
         let _ = writeln!(
             s,
-            "- mapping: `{}`\n- tunable sizes: {}\n- work group: `{:?}`\n",
-            b.mapping,
+            "- mapping: {}\n- tunable sizes: {}\n- work group: `{:?}`\n",
+            match b.mapping.is_empty() {
+                true => shown_mapping(&b.mapping).to_string(),
+                false => format!("`{}`", b.mapping),
+            },
             tunables(&b.tuning),
             b.local
         );
@@ -550,6 +553,14 @@ pub fn keep_away(files: &[PathBuf], keep: &[(&Path, &str)]) -> Result<(), TuneEr
     Ok(())
 }
 
+/// A mapping as the reports show it: the empty one said in words (a kernel without a map).
+pub fn shown_mapping(mapping: &str) -> &str {
+    match mapping.is_empty() {
+        true => "the empty one (no map: one work item runs the kernel)",
+        false => mapping,
+    }
+}
+
 /// Refuses, before anything is measured, a tune of the kernel `name` into `out` logging to
 /// `log` whose files ([`outputs`], the log's model) would replace one of `inputs` (each named
 /// with what it is: the program, a prior model) or the log, whose log would replace one of
@@ -596,7 +607,7 @@ pub fn write(task: &Task, r: &TuneResult, dir: &Path, keep: &[(&Path, &str)]) ->
             r.device_name,
             fmt_ms(summary.best_ms),
             fmt_gflops(summary.best_gflops),
-            t.mapping,
+            shown_mapping(&t.mapping),
             tunables(&t.tuning),
             match t.local.is_empty() {
                 true => "code generation's default".to_string(),
