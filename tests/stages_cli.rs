@@ -567,6 +567,26 @@ fn space_and_explain_of_a_program_without_a_map() {
     }
     let out = mapsat(&["run", f, "--mapping", ",", "--check"]);
     assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    // An unknown label is told with the maps, not the views: none in a program of kernels
+    // without a map, A and B beside a view (the views were listed as maps, in two orders).
+    let none = "size N = 16\ndef m(xs: [[f32]N]N) : f32 =\n  let y = toGlobal(reduce(add, 0.0, join(xs))) in\n  reduce(add, y, join(join(join(slideND2(3, 1, 3, 1, xs)))))\n";
+    let beside = "size N = 8\ndef b(xs: [[f32]N]N) : f32 =\n  let y = toGlobal(map@A(fun(r => map@B(fun(v => v + 1.0), r)), xs)) in\n  reduce(add, 0.0, join(join(join(slideND2(3, 1, 3, 1, y)))))\n";
+    for (file, program, mapping, says) in [
+        (
+            "m.lift",
+            none,
+            "A=S",
+            "unknown map `A` in the mapping: the program has no map, so its only mapping is the empty one",
+        ),
+        ("b.lift", beside, "A=G1,B=G0,Z=S", "unknown map `Z` in the mapping (the maps are: A, B)"),
+    ] {
+        let (_, src) = program_in("no-map-views", file, program);
+        for cmd in ["explain", "run", "predict"] {
+            let out = mapsat(&[cmd, src.to_str().unwrap(), "--mapping", mapping]);
+            assert_eq!(out.status.code(), Some(2), "{cmd} {file}: {}", text(&out.stderr));
+            assert!(text(&out.stderr).contains(says), "{cmd} {file}: {}", text(&out.stderr));
+        }
+    }
     std::fs::remove_dir_all(dir).ok();
 }
 

@@ -11,7 +11,7 @@ use mapsat_tuner::measure::{self, DeviceSpec, MappedStage, RunConfig};
 use mapsat_tuner::tune::report::fmt_gflops;
 use std::path::Path;
 
-pub(super) fn split_mapping(mapping: &str, labels: &[Vec<String>]) -> CliResult<Vec<String>> {
+pub(super) fn split_mapping(mapping: &str, labels: &[mapsat::stages::Labels]) -> CliResult<Vec<String>> {
     mapsat::stages::split_mapping(mapping, labels).map_err(super::mapping::failure)
 }
 

@@ -620,7 +620,8 @@ pub fn predict(a: &PredictArgs) -> CliResult<()> {
     let split = stages::split_at(&p, &fixed).map_err(|e| src.reject(&e))?;
     let names: Vec<&str> = split.iter().map(|s| s.program.name.as_str()).collect();
     locals.check_kernels(&names)?;
-    let labels: Vec<Vec<String>> = split.iter().map(|s| s.program.map_labels()).collect();
+    let labels: Vec<mapsat::stages::Labels> =
+        split.iter().map(|s| mapsat::stages::Labels::of_program(&s.program, &fixed)).collect();
     let parts = super::stages::split_mapping(&a.mapping, &labels)?;
     let mut predicted = Vec::with_capacity(split.len());
     for (s, part) in split.into_iter().zip(parts) {
