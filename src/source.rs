@@ -252,9 +252,10 @@ impl Source {
             let parts = match several || spaces.first().is_some_and(|k| k.space.is_empty()) {
                 false => vec![mapping.to_string()],
                 true => {
-                    let labels: Vec<crate::stages::Labels> =
-                        spaces.iter().map(|k| crate::stages::Labels::of_space(&k.space)).collect();
-                    crate::stages::split_mapping(mapping, &labels)?
+                    let labels: Vec<Vec<String>> =
+                        spaces.iter().map(|k| crate::stages::space_labels(&k.space)).collect();
+                    let maps = || spaces.iter().flat_map(|k| k.space.labels().to_vec()).collect();
+                    crate::stages::split_mapping(mapping, &labels, &maps)?
                 }
             };
             let mut out = Vec::new();

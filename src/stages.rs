@@ -14,13 +14,14 @@ use std::collections::BTreeSet;
 type R<T> = Result<T, Error>;
 
 /// The parts of `mapping` (`A=G0,B=S,...`) that name maps of each kernel, given each kernel's
-/// labels; a part naming a map of no kernel is an error, which lists the maps (not the views).
-pub fn split_mapping(mapping: &str, labels: &[Labels]) -> R<Vec<String>> {
+/// labels (its maps and its views: what a mapping may name); a part naming a map of no kernel
+/// is an error, which lists the maps that take a code (`maps`, asked only then).
+pub fn split_mapping(mapping: &str, labels: &[Vec<String>], maps: &dyn Fn() -> Vec<String>) -> R<Vec<String>> {
     let mut out = vec![Vec::new(); labels.len()];
     for part in mapping.split(',').map(str::trim).filter(|p| !p.is_empty()) {
         let label = part.split_once('=').map_or(part, |(l, _)| l).trim();
-        let Some(k) = labels.iter().position(|ls| ls.names(label)) else {
-            let known: Vec<&str> = labels.iter().flat_map(|ls| &ls.maps).map(String::as_str).collect();
+        let Some(k) = labels.iter().position(|ls| ls.iter().any(|l| l == label)) else {
+            let known = maps();
             return Err(Error::Usage(match known.is_empty() {
                 true => format!("unknown map `{label}` in the mapping: the program has no map, so its only mapping is the empty one"),
                 false => format!("unknown map `{label}` in the mapping (the maps are: {})", known.join(", ")),
@@ -31,36 +32,20 @@ pub fn split_mapping(mapping: &str, labels: &[Labels]) -> R<Vec<String>> {
     Ok(out.into_iter().map(|parts| parts.join(",")).collect())
 }
 
-/// The labels a mapping of one kernel may name: its maps, which take a code, and its views
-/// (maps that only rearrange data), which a mapping names only to be told that they take none.
-#[derive(Clone, Debug, Default)]
-pub struct Labels {
-    /// The maps that take a code.
-    pub maps: Vec<String>,
-    /// The layout maps.
-    pub views: Vec<String>,
+/// The labels a mapping of `space`'s kernel may name: its maps and the maps that only
+/// rearrange (layout maps, views).
+pub fn space_labels(space: &mapsat_constraints::Space) -> Vec<String> {
+    space.labels().iter().chain(space.layout_maps()).cloned().collect()
 }
 
-impl Labels {
-    /// A kernel's space's labels.
-    pub fn of_space(space: &mapsat_constraints::Space) -> Labels {
-        Labels { maps: space.labels().to_vec(), views: space.layout_maps().to_vec() }
-    }
-
-    /// A kernel's labels at `sizes`, as its space (without a device's limits) sorts them; every
-    /// label a map, where the program has no space.
-    pub fn of_program(p: &Program, sizes: &Sizes) -> Labels {
-        let sizes = sizes.or(&p.default_sizes());
-        let options = mapsat_constraints::Options { sizes, empty_without_maps: true, ..Default::default() };
-        match mapsat_constraints::Space::generate(p, options) {
-            Ok(space) => Labels::of_space(&space),
-            Err(_) => Labels { maps: p.map_labels(), views: Vec::new() },
-        }
-    }
-
-    /// Whether `label` is one of them.
-    fn names(&self, label: &str) -> bool {
-        self.maps.iter().chain(&self.views).any(|l| l == label)
+/// The maps of a kernel that take a code at `sizes`, as its space (without a device's limits)
+/// tells them from its views; every label, where the program has no space.
+pub fn maps_of(p: &Program, sizes: &Sizes) -> Vec<String> {
+    let sizes = sizes.or(&p.default_sizes());
+    let options = mapsat_constraints::Options { sizes, empty_without_maps: true, ..Default::default() };
+    match mapsat_constraints::Space::generate(p, options) {
+        Ok(space) => space.labels().to_vec(),
+        Err(_) => p.map_labels(),
     }
 }
 
@@ -104,8 +89,9 @@ pub fn map(
     let parts = match mapping {
         Some(m) if !several => vec![Some(m.to_string())],
         Some(m) => {
-            let labels: Vec<Labels> = split.iter().map(|s| Labels::of_program(&s.program, sizes)).collect();
-            split_mapping(m, &labels)?.into_iter().map(Some).collect()
+            let labels: Vec<Vec<String>> = split.iter().map(|s| s.program.map_labels()).collect();
+            let maps = || split.iter().flat_map(|s| maps_of(&s.program, sizes)).collect();
+            split_mapping(m, &labels, &maps)?.into_iter().map(Some).collect()
         }
         None => vec![None; split.len()],
     };

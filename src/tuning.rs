@@ -175,7 +175,7 @@ fn refused(why: String) -> Error {
 
 /// Tunes one kernel into `out`: its log (`tune.jsonl`), the learned model beside it, the
 /// report, plot and best kernel. A kernel of `several` without a map is tuned as its one
-/// mapping ([`Task::allowing_no_maps`]).
+/// mapping ([`Task::with_a_choice`] is not asked of it).
 fn tune_kernel(
     program: Program,
     given: &Sizes,
@@ -186,8 +186,8 @@ fn tune_kernel(
     progress: &mut (dyn Progress + Send),
 ) -> R<KernelTune> {
     let failed = |e: tune::TuneError| Error::Rejected(format!("error: {e}"));
-    let new = if several { Task::allowing_no_maps } else { Task::new };
-    let task = new(program, given, profile, how.device.dialect(), true, how.opts.seed).map_err(failed)?;
+    let task = Task::new(program, given, profile, how.device.dialect(), true, how.opts.seed).map_err(failed)?;
+    let task = if several { task } else { task.with_a_choice().map_err(failed)? };
     let task = task.reassociating();
     tune_task(&task, how, out, &out.join("tune.jsonl"), &[], progress).map_err(failed)
 }

@@ -278,13 +278,13 @@ fn nothing_to_map(json: bool) -> Option<serde_json::Value> {
 /// For a program of several kernels, the mapping's parts are explained in each kernel's space.
 pub fn explain(file: &Path, mapping: &str, how: &How) -> CliResult<()> {
     let spaces = load(file, how)?;
-    let labels: Vec<mapsat::stages::Labels> =
-        spaces.iter().map(|k| mapsat::stages::Labels::of_space(&k.space)).collect();
+    let labels: Vec<Vec<String>> = spaces.iter().map(|k| mapsat::stages::space_labels(&k.space)).collect();
+    let maps = || spaces.iter().flat_map(|k| k.space.labels().to_vec()).collect();
     // One kernel's mapping is its own (its errors name no kernel), unless it has nothing to
     // map: then only the empty mapping is its.
     let parts = match spaces.len() == 1 && !spaces[0].space.is_empty() {
         true => vec![mapping.to_string()],
-        false => super::stages::split_mapping(mapping, &labels)?,
+        false => super::stages::split_mapping(mapping, &labels, &maps)?,
     };
     let mut report = Vec::new();
     let mut invalid = Vec::new();

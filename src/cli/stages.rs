@@ -11,8 +11,12 @@ use mapsat_tuner::measure::{self, DeviceSpec, MappedStage, RunConfig};
 use mapsat_tuner::tune::report::fmt_gflops;
 use std::path::Path;
 
-pub(super) fn split_mapping(mapping: &str, labels: &[mapsat::stages::Labels]) -> CliResult<Vec<String>> {
-    mapsat::stages::split_mapping(mapping, labels).map_err(super::mapping::failure)
+pub(super) fn split_mapping(
+    mapping: &str,
+    labels: &[Vec<String>],
+    maps: &dyn Fn() -> Vec<String>,
+) -> CliResult<Vec<String>> {
+    mapsat::stages::split_mapping(mapping, labels, maps).map_err(super::mapping::failure)
 }
 
 /// Each stage mapped as `how` says ([`mapsat::stages::map`]), with its work-group size; the

@@ -258,7 +258,7 @@ pub(super) struct Tuned {
 
 /// Tunes one program into `out`: one kernel, or one kernel at a time (see [`tune`]). A
 /// `kernel` of a program of several (a kernel's candidate in `tune --variants`) without a map
-/// is tuned as its one mapping, as in the program ([`Task::allowing_no_maps`]).
+/// is tuned as its one mapping, as in the program ([`Task::with_a_choice`] is not asked of it).
 #[allow(clippy::too_many_arguments)]
 pub(super) fn tune_program(
     a: &TuneArgs,
@@ -415,7 +415,7 @@ pub(super) fn not_inside(a: &TuneArgs, src: &Source, dirs: &[PathBuf]) -> CliRes
 /// Tunes one kernel's program into `out`, logging to `log` ([`mapsat::tuning::tune_task`]):
 /// the task and what the tune wrote (never over the input, `a.file`, the program's own file,
 /// `src`, the log or the prior model). A kernel of `several` without a map is tuned as its one
-/// mapping ([`Task::allowing_no_maps`]).
+/// mapping ([`Task::with_a_choice`] is not asked of it).
 #[allow(clippy::too_many_arguments)]
 fn tune_one(
     a: &TuneArgs,
@@ -430,8 +430,8 @@ fn tune_one(
 ) -> CliResult<(Task, KernelTune)> {
     let prior = a.model.as_deref().map(Learned::load).transpose().map_err(rejected)?;
     let fault = a.inject_fault.as_deref().map(parse_fault).transpose()?;
-    let new = if several { Task::allowing_no_maps } else { Task::new };
-    let task = new(p, given, profile, device.dialect(), !a.no_fusion, a.seed).map_err(|e| match e {
+    let task = Task::new(p, given, profile, device.dialect(), !a.no_fusion, a.seed);
+    let task = task.and_then(|t| if several { Ok(t) } else { t.with_a_choice() }).map_err(|e| match e {
         TuneError::NoMaps(_) if a.variants.is_none() => rejected(format!("{e}{VARIANTS_HINT}")),
         e => tune_error(e),
     })?;
@@ -620,9 +620,9 @@ pub fn predict(a: &PredictArgs) -> CliResult<()> {
     let split = stages::split_at(&p, &fixed).map_err(|e| src.reject(&e))?;
     let names: Vec<&str> = split.iter().map(|s| s.program.name.as_str()).collect();
     locals.check_kernels(&names)?;
-    let labels: Vec<mapsat::stages::Labels> =
-        split.iter().map(|s| mapsat::stages::Labels::of_program(&s.program, &fixed)).collect();
-    let parts = super::stages::split_mapping(&a.mapping, &labels)?;
+    let labels: Vec<Vec<String>> = split.iter().map(|s| s.program.map_labels()).collect();
+    let maps = || split.iter().flat_map(|s| mapsat::stages::maps_of(&s.program, &fixed)).collect();
+    let parts = super::stages::split_mapping(&a.mapping, &labels, &maps)?;
     let mut predicted = Vec::with_capacity(split.len());
     for (s, part) in split.into_iter().zip(parts) {
         let (name, local) = (s.program.name.clone(), locals.of(&s.program.name));
@@ -655,7 +655,7 @@ fn predict_kernel(
     local: Option<Vec<i64>>,
 ) -> CliResult<(tune::task::Built, Option<f64>)> {
     let dialect = mapsat_codegen::Dialect::OpenCl;
-    let task = Task::allowing_no_maps(p, fixed, profile, dialect, !a.no_fusion, 0).map_err(tune_error)?;
+    let task = Task::new(p, fixed, profile, dialect, !a.no_fusion, 0).map_err(tune_error)?;
     let task = if a.strict_math { task } else { task.reassociating() };
     // The mapping's own mistakes (an unknown map, a view, a missing code) are not the sizes'.
     let codes = task.parse_mapping(&task.first_point, mapping).map_err(|e| match e {

@@ -127,8 +127,6 @@ pub struct Task {
     pub fusion: bool,
     /// OpenCL kernels are built with [`mapsat_codegen::REASSOCIATE`] (see [`Task::reassociating`]).
     pub reassociate: bool,
-    /// A program without a map has the space of the empty mapping ([`Task::allowing_no_maps`]).
-    empty_mapping: bool,
     /// Labels of the maps that take a code.
     pub labels: Vec<String>,
     /// A point with valid mappings (the program's defaults when they are one).
@@ -158,8 +156,9 @@ fn hex(bytes: &[u8]) -> String {
 impl Task {
     /// The task of `program` at the `given` sizes (the program's defaults for the others,
     /// tunable sizes excepted) on a device described by `profile`. A program without a map
-    /// that computes is tuned in its tunable sizes with the empty mapping (one work item runs
-    /// it), and is [`TuneError::NoMaps`] when it has none: there is nothing to choose.
+    /// that computes (it only reduces or rearranges data) has one mapping, the empty one: one
+    /// work item runs it, and only its tunable sizes are searched ([`Task::with_a_choice`]
+    /// refuses it when it has none).
     pub fn new(
         program: Program,
         given: &Sizes,
@@ -167,33 +166,6 @@ impl Task {
         dialect: Dialect,
         fusion: bool,
         seed: u64,
-    ) -> Result<Task, TuneError> {
-        Task::create(program, given, profile, dialect, fusion, seed, false)
-    }
-
-    /// [`Task::new`], except that a program without a map that computes (it only reduces or
-    /// rearranges data) has one mapping, the empty one: one work item runs it, and only its
-    /// tunable sizes are searched. For a kernel of a program of several, so that the others
-    /// are tuned and the sequence timed whole, and for predictions.
-    pub fn allowing_no_maps(
-        program: Program,
-        given: &Sizes,
-        profile: Profile,
-        dialect: Dialect,
-        fusion: bool,
-        seed: u64,
-    ) -> Result<Task, TuneError> {
-        Task::create(program, given, profile, dialect, fusion, seed, true)
-    }
-
-    fn create(
-        program: Program,
-        given: &Sizes,
-        profile: Profile,
-        dialect: Dialect,
-        fusion: bool,
-        seed: u64,
-        empty_mapping: bool,
     ) -> Result<Task, TuneError> {
         mapsat_ir::check::check(&program).map_err(|e| TuneError::Program(e.message))?;
         // A parameter no kernel takes makes every candidate a refusal: said once, first.
@@ -208,8 +180,6 @@ impl Task {
         for t in &tunables {
             problem.remove(&t.name);
         }
-        // A program without a map still has its tunable sizes to choose.
-        let empty_mapping = empty_mapping || !tunables.is_empty();
         let tunable = |name: &str| tunables.iter().any(|t| t.name == name);
         if let Some(v) = program.sizes.iter().find(|v| !problem.contains(&v.name) && !tunable(&v.name)) {
             return Err(TuneError::Program(format!("size `{0}` has no value: give --size {0}=VALUE", v.name)));
@@ -226,7 +196,6 @@ impl Task {
             dialect,
             fusion,
             reassociate: false,
-            empty_mapping,
             labels: Vec::new(),
             first_point: Sizes::new(),
             result_shape: Vec::new(),
@@ -287,7 +256,6 @@ impl Task {
             Err(NoShape::Type(e)) if self.tunables.is_empty() => {
                 Err(TuneError::Program(format!("at {}: {e}", self.problem.or(&at))))
             }
-            _ if self.has_no_maps(&at) => Err(TuneError::NoMaps(self.why_not(&at))),
             _ if self.tunables.is_empty() => Err(TuneError::NoValidMapping(self.why_not(&at))),
             _ => Err(TuneError::NoValidMapping(format!(
                 "none at the points of its tunable sizes tried ({}); at their defaults, {}",
@@ -351,9 +319,16 @@ impl Task {
         }
     }
 
-    /// Whether the program has no map to give a mapping to at a point.
-    fn has_no_maps(&self, at: &Sizes) -> bool {
-        matches!(self.space_at(&self.problem.or(at)), Err(mapsat_constraints::Error::NoMaps))
+    /// The task when it has something to choose, a map or a tunable size; else
+    /// [`TuneError::NoMaps`]: a whole program without either is not tuned (its one candidate
+    /// runs with `mapsat run`), where a kernel of several is, so that the sequence is timed
+    /// whole.
+    pub fn with_a_choice(self) -> Result<Task, TuneError> {
+        if !self.labels.is_empty() || !self.tunables.is_empty() {
+            return Ok(self);
+        }
+        let at = self.sizes_at(&self.first_point);
+        Err(TuneError::NoMaps(format!("at {at}: {}", mapsat_constraints::Error::NoMaps)))
     }
 
     fn space_at(&self, sizes: &Sizes) -> Result<Space, mapsat_constraints::Error> {
@@ -361,7 +336,7 @@ impl Task {
             fusion: self.fusion,
             profile: Some(self.profile.clone()),
             sizes: sizes.clone(),
-            empty_without_maps: self.empty_mapping,
+            empty_without_maps: true,
             ..Options::default()
         };
         Space::generate(&self.program, options)
