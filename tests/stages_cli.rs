@@ -609,9 +609,18 @@ def f(x: [f32]N) =
     let out = mapsat(&["space", f]);
     assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
     assert!(text(&out.stdout).contains("nothing to map: the kernel runs in one work item"), "{}", text(&out.stdout));
-    let out = mapsat(&["space", f, "--json"]);
+    // Its JSON has every key a kernel with maps has (the canonical count and the layout maps
+    // were missing).
+    let out = mapsat(&["space", f, "--json", "--canonical"]);
     let json: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
-    assert_eq!(json["kernels"][1]["nothing_to_map"], true, "{json}");
+    let [with, without] = [&json["kernels"][0], &json["kernels"][1]];
+    assert_eq!(without["nothing_to_map"], true, "{json}");
+    assert_eq!((&without["count"], &without["count_canonical"]), (&1.into(), &1.into()), "{json}");
+    assert_eq!(without["samples"], serde_json::json!([""]), "{json}");
+    let keys = |v: &serde_json::Value| {
+        v.as_object().unwrap().keys().filter(|k| *k != "nothing_to_map").cloned().collect::<Vec<_>>()
+    };
+    assert_eq!(keys(with), keys(without), "{json}");
     let out = mapsat(&["explain", f, "--mapping", "A=G0"]);
     assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
     assert!(text(&out.stdout).contains("kernel f: nothing to map (one work item)"), "{}", text(&out.stdout));

@@ -68,7 +68,7 @@ fn load(file: &Path, how: &How) -> CliResult<Vec<Kernel>> {
         };
         let stagings = stage_choice::stagings(&stage.program);
         let space = Space::generate(&stage.program, options.clone()).map_err(rejected)?;
-        let canonical = match how.canonical && !space.is_empty() {
+        let canonical = match how.canonical {
             true => {
                 let options = Options { symmetry_breaking: true, ..options };
                 Some(Space::generate(&stage.program, options).map_err(rejected)?)
@@ -128,8 +128,9 @@ fn one_space(
     baseline: Option<u64>,
 ) -> CliResult<Option<serde_json::Value>> {
     let s = &kernel.space;
-    if s.is_empty() {
-        return Ok(nothing_to_map(json));
+    if s.is_empty() && !json {
+        outln!("nothing to map: the kernel runs in one work item (its only mapping, the empty one)");
+        return Ok(None);
     }
     let t = std::time::Instant::now();
     let (count, classes) = s.count_both(seed).map_err(solver)?;
@@ -158,6 +159,9 @@ fn one_space(
             })
             .map_err(solver)?;
         let mut v = to_json(s, (count, classes), &samples, base);
+        if s.is_empty() {
+            v["nothing_to_map"] = serde_json::json!(true);
+        }
         if let Some((n, _)) = canonical {
             add_canonical_json(&mut v, s, n);
         }
@@ -261,17 +265,6 @@ fn print_text(s: &Space, (count, classes): (Count, Option<u64>), count_ms: f64, 
     if let Some((v, n)) = base {
         outln!("random baseline: {v} of {n} uniformly random assignments are valid ({:.3e})", v as f64 / n as f64);
     }
-}
-
-/// A kernel with nothing to map: one mapping, the empty one (printed, or as JSON).
-fn nothing_to_map(json: bool) -> Option<serde_json::Value> {
-    if json {
-        return Some(
-            serde_json::json!({ "count": 1, "count_exact": true, "maps": [], "samples": [""], "nothing_to_map": true }),
-        );
-    }
-    outln!("nothing to map: the kernel runs in one work item (its only mapping, the empty one)");
-    None
 }
 
 /// `mapsat explain FILE --mapping "A=W0,..."`: exit 0 and "valid", or 1 and the violations.

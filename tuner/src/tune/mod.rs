@@ -39,7 +39,7 @@ use worker::{Fault, Measurer, Setup};
 /// Why a tune could not run.
 #[derive(Debug, thiserror::Error)]
 pub enum TuneError {
-    /// The program is not well formed at its sizes.
+    /// The program, or a candidate of it, is not valid at its sizes.
     #[error("{0}")]
     Program(String),
     /// No point of the tunable sizes has a valid mapping.
@@ -645,7 +645,7 @@ fn finish(
 /// Both models' view of one candidate: the analytical prediction and, with a model, its score.
 pub fn predict(task: &Task, c: &task::Candidate, model: Option<&Learned>) -> Result<(Built, Option<f64>), TuneError> {
     let built = task.build(c).map_err(|e| match e {
-        task::Rejection::Invalid(m) => TuneError::Options(format!("the candidate is not valid: {m}")),
+        task::Rejection::Invalid(m) => TuneError::Program(format!("the candidate is not valid: {m}")),
         task::Rejection::Codegen(m) => TuneError::Program(format!("code generation refused the candidate: {m}")),
     })?;
     let score = model.map(|m| model::CostModel::score(m, std::slice::from_ref(&built.features))[0]);
