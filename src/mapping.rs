@@ -100,6 +100,11 @@ pub fn apply(
     Ok((q, local.or(suggested)))
 }
 
+/// Whether one work item runs `p`: it has no parallel map (`mapGlb`, `mapWrg`, `mapLcl`).
+pub fn in_one_work_item(p: &Program) -> bool {
+    !p.nodes.iter().any(|n| matches!(n, Node::Prim(Prim::Map { kind, .. }) if kind.dim().is_some()))
+}
+
 /// A program given without a mapping: itself, except that one without a map that computes
 /// (a plain reduction) runs in one work item ([`mapsat_constraints::sequential`]), as with the
 /// empty mapping.

@@ -293,7 +293,7 @@ impl Source {
             let names: Vec<&str> = split.iter().map(|s| s.program.name.as_str()).collect();
             local.check_kernels(&names)?;
             let render = |e: &dyn diag::Diagnose| self.render(e);
-            crate::stages::map(split, sizes, mapping, profile, &|name| local.of(name), &render)
+            crate::stages::map(split, sizes, mapping, profile, local, &render)
         })
     }
 
@@ -346,7 +346,9 @@ impl Source {
             interp::check_inputs(&self.program, &sizes, inputs).map_err(|e| self.rejected(&e))?;
             let stages = self.map(&sizes, mapping, measure::opencl_profile(device).ok(), local)?.stages;
             let reports = measure::run_stages(&stages, &sizes, inputs, device, cfg).map_err(|e| match e {
-                measure::MeasureError::Codegen(c) => self.rejected(&c),
+                measure::MeasureError::CodegenIn { kernel, error } => {
+                    Error::Rejected(format!("in the kernel of stage `{kernel}`:\n{}", self.render(&error).trim_end()))
+                }
                 e => Error::Rejected(format!("error: {e}")),
             })?;
             if cfg.check {

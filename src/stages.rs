@@ -6,6 +6,7 @@
 use crate::error::Error;
 use crate::ir::stages::{self, Input, Stage};
 use crate::ir::{diag, profile::Profile, Program, Sizes, Type};
+use crate::local::Locals;
 use mapsat_codegen::kir::{Role, Space};
 use mapsat_codegen::Manifest;
 use mapsat_tuner::measure::MappedStage;
@@ -82,7 +83,7 @@ pub fn map(
     sizes: &Sizes,
     mapping: Option<&str>,
     profile: Option<Profile>,
-    local: &dyn Fn(&str) -> Option<Vec<i64>>,
+    locals: &Locals,
     render: &dyn Fn(&dyn diag::Diagnose) -> String,
 ) -> R<Mapped> {
     let several = split.len() > 1;
@@ -98,14 +99,37 @@ pub fn map(
     let mut out = Mapped { stages: Vec::with_capacity(split.len()), warnings: Vec::new() };
     for (s, part) in split.into_iter().zip(parts) {
         let name = s.program.name.clone();
-        let local = local(&name);
+        let local = locals.of(&name);
         let prepared = crate::mapping::prepare(s.program, sizes, part.as_deref(), profile.clone(), local)
             .map_err(|e| named(several, &name, e))?;
         crate::ir::check::check(&prepared.program).map_err(|e| Error::Rejected(render(&e)))?;
         out.warnings.extend(prepared.warning);
         out.stages.push(MappedStage { program: prepared.program, inputs: s.inputs, local: prepared.local });
     }
+    if several {
+        shared_local_size(&mut out.stages, locals)?;
+    }
     Ok(out)
+}
+
+/// The work-group size given for every kernel of several is not one for a kernel that runs in
+/// one work item (code generation refuses a size given for it by name); it must be one for
+/// some kernel.
+fn shared_local_size(stages: &mut [MappedStage], locals: &Locals) -> R<()> {
+    let Some(all) = &locals.all else { return Ok(()) };
+    let mut taken = false;
+    for s in stages.iter_mut().filter(|s| !locals.by_kernel.contains_key(&s.program.name)) {
+        match crate::mapping::in_one_work_item(&s.program) {
+            true => s.local = None,
+            false => taken = true,
+        }
+    }
+    match taken || all.iter().product::<i64>() == 1 {
+        true => Ok(()),
+        false => Err(Error::Usage(format!(
+            "the work-group size {all:?} given for every kernel fits none: each runs in one work item (no parallel map)"
+        ))),
+    }
 }
 
 /// The global memory the kernels use together: the program's inputs (once, however many

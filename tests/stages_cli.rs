@@ -116,6 +116,50 @@ fn each_kernel_takes_its_own_work_group() {
     std::fs::remove_dir_all(dir).ok();
 }
 
+/// A kernel that runs in one work item (no parallel map) takes no work-group size: one given
+/// for it is refused, naming the kernel, and one given for every kernel applies to the others
+/// (it was dropped silently in both cases).
+#[test]
+fn a_kernel_in_one_work_item_takes_no_work_group_size() {
+    let (dir, src) = program_in(
+        "one-item-local",
+        "p.lift",
+        "size N = 16
+def f(x: [f32]N) =
+  let s = toGlobal(map@A(fun(a => a * 2.0), x)) in
+  reduce(add, 0.0, s)",
+    );
+    let (f, o) = (src.to_str().unwrap(), dir.join("o"));
+    let emit_with = |args: &[&str]| mapsat(&[&["emit", f, "-o", o.to_str().unwrap()][..], args].concat());
+    let emit = |local: &str| emit_with(&["--mapping", "A=G0", "--local", local]);
+    let out = emit("4");
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    assert!(
+        text(&out.stdout).contains("f_0_s.json: launch global [16, 1, 1], local [4, 1, 1]"),
+        "{}",
+        text(&out.stdout)
+    );
+    let out = emit("f:4");
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out.stdout));
+    let e = text(&out.stderr);
+    assert!(e.contains("in the kernel of stage `f`") && e.contains("no parallel map, so one work item runs it"), "{e}");
+    // A program of one such kernel, and a pipeline whose every kernel is one.
+    let reduce = dir.join("r.lift");
+    std::fs::write(&reduce, "size N = 16\ndef r(x: [f32]N) = reduce(add, 0.0, x)").unwrap();
+    let out = mapsat(&["emit", reduce.to_str().unwrap(), "--local", "4", "-o", o.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out.stdout));
+    assert!(text(&out.stderr).contains("it takes no work-group size (local size [4] given)"), "{}", text(&out.stderr));
+    let out = emit_with(&["--mapping", "A=S", "--local", "4"]);
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out.stdout));
+    assert!(text(&out.stderr).contains("given for every kernel fits none"), "{}", text(&out.stderr));
+    if opencl() {
+        let out = mapsat(&["run", f, "--mapping", "A=G0", "--local", "f:4", "--check"]);
+        assert_eq!(out.status.code(), Some(1), "{}", text(&out.stdout));
+        assert!(text(&out.stderr).contains("in the kernel of stage `f`"), "{}", text(&out.stderr));
+    }
+    std::fs::remove_dir_all(dir).ok();
+}
+
 #[test]
 fn tune_tunes_each_kernel() {
     if !opencl() {

@@ -66,6 +66,9 @@ pub enum CodegenErrorKind {
         /// The dimension.
         dim: u8,
     },
+    /// A work-group size given for a kernel without a parallel map (one work item runs it).
+    #[error("the kernel has no parallel map, so one work item runs it: it takes no work-group size (local size {0:?} given)")]
+    OneWorkItem(Vec<i64>),
     /// A construct this code generator does not support yet.
     #[error("unsupported: {0}")]
     Unsupported(String),

@@ -36,8 +36,7 @@ fn mapped(
         None => default_profile(),
     };
     let render = |e: &dyn ir::diag::Diagnose| ir::diag::render(&src.name, &src.text, e);
-    let m = mapsat::stages::map(split, sizes, how.mapping, profile, &|name| local.of(name), &render)
-        .map_err(super::mapping::failure)?;
+    let m = mapsat::stages::map(split, sizes, how.mapping, profile, local, &render).map_err(super::mapping::failure)?;
     for w in &m.warnings {
         eprint!("{w}");
     }
@@ -116,7 +115,7 @@ pub(super) fn run(
     let split = stages::split_at(p, sizes).map_err(|e| src.reject(&e))?;
     let stages = mapped(src, split, sizes, how, local, || measure::opencl_profile(device).ok())?;
     let reports = measure::run_stages(&stages, sizes, inputs, device, cfg).map_err(|e| match e {
-        measure::MeasureError::Codegen(c) => src.reject_codegen(&c),
+        measure::MeasureError::CodegenIn { kernel, error } => in_stage(&kernel, src.reject_codegen(&error)),
         e => Failure::Rejected(format!("error: {e}")),
     })?;
     let Some(last) = reports.last() else { return Ok(()) };

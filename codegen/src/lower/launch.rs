@@ -96,6 +96,12 @@ pub(super) fn launch_shape(
             ));
         }
     }
+    // A given size would be dropped: a kernel without a parallel map runs in one work item.
+    if let (true, true, Some(l)) = (glb.is_empty(), grp.is_empty(), local) {
+        if l.iter().product::<i64>() > 1 {
+            return Err(CodegenError::from(K::OneWorkItem(l.to_vec())));
+        }
+    }
     let used = maps.iter().filter_map(|m| m.kind.dim()).map(|d| d as u32 + 1).max().unwrap_or(1);
     let max_ext = |pred: &dyn Fn(MapKind) -> bool| -> [i64; 3] {
         let mut e = [1i64; 3];
@@ -247,5 +253,19 @@ mod tests {
         // A smaller cap (a device's limit in x) is kept.
         assert_eq!(wide_local(97, 16), 16);
         assert_eq!(wide_local(97, 1), 1);
+    }
+
+    /// A work-group size for a kernel without a parallel map is refused (it was dropped: the
+    /// launch was one work item whatever was given), except one of a single work item.
+    #[test]
+    fn a_kernel_without_a_parallel_map_takes_no_work_group_size() {
+        let seq = MapInfo { kind: MapKind::Seq, name: "mapSeq@A".into(), extent: 8, span: Span::default() };
+        let maps = [seq];
+        let e = launch_shape(&maps, Some(&[4]), None, None).unwrap_err();
+        assert!(e.to_string().contains("no parallel map, so one work item runs it"), "{e}");
+        for local in [None, Some(&[1, 1][..])] {
+            let l = launch_shape(&maps, local, None, None).unwrap();
+            assert_eq!((l.global, l.local), ([1, 1, 1], [1, 1, 1]));
+        }
     }
 }

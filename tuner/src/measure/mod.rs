@@ -41,6 +41,14 @@ pub enum MeasureError {
     /// Code generation refused the program.
     #[error(transparent)]
     Codegen(#[from] CodegenError),
+    /// Code generation refused a kernel of a program of several ([`MeasureError::in_kernel`]).
+    #[error("kernel `{kernel}`: {error}")]
+    CodegenIn {
+        /// The kernel's name.
+        kernel: String,
+        /// Why.
+        error: CodegenError,
+    },
     /// The device name could not be parsed or does not exist.
     #[error("{0}")]
     Device(String),
@@ -82,6 +90,7 @@ impl MeasureError {
             MeasureError::OpenCl(m) => MeasureError::OpenCl(named(m)),
             MeasureError::Cuda(m) => MeasureError::Cuda(named(m)),
             MeasureError::Input(m) => MeasureError::Input(named(m)),
+            MeasureError::Codegen(error) => MeasureError::CodegenIn { kernel: name.to_string(), error },
             e => e,
         }
     }
