@@ -59,12 +59,13 @@ pub fn deep<T: Send>(f: impl FnOnce() -> Result<T, Error> + Send) -> Result<T, E
 }
 
 /// A time limit given in seconds (`what` names it in errors): positive and at most what a
-/// `Duration` holds.
+/// `Duration` holds, or infinite: no limit ([`Duration::MAX`], which waits forever).
 pub fn seconds(what: &str, s: f64) -> Result<Duration, Error> {
     match Duration::try_from_secs_f64(s) {
         Ok(d) if !d.is_zero() => Ok(d),
+        Err(_) if s == f64::INFINITY => Ok(Duration::MAX),
         Err(_) if s.is_finite() && s > 0.0 => {
-            Err(Error::Usage(format!("{what} {s:e} is too large (at most about 1.8e19 seconds)")))
+            Err(Error::Usage(format!("{what} {s:e} is too large (at most about 1.8e19 seconds, or inf for no limit)")))
         }
         // Positive, but less than a nanosecond.
         Ok(_) if s > 0.0 => Err(Error::Usage(format!("{what} {s:e} is too small (at least 1e-9 seconds)"))),
@@ -79,9 +80,11 @@ mod tests {
     #[test]
     fn time_limits_are_positive_and_said_briefly() {
         assert_eq!(seconds("--timeout", 1.5).unwrap().as_millis(), 1500);
+        assert_eq!(seconds("--timeout", f64::INFINITY).unwrap(), std::time::Duration::MAX);
         for (s, want) in [
             (0.0, "must be a positive number"),
             (-1.0, "must be a positive number"),
+            (f64::NEG_INFINITY, "must be a positive number"),
             (f64::NAN, "must be a positive number"),
             (1e300, "--timeout 1e300 is too large"),
             (1e-300, "--timeout 1e-300 is too small"),

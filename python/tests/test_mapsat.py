@@ -254,7 +254,9 @@ def test_scalar_parameters_are_given_as_numbers_or_0d_arrays():
     for y, z in [(2.0, 1.0), (np.float32(2.0), np.array(1.0))]:
         np.testing.assert_allclose(p.eval(x, y, z), x * 2 + 1, rtol=1e-6)
     m = p.mappings(n=1, seed=1, X=x)[0]
-    np.testing.assert_allclose(p.run(x, 2.0, 1.0, mapping=m, device=DEVICE).output, x * 2 + 1, rtol=1e-6)
+    # An infinite timeout is no limit (it was refused as not a positive number of seconds).
+    r = p.run(x, 2.0, 1.0, mapping=m, device=DEVICE, timeout=float("inf"))
+    np.testing.assert_allclose(r.output, x * 2 + 1, rtol=1e-6)
 
 
 def test_a_run_past_its_timeout_raises():

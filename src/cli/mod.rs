@@ -130,7 +130,7 @@ enum Command {
         #[arg(long)]
         reassociate: bool,
         /// Longest wait for the whole run in seconds (build, launches, check): a kernel that
-        /// hangs or is far too large is given up with an error (exit 1).
+        /// hangs or is far too large is given up with an error (exit 1); `inf`: no limit.
         #[arg(long, default_value_t = 600.0, value_name = "SECONDS")]
         timeout: f64,
     },

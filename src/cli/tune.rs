@@ -45,7 +45,7 @@ pub struct TuneArgs {
     /// Timed runs per kernel (the median is its time).
     #[arg(long, default_value_t = 5)]
     runs: usize,
-    /// Longest wait for one kernel's build and runs, in seconds.
+    /// Longest wait for one kernel's build and runs, in seconds (`inf`: no limit).
     #[arg(long, default_value_t = 60.0)]
     timeout: f64,
     /// Seed of every random choice.

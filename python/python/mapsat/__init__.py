@@ -373,10 +373,10 @@ class Program:
         differs from the interpreter's raises :class:`Error`. With ``reassociate``, OpenCL
         kernels are built as :meth:`tune` builds them, letting the compiler reassociate
         floating-point arithmetic (``mapsat run --reassociate``): a tuned kernel's time is of
-        that build. A run longer than ``timeout`` seconds (or one interrupted with Ctrl-C)
-        raises and launches nothing more; a launch under way cannot be stopped, so it goes on
-        in the background until it ends, and the device's later kernels in this process wait
-        for it."""
+        that build. A run longer than ``timeout`` seconds (``math.inf``: no limit), or one
+        interrupted with Ctrl-C, raises and launches nothing more; a launch under way cannot
+        be stopped, so it goes on in the background until it ends, and the device's later
+        kernels in this process wait for it."""
         arrays = self._arrays(args, kwargs, inputs)
         every, by_kernel = _local(local)
         device = _str("device", device, False)
@@ -396,7 +396,7 @@ class Program:
         the cost models and ``random_trials`` at random, each checked against the interpreter.
         Inputs given by name fix the sizes by their shapes (they are not used otherwise: the
         tune measures on random inputs). Tunable sizes (tile sizes) not given are searched.
-        ``timeout`` bounds each candidate's measurement. The files go to ``out`` (a new
+        ``timeout`` bounds each candidate's measurement (``math.inf``: no bound). The files go to ``out`` (a new
         temporary folder by default); a folder that holds a tune already is refused, unless
         ``resume`` continues it (what its log holds is not measured again). Interrupted
         (Ctrl-C), the tune stops before its next measurement; its log keeps what was measured.
