@@ -153,24 +153,8 @@ pub fn refused_by_codegen(
 ) -> Option<String> {
     let q = space.apply(p, m).ok()?;
     let opts = mapsat_codegen::Options::for_profile(sizes.clone(), local, profile);
-    let refused = |why: String| {
-        format!("code generation refuses this mapping at these sizes (profile `{}`): {why}", profile.name)
-    };
-    let (_, manifest) = match mapsat_codegen::emit(&q, &opts, mapsat_codegen::Dialect::OpenCl) {
-        Err(e) => return Some(refused(e.kind.to_string())),
-        Ok(k) => k,
-    };
-    // A profile with a grid limit (CUDA's): the launch code generation chose must fit it.
-    let l = &manifest.launch;
-    let groups = |d: usize| l.global[d] / l.local[d].max(1) + i64::from(l.global[d] % l.local[d].max(1) != 0);
-    let over = (0..3).find(|&d| profile.max_groups.is_some_and(|g| groups(d) as u64 > g[d]))?;
-    let most = profile.max_groups.map_or(0, |g| g[over]);
-    Some(refused(format!(
-        "{} work groups in dimension {over} (global {} / local {}), the profile launches at most {most} (max_groups)",
-        groups(over),
-        l.global[over],
-        l.local[over]
-    )))
+    let e = mapsat_codegen::emit(&q, &opts, mapsat_codegen::Dialect::OpenCl).err()?;
+    Some(format!("code generation refuses this mapping at these sizes (profile `{}`): {}", profile.name, e.kind))
 }
 
 fn rejected(e: mapsat_constraints::Error) -> Error {

@@ -290,6 +290,19 @@ fn explain_under_a_profile_says_when_code_generation_refuses_a_valid_mapping() {
     assert!(emitted.exits(1).stderr.contains("144 bytes of local memory"));
     // A mapping that keeps nothing in local memory is valid under it.
     explain("examples/conv.lift", "A_0=G0,A_1=S,B=S,C=S", &["--target", target]).exits(0);
+    // A profile's grid limit, checked by code generation: in `explain`, and in `emit` (which
+    // launched beyond it).
+    let grid = std::fs::read_to_string(&path)
+        .unwrap()
+        .replace("local_mem_bytes = 16", "local_mem_bytes = 16\nmax_groups = [1, 1, 1]");
+    std::fs::write(&path, grid).unwrap();
+    let m = "A_0=G0,A_1=G1,B=S,C=S";
+    let refused = explain("examples/conv.lift", m, &["--target", target]).exits(1);
+    let why = "8 work groups in dimension 1 (global 8 / local 1), the target launches at most 1 (max_groups)";
+    assert!(refused.stderr.contains(why), "{}", refused.stderr);
+    let emitted =
+        mapsat(&["emit", "examples/conv.lift", "--mapping", m, "--profile", target, "-o", dir.to_str().unwrap()]);
+    assert!(emitted.exits(1).stderr.contains("(max_groups)"));
 }
 
 #[test]

@@ -63,6 +63,9 @@ pub struct Options {
     /// stages itself, hold more is refused (pocl aborted the process launching one). `None`: not
     /// checked here.
     pub max_local_bytes: Option<u64>,
+    /// The target's limits on the work groups of a launch per dimension (a device profile's
+    /// `max_groups`: CUDA's grid): a launch with more is refused. `None`: not checked here.
+    pub max_groups: Option<[u64; 3]>,
 }
 
 impl Options {
@@ -93,6 +96,7 @@ impl Options {
             address_bits: Some(profile.address_bits),
             max_private_group_bytes: profile.private_group_bytes,
             max_local_bytes: Some(profile.local_mem_bytes),
+            max_groups: profile.max_groups,
         }
     }
 }

@@ -89,6 +89,21 @@ pub fn check_private_group(private: u64, local: &[i64; 3], max: u64) -> Result<(
     }
 }
 
+/// Refuses a launch with more work groups in a dimension than a device's `max` there.
+pub fn check_groups(l: &Launch, max: &[u64; 3]) -> Result<(), CodegenError> {
+    for (d, most) in max.iter().enumerate() {
+        let block = l.local[d].max(1);
+        let groups = l.global[d] / block + i64::from(l.global[d] % block != 0);
+        if groups as u64 > *most {
+            return Err(limit(format!(
+                "{groups} work groups in dimension {d} (global {} / local {}), the target launches at most {most} (max_groups)",
+                l.global[d], l.local[d]
+            )));
+        }
+    }
+    Ok(())
+}
+
 /// Refuses a work-group size beyond a device's per-dimension limits.
 pub fn check_work_items(local: &[i64; 3], max: &[i64; 3]) -> Result<(), CodegenError> {
     for d in 0..3 {

@@ -137,10 +137,7 @@ fn sampled_mappings_run_correctly() {
                         sizes: sizes.clone(),
                         local: local.clone(),
                         max_work_group_size: Some(max_group),
-                        max_work_item_sizes: None,
-                        address_bits: None,
-                        max_private_group_bytes: None,
-                        max_local_bytes: None,
+                        ..Default::default()
                     };
                     if let Err(e) = mapsat_codegen::lower(&q, &opts) {
                         failures.push(format!("{name} {shown} {sizes:?}: codegen: {e}"));

@@ -124,6 +124,9 @@ impl<'a> Lower<'a> {
         if let Some(bits) = opts.address_bits {
             crate::limits::check_address_bits(&launch.global, bits)?;
         }
+        if let Some(max) = &opts.max_groups {
+            crate::limits::check_groups(&launch, max)?;
+        }
         let subst: HashMap<String, mapsat_ir::Size> = p
             .sizes
             .iter()
