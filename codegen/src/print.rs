@@ -198,15 +198,17 @@ fn cuda_vector_helpers(k: ScalarKind, w: u32) -> String {
 
 /// Scalar i32 `a / b` or `a % b` (`op`) as the interpreter's wrapping division: by -1, `a / b`
 /// is `-a` computed unsigned and `a % b` is 0 (C leaves `INT_MIN / -1` undefined, and x86's
-/// division traps on it). By a literal other than -1, as C's.
+/// division traps on it). By 0, which the interpreter refuses, they divide by 1 (`a` and 0)
+/// instead of trapping: a division a `select` guards may be computed before the select (a
+/// `let` in its branch). By a literal other than -1 and 0, as C's.
 fn int_div(op: &str, a: &str, b: &str) -> String {
     let literal = b.trim_matches(|c| c == '(' || c == ')').parse::<i64>().ok();
-    if literal.is_some_and(|v| v != -1) {
+    if literal.is_some_and(|v| v != -1 && v != 0) {
         return format!("(({a}) {op} ({b}))");
     }
     match op {
-        "/" => format!("(({b}) == -1 ? (int)(0u - (unsigned)({a})) : ({a}) / ({b}))"),
-        _ => format!("(({a}) % (({b}) == -1 ? 1 : ({b})))"),
+        "/" => format!("(({b}) == -1 ? (int)(0u - (unsigned)({a})) : ({a}) / (({b}) == 0 ? 1 : ({b})))"),
+        _ => format!("(({a}) % (({b}) == -1 || ({b}) == 0 ? 1 : ({b})))"),
     }
 }
 
@@ -500,15 +502,15 @@ impl Printer<'_> {
     }
 
     /// `a / b` or `a % b` (`sym`) on i32 values (of width `w`) as [`int_div`]; on OpenCL's
-    /// vectors, whose conditional evaluates both sides, the lanes dividing by -1 divide by 1
-    /// (`x % 1` is 0) and take `-a` for a quotient.
+    /// vectors, whose conditional evaluates both sides, the lanes dividing by -1 or 0 divide by
+    /// 1 (`x % 1` is 0), and those by -1 take `-a` for a quotient.
     fn int_div(&mut self, sym: &str, a: &str, b: &str, w: u32) -> R<(String, u8)> {
         if w == 1 {
             return Ok((int_div(sym, a, b), 7));
         }
         let t = self.ty(ScalarKind::I32, w)?;
         let by_minus_one = format!("({b}) == ({t})(-1)");
-        let safe = format!("select(({b}), ({t})(1), {by_minus_one})");
+        let safe = format!("select(({b}), ({t})(1), ({by_minus_one}) | (({b}) == ({t})(0)))");
         Ok(match sym {
             "/" => {
                 let neg = self.wrapping("-", &format!("({a})"), None, w)?.0;

@@ -133,8 +133,17 @@ impl<'a> Interp<'a> {
     }
 
     /// A primitive applied to exactly its arity of arguments. `&&` and `||` short-circuit on
-    /// scalars, as in C.
+    /// scalars, and `select` on a scalar condition evaluates only the value it selects, as C's
+    /// `?:` (a division guarded by a select is not a division by zero).
     fn saturated(&mut self, p: &'a Prim, args: &[NodeId], site: NodeId, env: &mut Vec<Value>) -> R<Value> {
+        if let Prim::Select = p {
+            let c = self.eval(args[0], env)?;
+            if let Value::Scalar(Scalar::Bool(c)) = c {
+                return self.eval(args[if c { 1 } else { 2 }], env);
+            }
+            let (a, b) = (self.eval(args[1], env)?, self.eval(args[2], env)?);
+            return scalar::select_value(&c, &a, &b).map_err(|m| self.err(site, m));
+        }
         if let Prim::Bin(op @ (BinOp::And | BinOp::Or)) = p {
             let a = self.eval(args[0], env)?;
             if let Value::Scalar(Scalar::Bool(x)) = a {

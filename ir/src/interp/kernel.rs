@@ -70,6 +70,15 @@ fn has_div(e: &KExpr) -> bool {
     }
 }
 
+/// `select(c, a, b)`; `None` when `a` or `b` may fail: only the selected one is evaluated, as
+/// C's `?:`, and a column evaluates both.
+fn select_expr(c: KExpr, a: KExpr, b: KExpr) -> Option<KExpr> {
+    if has_div(&a) || has_div(&b) {
+        return None;
+    }
+    Some(KExpr::Select(Box::new((c, a, b))))
+}
+
 /// `a op b`; `None` for `&&`/`||` whose right side may fail (C would skip it).
 fn bin_expr(op: BinOp, a: KExpr, b: KExpr) -> Option<KExpr> {
     if matches!(op, BinOp::And | BinOp::Or) && has_div(&b) {
@@ -192,7 +201,7 @@ impl Compiler<'_, '_> {
                 let c = self.expr(args[0])?;
                 let a = self.expr(args[1])?;
                 let b = self.expr(args[2])?;
-                KExpr::Select(Box::new((c, a, b)))
+                select_expr(c, a, b)?
             }
             Prim::Get(i) => {
                 if let Some(Value::Tuple(vs)) = self.outer(args[0]) {
@@ -251,7 +260,7 @@ fn compile_func(it: &Interp<'_>, f: &Value, params: Vec<KVal>) -> Option<Kernel>
                 Prim::Bin(op) => KVal::E(bin_expr(*op, e(&vals[0])?, e(&vals[1])?)?),
                 Prim::Un(op) => KVal::E(KExpr::Un(*op, Box::new(e(&vals[0])?))),
                 Prim::Cast(k) => KVal::E(KExpr::Cast(*k, Box::new(e(&vals[0])?))),
-                Prim::Select => KVal::E(KExpr::Select(Box::new((e(&vals[0])?, e(&vals[1])?, e(&vals[2])?)))),
+                Prim::Select => KVal::E(select_expr(e(&vals[0])?, e(&vals[1])?, e(&vals[2])?)?),
                 Prim::Get(i) => match &vals[0] {
                     KVal::Tup(vs) => vs.get(*i as usize)?.clone(),
                     KVal::E(_) => return None,
@@ -542,7 +551,7 @@ fn seval(e: &KExpr, ins: &[Scalar], slots: &[Scalar]) -> Result<Scalar, String> 
         KExpr::Un(op, a) => scalar::un(*op, seval(a, ins, slots)?)?,
         KExpr::Cast(k, a) => scalar::cast(*k, seval(a, ins, slots)?),
         KExpr::Select(s) => match seval(&s.0, ins, slots)? {
-            Scalar::Bool(c) => scalar::select_scalar(c, seval(&s.1, ins, slots)?, seval(&s.2, ins, slots)?)?,
+            Scalar::Bool(c) => seval(if c { &s.1 } else { &s.2 }, ins, slots)?,
             c => return Err(format!("select expects a bool condition, found {}", c.kind().name())),
         },
     })

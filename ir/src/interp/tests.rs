@@ -421,6 +421,18 @@ fn scalar_semantics() {
     // && short-circuits like C.
     let src = "size N = 2\ndef f(a: [i32]N) = map(fun(x => select(x != 0 && 10 / x > 1, 1, 0)), a)";
     assert_eq!(ok(src, &[], &[i(&[2], vec![0, 3])]), i(&[2], vec![0, 1]));
+    // select evaluates only the value it selects, like C's `?:`: in a map over columns, in a
+    // reduction's operator and on scalars (a guarded division was a division by zero).
+    let src = "size N = 3\ndef f(a: [i32]N) = map(fun(x => select(x != 0, 10 / x, 0 - 1) + 1), a)";
+    assert_eq!(ok(src, &[], &[i(&[3], vec![0, 3, -5])]), i(&[3], vec![0, 4, -1]));
+    let src = "size N = 3\ndef f(a: [i32]N) = reduce(fun(acc, x => select(x == 0, acc, acc + 10 % x)), 0, a)";
+    assert_eq!(ok(src, &[], &[i(&[3], vec![0, 3, 4])]), i(&[], vec![3]));
+    let src = "def f(a: i32) = select(a == 0, 1, let q = 10 / a in q * q)";
+    assert_eq!(ok(src, &[], &[i(&[], vec![0])]), i(&[], vec![1]));
+    // The selected value still fails.
+    let e =
+        err("size N = 2\ndef f(a: [i32]N) = map(fun(x => select(x == 0, 10 / x, 0)), a)", &[], &[i(&[2], vec![1, 0])]);
+    assert!(e.to_string().contains("division by zero"), "{e}");
     // f32 remainder is fmod; f32 arithmetic is single precision.
     let src = "size N = 3\ndef f(a: [f32]N) = map(fun(x => x % 3.0), a)";
     assert_eq!(ok(src, &[], &[f(&[3], vec![7.5, -7.5, 2.0])]), f(&[3], vec![1.5, -1.5, 2.0]));

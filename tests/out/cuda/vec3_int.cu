@@ -5,8 +5,8 @@
 __device__ inline int3 operator+(int3 a, int3 b) { return make_int3((int)((unsigned)a.x + (unsigned)b.x), (int)((unsigned)a.y + (unsigned)b.y), (int)((unsigned)a.z + (unsigned)b.z)); }
 __device__ inline int3 operator-(int3 a, int3 b) { return make_int3((int)((unsigned)a.x - (unsigned)b.x), (int)((unsigned)a.y - (unsigned)b.y), (int)((unsigned)a.z - (unsigned)b.z)); }
 __device__ inline int3 operator*(int3 a, int3 b) { return make_int3((int)((unsigned)a.x * (unsigned)b.x), (int)((unsigned)a.y * (unsigned)b.y), (int)((unsigned)a.z * (unsigned)b.z)); }
-__device__ inline int3 operator/(int3 a, int3 b) { return make_int3(((b.x) == -1 ? (int)(0u - (unsigned)(a.x)) : (a.x) / (b.x)), ((b.y) == -1 ? (int)(0u - (unsigned)(a.y)) : (a.y) / (b.y)), ((b.z) == -1 ? (int)(0u - (unsigned)(a.z)) : (a.z) / (b.z))); }
-__device__ inline int3 operator%(int3 a, int3 b) { return make_int3(((a.x) % ((b.x) == -1 ? 1 : (b.x))), ((a.y) % ((b.y) == -1 ? 1 : (b.y))), ((a.z) % ((b.z) == -1 ? 1 : (b.z)))); }
+__device__ inline int3 operator/(int3 a, int3 b) { return make_int3(((b.x) == -1 ? (int)(0u - (unsigned)(a.x)) : (a.x) / ((b.x) == 0 ? 1 : (b.x))), ((b.y) == -1 ? (int)(0u - (unsigned)(a.y)) : (a.y) / ((b.y) == 0 ? 1 : (b.y))), ((b.z) == -1 ? (int)(0u - (unsigned)(a.z)) : (a.z) / ((b.z) == 0 ? 1 : (b.z)))); }
+__device__ inline int3 operator%(int3 a, int3 b) { return make_int3(((a.x) % ((b.x) == -1 || (b.x) == 0 ? 1 : (b.x))), ((a.y) % ((b.y) == -1 || (b.y) == 0 ? 1 : (b.y))), ((a.z) % ((b.z) == -1 || (b.z) == 0 ? 1 : (b.z)))); }
 __device__ inline int3 operator-(int3 a) { return make_int3((int)(0u - (unsigned)a.x), (int)(0u - (unsigned)a.y), (int)(0u - (unsigned)a.z)); }
 __device__ inline int3 mapsat_splat_int3(int x) { return make_int3(x, x, x); }
 __device__ inline int3 mapsat_vload3(const int* p) { return make_int3(p[0], p[1], p[2]); }

@@ -6,7 +6,7 @@ __kernel __attribute__((reqd_work_group_size(16, 1, 1)))
 void rem3(__global const int* restrict x, __global const int* restrict y, __global int* restrict out) {
   // mapGlb(0)@A: one index per thread
   int i_p = get_global_id(0);
-  vstore3(((vload3(i_p, x)) % select((as_int3(as_uint3(as_int3(as_uint3(vload3(i_p, y)) * as_uint3(vload3(i_p, y)))) + as_uint3((int3)(1)))), (int3)(1), (as_int3(as_uint3(as_int3(as_uint3(vload3(i_p, y)) * as_uint3(vload3(i_p, y)))) + as_uint3((int3)(1)))) == (int3)(-1))), i_p, out);
+  vstore3(((vload3(i_p, x)) % select((as_int3(as_uint3(as_int3(as_uint3(vload3(i_p, y)) * as_uint3(vload3(i_p, y)))) + as_uint3((int3)(1)))), (int3)(1), ((as_int3(as_uint3(as_int3(as_uint3(vload3(i_p, y)) * as_uint3(vload3(i_p, y)))) + as_uint3((int3)(1)))) == (int3)(-1)) | ((as_int3(as_uint3(as_int3(as_uint3(vload3(i_p, y)) * as_uint3(vload3(i_p, y)))) + as_uint3((int3)(1)))) == (int3)(0)))), i_p, out);
 }
 
 // manifest:
