@@ -306,6 +306,20 @@ fn emit_checks_the_profiles_work_group_limits() {
     assert!(stderr.contains("local size [1, 512] has more than 384 work items"), "{stderr}");
     let out = mapsat(&["emit", file, "--size", "H=100,W=64", "--local", "1,128", "--profile", "h100", "-o", out_dir]);
     assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+    // `run` under the profile refuses the same (it ran the kernel under the device's limits),
+    // for a program of several kernels too, naming the kernel.
+    if common::opencl() {
+        let run = ["run", file, "--size", "H=100,W=64", "--local", "1,512", "--runs", "1", "--target", "mali-g72-mp12"];
+        let out = mapsat(&run);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(1), "{stderr}");
+        assert!(stderr.contains("local size [1, 512] has more than 384 work items"), "{stderr}");
+        let sepblur = ["run", "examples/sepblur.lift", "--mapping", "A=G1,B=G0,C=G1,D=G0", "--runs", "1"];
+        let out = mapsat(&[&sepblur[..], &["--local", "sepblur:1,512", "--target", "mali-g72-mp12"]].concat());
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(1), "{stderr}");
+        assert!(stderr.contains("in the kernel of stage `sepblur`") && stderr.contains("384 work items"), "{stderr}");
+    }
     let _ = std::fs::remove_dir_all(&dir);
 }
 

@@ -26,6 +26,23 @@ impl Mapped<'_> {
         Ok(Options::for_target(sizes, local, profile.as_ref()))
     }
 
+    /// What code generation refuses of `p` under the `--profile`'s limits, when one is given:
+    /// `run` lowers under the device's own limits, and ran a kernel that `emit` refused under
+    /// the profile (a work group larger than it allows).
+    pub(super) fn refused_under_profile(
+        &self,
+        p: &ir::Program,
+        sizes: &ir::Sizes,
+        local: Option<Vec<i64>>,
+        dialect: Dialect,
+    ) -> CliResult<Option<mapsat_codegen::CodegenError>> {
+        if self.profile.is_none() {
+            return Ok(None);
+        }
+        let opts = self.codegen_options(sizes.clone(), local)?;
+        Ok(mapsat_codegen::emit(p, &opts, dialect).err())
+    }
+
     /// The program to lower and its work-group size; `default_profile` gives the device limits
     /// of the mapping's space when no `--profile` is given.
     pub(super) fn program(
@@ -117,6 +134,9 @@ pub(super) fn run(
     local.check_kernels(&[&p.name])?;
     let local = local.of(&p.name);
     let (p, local) = how.program(p, &sizes, local, || measure::opencl_profile(device).ok())?;
+    if let Some(e) = how.refused_under_profile(&p, &sizes, local.clone(), device.dialect())? {
+        return Err(src.reject_codegen(&e));
+    }
     let r = measure::run(&p, &sizes, local, &tensors, device, cfg).map_err(|e| match e {
         measure::MeasureError::Codegen(c) => src.reject_codegen(&c),
         e => Failure::Rejected(format!("error: {e}")),

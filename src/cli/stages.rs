@@ -114,6 +114,11 @@ pub(super) fn run(
 ) -> CliResult<()> {
     let split = stages::split_at(p, sizes).map_err(|e| src.reject(&e))?;
     let stages = mapped(src, split, sizes, how, local, || measure::opencl_profile(device).ok())?;
+    for s in &stages {
+        if let Some(e) = how.refused_under_profile(&s.program, sizes, s.local.clone(), device.dialect())? {
+            return Err(in_stage(&s.program.name, src.reject_codegen(&e)));
+        }
+    }
     let reports = measure::run_stages(&stages, sizes, inputs, device, cfg).map_err(|e| match e {
         measure::MeasureError::CodegenIn { kernel, error } => in_stage(&kernel, src.reject_codegen(&error)),
         e => Failure::Rejected(format!("error: {e}")),

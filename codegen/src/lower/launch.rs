@@ -78,22 +78,15 @@ pub(super) fn launch_shape(
     }
     if let Some(l) = local {
         if l.is_empty() || l.len() > 3 || l.iter().any(|&x| x <= 0) {
-            return Err(CodegenError::new(
-                K::Launch { map: "kernel".into(), reason: format!("bad local size {l:?}: 1 to 3 positive numbers") },
-                None,
-            ));
+            let why = format!("bad local size {l:?}: 1 to 3 positive numbers");
+            return Err(CodegenError::from(K::LaunchLimit(why)));
         }
         let total = l.iter().try_fold(1i64, |a, &x| a.checked_mul(x));
         // Without a target's limit, no device runs more than 2^31 - 1 work items in a group.
         let max = max_group.unwrap_or(i32::MAX as i64);
         if total.is_none_or(|t| t > max) {
-            return Err(CodegenError::new(
-                K::Launch {
-                    map: "kernel".into(),
-                    reason: format!("local size {l:?} has more than {max} work items (the target's limit)"),
-                },
-                None,
-            ));
+            let why = format!("local size {l:?} has more than {max} work items (the target's limit)");
+            return Err(CodegenError::from(K::LaunchLimit(why)));
         }
     }
     // A given size would be dropped: a kernel without a parallel map runs in one work item.
