@@ -96,7 +96,9 @@ impl Source {
         progress: &mut (dyn Progress + Send),
     ) -> R<Vec<KernelTune>> {
         crate::limits::deep(|| {
-            self.sizes(given)?;
+            // Not checked at the tunable sizes' defaults (`Source::sizes`): the tune searches
+            // them, and a default that does not divide a given size is not one it measures.
+            given.iter().try_for_each(|(name, _)| crate::source::size_named(self.program(), name))?;
             if out.as_os_str().is_empty() {
                 return Err(Error::Usage("the output folder is an empty path: name one (`.` for this one)".into()));
             }

@@ -292,6 +292,37 @@ fn inputs_beyond_the_memory_budget_are_refused() {
     }
 }
 
+/// Host memory that cannot be had beyond an address-space limit (`ulimit -v`, which the budget
+/// does not see) is an error, not an abort (exit 134: `vec!` of the kernel's output, of random
+/// inputs). The budget is set high so that it is not what refuses.
+#[test]
+fn host_memory_beyond_an_address_space_limit_is_an_error() {
+    if !common::opencl() {
+        return;
+    }
+    let file = "tests/filetests/errors/eval_too_large.lift";
+    // Ten inputs, 4 GB of output.
+    let padded =
+        temp_program("big-output", "def big(x: [f32]10) = map@A(fun(v => v + 1.0), pad(0, 1000000000, 0.0, x))\n");
+    let padded = padded.to_str().unwrap();
+    let script = "ulimit -v 3000000 && exec \"$0\" \"$@\"";
+    for args in [
+        &["run", file, "--size", "N=1000000000", "--runs", "1"][..],
+        &["eval", file, "--random", "1", "--size", "N=1000000000"],
+        &["run", padded, "--mapping", "A=G0", "--runs", "1"],
+    ] {
+        let out = Command::new("sh")
+            .args([&["-c", script, env!("CARGO_BIN_EXE_mapsat")][..], args].concat())
+            .env("MAPSAT_INTERP_MEMORY", "100000000000")
+            .current_dir(root())
+            .output()
+            .expect("run mapsat");
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(1), "{args:?}: {stderr}");
+        assert!(stderr.contains("cannot allocate") && stderr.contains("bytes"), "{args:?}: {stderr}");
+    }
+}
+
 /// `emit --profile` checks the local size against the profile's limits, given or chosen.
 #[test]
 fn emit_checks_the_profiles_work_group_limits() {

@@ -158,16 +158,19 @@ fn seconds(what: &str, s: f64) -> PyResult<Duration> {
 
 /// A numpy array of f32, i32 or bool (the Python half converts other dtypes) as a tensor.
 fn tensor(a: &Bound<'_, PyAny>) -> PyResult<Tensor> {
-    fn of<T: numpy::Element + Copy>(a: &Bound<'_, PyAny>) -> Option<(Vec<usize>, Vec<T>)> {
+    /// The array's shape and a copy of its data (an error, not an abort, when the copy's
+    /// memory cannot be had).
+    fn of<T: numpy::Element + Copy>(a: &Bound<'_, PyAny>) -> Option<PyResult<(Vec<usize>, Vec<T>)>> {
         let a: PyReadonlyArrayDyn<'_, T> = a.extract().ok()?;
-        Some((a.shape().to_vec(), a.as_array().iter().copied().collect()))
+        let v = a.as_array();
+        Some(mapsat::ir::interp::try_collect(v.len(), v.iter().copied()).map(|d| (a.shape().to_vec(), d)).map_err(err))
     }
-    let t = if let Some((s, v)) = of::<f32>(a) {
-        Tensor::f32(s, v)
-    } else if let Some((s, v)) = of::<i32>(a) {
-        Tensor::i32(s, v)
-    } else if let Some((s, v)) = of::<bool>(a) {
-        Tensor::bool(s, v)
+    let t = if let Some(r) = of::<f32>(a) {
+        r.map(|(s, v)| Tensor::f32(s, v))?
+    } else if let Some(r) = of::<i32>(a) {
+        r.map(|(s, v)| Tensor::i32(s, v))?
+    } else if let Some(r) = of::<bool>(a) {
+        r.map(|(s, v)| Tensor::bool(s, v))?
     } else {
         return Err(err("an input must be a numpy array of float32, int32 or bool"));
     };

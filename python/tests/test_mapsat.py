@@ -427,3 +427,26 @@ def test_a_long_chain_is_evaluated_on_mapsats_own_stack():
 
 def test_devices_lists_pocl():
     assert any("Portable Computing Language" in d or "pocl" in d.lower() for d in mapsat.devices())
+
+
+def test_tile_defaults_that_do_not_divide_unaligned_arrays_and_a_change_of_directory(tmp_path, monkeypatch):
+    # matmul_tiled's tile sizes default to 4, which does not divide N = 6: the tune searches
+    # them, as `mapsat tune` does (it was refused: "split factor 4 does not divide ... 6").
+    p = mapsat.Program.load(EXAMPLES / "matmul_tiled.lift")
+    best = p.tune(sizes={"M": 12, "K": 9, "N": 6}, device=DEVICE, trials=2, random_trials=0, out=tmp_path / "t")
+    assert 6 % best.sizes["tN"] == 0, best.sizes
+    a, b = rng().random((12, 9), dtype=np.float32), rng(1).random((9, 6), dtype=np.float32)
+    # An f32 array at an odd offset of its buffer is copied (the extension panicked reading it).
+    unaligned = np.frombuffer(b"\0" + a.tobytes(), dtype=np.float32, offset=1).reshape(12, 9)
+    assert not unaligned.flags.aligned
+    r = p.run(unaligned, b, mapping=best.mapping, local=best.local, sizes=best.sizes, device=DEVICE)
+    np.testing.assert_allclose(r.output, a @ b, rtol=1e-5)
+    # A program loaded by a relative name keeps its file from a tune after a change of
+    # directory (the name then named another file, and the tune wrote over the program).
+    (tmp_path / "own").mkdir()
+    (tmp_path / "own" / "matmul.lift").write_text((EXAMPLES / "matmul.lift").read_text())
+    monkeypatch.chdir(tmp_path)
+    own = mapsat.Program.load("own/matmul.lift")
+    monkeypatch.chdir(tmp_path / "t")
+    with pytest.raises(mapsat.Error, match="would overwrite the input program"):
+        own.tune(device=DEVICE, trials=1, random_trials=0, out=tmp_path / "own")

@@ -33,6 +33,21 @@ fn available() -> Option<u64> {
     Some(kib.saturating_mul(1024) / 2)
 }
 
+/// The `n` values of `it` in a vector, or an error when its memory cannot be had: a plain
+/// `collect` aborts the process (an address-space limit, `ulimit -v`, is not in the budget's
+/// figure).
+pub fn try_collect<T>(n: usize, it: impl Iterator<Item = T>) -> Result<Vec<T>, EvalError> {
+    let mut v = Vec::new();
+    v.try_reserve_exact(n).map_err(|_| EvalError::Alloc((n as u64).saturating_mul(size_of::<T>() as u64)))?;
+    v.extend(it);
+    Ok(v)
+}
+
+/// `n` copies of `x` ([`try_collect`]).
+pub fn try_filled<T: Clone>(x: T, n: usize) -> Result<Vec<T>, EvalError> {
+    try_collect(n, std::iter::repeat_n(x, n))
+}
+
 /// Intermediate arrays smaller than this are not checked against the budget (reading it costs
 /// a file read).
 const CHECKED_FROM: usize = 64 << 20;

@@ -29,6 +29,7 @@ mod value;
 #[cfg(test)]
 mod tests;
 
+pub use memory::{try_collect, try_filled};
 pub use npy::{read_npy, write_npy};
 
 use crate::ast::{Param, Program, Span};
@@ -120,6 +121,10 @@ pub enum EvalError {
         /// Bytes the interpreter may use.
         budget: u64,
     },
+    /// An allocation failed (beyond an address-space limit, `ulimit -v`, which the budget
+    /// does not see): an error, where a plain allocation aborts the process.
+    #[error("cannot allocate {0} bytes of host memory")]
+    Alloc(u64),
     /// `MAPSAT_INTERP_MEMORY` is not a number of bytes.
     #[error("MAPSAT_INTERP_MEMORY must be a positive number of bytes, got `{0}`")]
     BadBudget(String),
@@ -527,9 +532,9 @@ pub fn random_inputs(p: &Program, sizes: &Sizes, seed: u64) -> Result<Vec<Tensor
         })?;
         let n: usize = shape.iter().product();
         let data = match kind {
-            ScalarKind::F32 => TensorData::F32((0..n).map(|_| rng.gen_range(-1.0f32..1.0)).collect()),
-            ScalarKind::I32 => TensorData::I32((0..n).map(|_| rng.gen_range(-10i32..=10)).collect()),
-            ScalarKind::Bool => TensorData::Bool((0..n).map(|_| rng.gen::<bool>()).collect()),
+            ScalarKind::F32 => TensorData::F32(try_collect(n, (0..n).map(|_| rng.gen_range(-1.0f32..1.0)))?),
+            ScalarKind::I32 => TensorData::I32(try_collect(n, (0..n).map(|_| rng.gen_range(-10i32..=10)))?),
+            ScalarKind::Bool => TensorData::Bool(try_collect(n, (0..n).map(|_| rng.gen::<bool>()))?),
         };
         out.push(Tensor { shape, data });
     }

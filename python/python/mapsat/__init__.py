@@ -105,8 +105,8 @@ class Tuned:
 
     Of a program of several kernels: the best sequence, whose mapping names every kernel's
     maps, ``local`` each kernel's work group by name, the time the sum of the kernels'; each
-    kernel's own tune is in ``kernels`` (its files in ``out/KERNEL``), and ``source`` is
-    ``None``."""
+    kernel's own tune is in ``kernels`` (its files in ``out/KERNEL``, its learned model in
+    ``kernels[i].model``), and ``source`` and ``model`` are ``None``."""
 
     mapping: Optional[str]
     local: "Optional[List[int] | Dict[str, List[int]]]"
@@ -145,8 +145,10 @@ def _convert(name: str, value: Any, kind: str) -> np.ndarray:
         raise Error(f"parameter `{name}` is {kind}; an array of {a.dtype} cannot be given for it")
     if kind == "i32" and a.size and (a.min() < -(2**31) or a.max() > 2**31 - 1):
         raise Error(f"parameter `{name}` is i32; the array holds values outside its range")
-    # Not np.ascontiguousarray, which makes a scalar (a 0-d array) 1-d.
-    return np.asarray(a, dtype=want, order="C")
+    # Not np.ascontiguousarray, which makes a scalar (a 0-d array) 1-d; aligned, which an array
+    # from np.frombuffer at an odd offset is not (the extension panicked reading it).
+    with np.errstate(over="ignore"):  # a float beyond f32's range becomes infinite, as documented
+        return np.require(a, dtype=want, requirements=["C", "A"])
 
 
 _I64 = (-(2**63), 2**63 - 1)
@@ -267,7 +269,9 @@ class Program:
             text = data.decode("utf-8")
         except UnicodeDecodeError as e:
             raise Error(f"error: cannot read {path}: not UTF-8 text ({e.reason})") from None
-        return cls(text, path)
+        # Absolute: the program's file is kept from being written over by a tune (`out`), also
+        # after the working directory changes (a relative name then named another file).
+        return cls(text, os.path.abspath(path))
 
     @property
     def name(self) -> str:
@@ -396,12 +400,12 @@ class Program:
         the cost models and ``random_trials`` at random, each checked against the interpreter.
         Inputs given by name fix the sizes by their shapes (they are not used otherwise: the
         tune measures on random inputs). Tunable sizes (tile sizes) not given are searched.
-        ``timeout`` bounds each candidate's measurement (``math.inf``: no bound). The files go to ``out`` (a new
-        temporary folder by default); a folder that holds a tune already is refused, unless
-        ``resume`` continues it (what its log holds is not measured again). Interrupted
-        (Ctrl-C), the tune stops before its next measurement; its log keeps what was measured.
-        The learned cost model is retrained after each ``batch`` of trials and saved beside the
-        log (``Tuned.model``); ``model`` starts a tune from one saved by an earlier tune, of
+        ``timeout`` bounds each candidate's measurement (``math.inf``: no bound). The files go
+        to ``out`` (a new temporary folder by default), replacing files of the same names there;
+        a folder that holds a tune already is refused, unless ``resume`` continues it (what its
+        log holds is not measured again). Interrupted (Ctrl-C), the tune stops before its next
+        measurement; its log keeps what was measured. The learned cost model is retrained
+        after each ``batch`` of trials and saved beside the log (``Tuned.model``); ``model`` starts a tune from one saved by an earlier tune, of
         another program or size (transfer: it ranks the first batch, and its training data
         join this tune's). A tune in which no candidate ran correctly raises :class:`Error`."""
         given = self._given(self._arrays((), kwargs, inputs, required=False), sizes)

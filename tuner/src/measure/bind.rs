@@ -4,7 +4,7 @@
 use super::MeasureError;
 use mapsat_codegen::kir::Role;
 use mapsat_codegen::Manifest;
-use mapsat_ir::interp::{Tensor, TensorData};
+use mapsat_ir::interp::{try_collect, try_filled, Tensor, TensorData};
 use mapsat_ir::ScalarKind;
 
 /// Scalars on the host, as the device stores them (`bool` as one byte).
@@ -16,21 +16,26 @@ pub(crate) enum Host {
 }
 
 impl Host {
-    fn of(t: &Tensor) -> Host {
-        match &t.data {
-            TensorData::F32(v) => Host::F32(v.clone()),
-            TensorData::I32(v) => Host::I32(v.clone()),
-            TensorData::Bool(v) => Host::U8(v.iter().map(|b| *b as u8).collect()),
-        }
+    /// A copy of `t`'s data; the copies here and in [`Host::poison`] fail with an error when
+    /// their memory cannot be had, where a plain allocation aborts the process.
+    fn of(t: &Tensor) -> Result<Host, MeasureError> {
+        Ok(match &t.data {
+            TensorData::F32(v) => Host::F32(try_collect(v.len(), v.iter().copied()).map_err(MeasureError::HostMemory)?),
+            TensorData::I32(v) => Host::I32(try_collect(v.len(), v.iter().copied()).map_err(MeasureError::HostMemory)?),
+            TensorData::Bool(v) => {
+                Host::U8(try_collect(v.len(), v.iter().map(|b| *b as u8)).map_err(MeasureError::HostMemory)?)
+            }
+        })
     }
 
     /// `n` values that no kernel computes by chance.
-    fn poison(kind: ScalarKind, n: usize) -> Host {
-        match kind {
-            ScalarKind::F32 => Host::F32(vec![f32::NAN; n]),
-            ScalarKind::I32 => Host::I32(vec![i32::MIN + 7; n]),
-            ScalarKind::Bool => Host::U8(vec![0xAB; n]),
-        }
+    fn poison(kind: ScalarKind, n: usize) -> Result<Host, MeasureError> {
+        let host = MeasureError::HostMemory;
+        Ok(match kind {
+            ScalarKind::F32 => Host::F32(try_filled(f32::NAN, n).map_err(host)?),
+            ScalarKind::I32 => Host::I32(try_filled(i32::MIN + 7, n).map_err(host)?),
+            ScalarKind::Bool => Host::U8(try_filled(0xAB, n).map_err(host)?),
+        })
     }
 
     /// The data as a tensor of this shape.
@@ -78,16 +83,16 @@ pub(crate) fn bind(m: &Manifest, inputs: &[Tensor]) -> Result<Bound, MeasureErro
                     )));
                 }
                 if b.by_value {
-                    Arg::Value(Host::of(t))
+                    Arg::Value(Host::of(t)?)
                 } else {
-                    Arg::Buffer(Host::of(t))
+                    Arg::Buffer(Host::of(t)?)
                 }
             }
             (Role::Output, _) => {
                 out_arg = Some(args.len());
-                Arg::Buffer(Host::poison(b.elem, b.len as usize))
+                Arg::Buffer(Host::poison(b.elem, b.len as usize)?)
             }
-            _ => Arg::Buffer(Host::poison(b.elem, b.len.max(1) as usize)),
+            _ => Arg::Buffer(Host::poison(b.elem, b.len.max(1) as usize)?),
         };
         args.push(arg);
     }

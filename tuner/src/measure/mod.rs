@@ -73,6 +73,9 @@ pub enum MeasureError {
     /// The interpreter failed.
     #[error("interpreter: {0}")]
     Interp(#[from] EvalError),
+    /// Host memory for the kernel's arguments could not be had.
+    #[error("{0}")]
+    HostMemory(EvalError),
     /// A device's figures do not make a valid profile.
     #[error(transparent)]
     Profile(#[from] ProfileError),
