@@ -360,6 +360,14 @@ def test_a_parameter_named_like_an_option_is_given_in_inputs():
     np.testing.assert_allclose(r.output, 2 * x)
     with pytest.raises(mapsat.Error, match="given twice"):
         p.eval(x, inputs={"seed": x, "device": x})
+    # A parameter named `self` is given by keyword (a TypeError: "multiple values for argument
+    # 'self'"), one named `sizes` is refused with the hint (it said "no input for parameter").
+    q = mapsat.Program("size N = 4\ndef g(self: [f32]N, sizes: [f32]N) : [f32]N = "
+                       "map@A(fun(q => q.0 * q.1), zip(self, sizes))", "g")
+    y = x[:4]
+    with pytest.raises(mapsat.Error, match=r"no input for parameter `sizes` \(.*inputs=\{'sizes': array\}"):
+        q.eval(self=y, sizes=y)
+    np.testing.assert_allclose(q.eval(self=y, inputs={"sizes": y}), y * y)
 
 
 def test_a_forked_child_of_a_device_user_is_refused_not_hung():

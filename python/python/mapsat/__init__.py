@@ -29,6 +29,7 @@ kernels in order, and ``tune`` tunes them one at a time.
 
 from __future__ import annotations
 
+import inspect
 import json
 import math
 import os
@@ -309,18 +310,18 @@ class Program:
     def __repr__(self) -> str:
         return f"<mapsat.Program {self.name}({', '.join(self.params)})>"
 
-    def sizes(self, *args: Any, sizes: Optional[Dict[str, int]] = None,
+    def sizes(self, /, *args: Any, sizes: Optional[Dict[str, int]] = None,
               inputs: Optional[Dict[str, Any]] = None, **kwargs: Any) -> Dict[str, int]:
         """Every size variable's value: ``sizes``, then those read off the inputs' shapes, then
         the defaults; checked (the program type-checks at them)."""
         return self._p.resolve(self._given(self._arrays(args, kwargs, inputs, required=False), sizes))
 
-    def result_type(self, *args: Any, sizes: Optional[Dict[str, int]] = None,
+    def result_type(self, /, *args: Any, sizes: Optional[Dict[str, int]] = None,
                     inputs: Optional[Dict[str, Any]] = None, **kwargs: Any) -> str:
         """The result's type at the sizes."""
         return self._p.result_type(self._given(self._arrays(args, kwargs, inputs, required=False), sizes))
 
-    def eval(self, *args: Any, sizes: Optional[Dict[str, int]] = None,
+    def eval(self, /, *args: Any, sizes: Optional[Dict[str, int]] = None,
              inputs: Optional[Dict[str, Any]] = None, **kwargs: Any) -> np.ndarray:
         """The interpreter's result on the inputs (positional in parameter order, by name, or
         in ``inputs``). Interrupted (Ctrl-C), the evaluation goes on in the background until it
@@ -328,14 +329,14 @@ class Program:
         arrays = self._arrays(args, kwargs, inputs)
         return self._p.eval(arrays, self._given(arrays, sizes))
 
-    def mappings(self, n: int = 10, *, seed: int = 0, sizes: Optional[Dict[str, int]] = None,
+    def mappings(self, /, n: int = 10, *, seed: int = 0, sizes: Optional[Dict[str, int]] = None,
                  target: Optional[str] = None, inputs: Optional[Dict[str, Any]] = None,
                  **kwargs: Any) -> List[str]:
         """Up to ``n`` valid mappings sampled from the space (``target``: a device profile)."""
         given = self._given(self._arrays((), kwargs, inputs, required=False), sizes)
         return self._p.sample(given, _int("n", n), _int("seed", seed), _str("target", target))
 
-    def count(self, *, sizes: Optional[Dict[str, int]] = None, target: Optional[str] = None,
+    def count(self, /, *, sizes: Optional[Dict[str, int]] = None, target: Optional[str] = None,
               inputs: Optional[Dict[str, Any]] = None, **kwargs: Any) -> "int | float":
         """The number of valid mappings (an estimate when the space is too large to count;
         ``math.inf`` beyond a float's range)."""
@@ -343,14 +344,14 @@ class Program:
         value, _exact = self._p.count(given, _str("target", target))
         return int(round(value)) if math.isfinite(value) else math.inf
 
-    def explain(self, mapping: str, *, sizes: Optional[Dict[str, int]] = None,
+    def explain(self, /, mapping: str, *, sizes: Optional[Dict[str, int]] = None,
                 target: Optional[str] = None, inputs: Optional[Dict[str, Any]] = None,
                 **kwargs: Any) -> List[str]:
         """The constraints ``mapping`` violates; an empty list when it is valid."""
         given = self._given(self._arrays((), kwargs, inputs, required=False), sizes)
         return self._p.explain(_str("mapping", mapping, False), given, _str("target", target))
 
-    def emit(self, mapping: Optional[str] = None, *, target: str = "opencl",
+    def emit(self, /, mapping: Optional[str] = None, *, target: str = "opencl",
              sizes: Optional[Dict[str, int]] = None,
              local: "Optional[List[int] | Dict[str, List[int]]]" = None,
              profile: Optional[str] = None, inputs: Optional[Dict[str, Any]] = None,
@@ -368,7 +369,7 @@ class Program:
             return kernels[0]
         return Pipeline(kernels, emitted["pipeline"])
 
-    def run(self, *args: Any, mapping: Optional[str] = None, device: str = "opencl:0:0",
+    def run(self, /, *args: Any, mapping: Optional[str] = None, device: str = "opencl:0:0",
             sizes: Optional[Dict[str, int]] = None,
             local: "Optional[List[int] | Dict[str, List[int]]]" = None,
             runs: int = 5, check: bool = True, timeout: float = 600.0, reassociate: bool = False,
@@ -391,7 +392,7 @@ class Program:
         out, median_ms, min_ms, name, kernels = self._p.run(*args)
         return Run(out, median_ms, min_ms, name, dict(kernels))
 
-    def tune(self, *, sizes: Optional[Dict[str, int]] = None, device: str = "opencl:0:0",
+    def tune(self, /, *, sizes: Optional[Dict[str, int]] = None, device: str = "opencl:0:0",
              target: Optional[str] = None, trials: int = 64, random_trials: int = 32, seed: int = 0,
              out: "Optional[os.PathLike[str] | str]" = None, timeout: float = 60.0,
              resume: bool = False, batch: int = 16, model: "Optional[os.PathLike[str] | str]" = None,
@@ -448,7 +449,9 @@ class Program:
                 raise Error(f"parameter `{name}` is given twice")
             value = args[i] if i < len(args) else kwargs.get(name)
             if value is None and required:
-                raise Error(f"no input for parameter `{name}`")
+                hint = (f" (a parameter named like an option is given as inputs={{{name!r}: array}})"
+                        if name in _OPTIONS else "")
+                raise Error(f"no input for parameter `{name}`{hint}")
             out.append(None if value is None else _convert(name, value, kind))
         return out
 
@@ -479,3 +482,14 @@ class Program:
                 seen[var] = (a.shape[axis], name)
                 given[var] = int(a.shape[axis])
         return given
+
+
+def _options() -> set:
+    """The names of the options of :class:`Program`'s methods: an input for a parameter named
+    like one is given in ``inputs``."""
+    kinds = (inspect.Parameter.POSITIONAL_OR_KEYWORD, inspect.Parameter.KEYWORD_ONLY)
+    return {name for m, method in inspect.getmembers(Program, inspect.isfunction) if not m.startswith("_")
+            for name, q in inspect.signature(method).parameters.items() if q.kind in kinds and name != "self"}
+
+
+_OPTIONS = _options()

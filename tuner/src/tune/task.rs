@@ -328,7 +328,9 @@ impl Task {
             return Ok(self);
         }
         let at = self.sizes_at(&self.first_point);
-        Err(TuneError::NoMaps(format!("at {at}: {}", mapsat_constraints::Error::NoMaps)))
+        let why = mapsat_constraints::Error::NoMaps;
+        // A program without sizes is not "at " nothing.
+        Err(TuneError::NoMaps(if at.is_empty() { why.to_string() } else { format!("at {at}: {why}") }))
     }
 
     fn space_at(&self, sizes: &Sizes) -> Result<Space, mapsat_constraints::Error> {
