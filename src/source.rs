@@ -118,13 +118,23 @@ impl Source {
         Error::Rejected(self.render(e).trim_end().to_string())
     }
 
+    /// An error of the program at the sizes `given` (the others at their defaults), with the
+    /// note of [`defaulted_note`].
+    fn rejected_at(&self, e: &dyn diag::Diagnose, given: &Sizes) -> Error {
+        let text = self.render(e);
+        match defaulted_note(&self.text, &self.program, given, e.span()) {
+            Some(note) => Error::Rejected(format!("{}\n{note}", text.trim_end())),
+            None => Error::Rejected(text.trim_end().to_string()),
+        }
+    }
+
     /// Every size: `given` (each a size of the program), the others at their defaults, with the
     /// program type-checked at them.
     pub fn sizes(&self, given: &Sizes) -> R<Sizes> {
         crate::limits::deep(|| {
             given.iter().try_for_each(|(name, _)| size_named(&self.program, name))?;
             let sizes = self.program.resolve_sizes(given).map_err(|e| Error::Usage(e.to_string()))?;
-            ir::check::check_with_sizes(&self.program, &sizes).map_err(|e| self.rejected(&e))?;
+            ir::check::check_with_sizes(&self.program, &sizes).map_err(|e| self.rejected_at(&e, given))?;
             Ok(sizes)
         })
     }
@@ -400,6 +410,51 @@ pub fn size_named(p: &Program, name: &str) -> R<()> {
     }
     let known: Vec<&str> = p.sizes.iter().map(|v| v.name.as_str()).collect();
     Err(Error::Usage(format!("the program has no size variable `{name}` (it has: {})", known.join(", "))))
+}
+
+/// The note for an error at `span` of `p` (whose text is `text`) at the sizes `given`, the
+/// others at their defaults: the tunable sizes (those `tune` searches,
+/// [`mapsat_tuner::tune::params::tunables`]) that took their defaults, when the erring call
+/// names them; `None` when none did. A variant's tile size fits its own sizes, not
+/// necessarily those given (`slide step 4 does not tile the input` said nothing of `tA`).
+pub fn defaulted_note(text: &str, p: &Program, given: &Sizes, span: Option<ir::ast::Span>) -> Option<String> {
+    let defaults = p.default_sizes();
+    let at = span.and_then(|s| call_text(text, s));
+    let named = |name: &str| at.is_none_or(|t| t.split(|c: char| !c.is_alphanumeric() && c != '_').any(|w| w == name));
+    let defaulted: Vec<String> = mapsat_tuner::tune::params::tunables(p, given, &Sizes::new())
+        .into_iter()
+        .filter(|t| named(&t.name))
+        .filter_map(|t| defaults.get(&t.name).map(|d| format!("{} = {d}", t.name)))
+        .collect();
+    (!defaulted.is_empty()).then(|| {
+        format!(
+            "note: at the default of the tunable size(s) {}; give another with `--size NAME=VALUE`",
+            defaulted.join(", ")
+        )
+    })
+}
+
+/// The text of the call at `span` (`split(tA, a)` for the span of `split`): the span, and its
+/// arguments when a parenthesis follows it.
+fn call_text(text: &str, span: ir::ast::Span) -> Option<&str> {
+    let rest = text.get(span.start..)?;
+    let name = span.end.checked_sub(span.start)?;
+    let open = name + rest.get(name..)?.len() - rest.get(name..)?.trim_start().len();
+    if !rest.get(open..)?.starts_with('(') {
+        return rest.get(..name);
+    }
+    let mut depth = 0;
+    for (i, c) in rest.char_indices().skip_while(|(i, _)| *i < open) {
+        depth += match c {
+            '(' => 1,
+            ')' => -1,
+            _ => 0,
+        };
+        if depth == 0 {
+            return rest.get(..=i);
+        }
+    }
+    Some(rest)
 }
 
 /// The text of the file at `path`: UTF-8 of at most [`crate::limits::MAX_SOURCE_BYTES`] (a

@@ -43,7 +43,7 @@ fn pythonic(msg: &str) -> String {
     while let Some(i) = rest.find("--size ") {
         out.push_str(&rest[..i]);
         let after = &rest[i + "--size ".len()..];
-        let end = after.find(|c: char| c.is_whitespace() || c == ',' || c == ')').unwrap_or(after.len());
+        let end = after.find(|c: char| c.is_whitespace() || matches!(c, ',' | ')' | '`')).unwrap_or(after.len());
         match after[..end].split_once('=') {
             Some((name, value)) => out.push_str(&format!("sizes={{\"{name}\": {value}}}")),
             None => out.push_str(&format!("sizes={{\"{}\": ...}}", &after[..end])),

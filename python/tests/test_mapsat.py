@@ -443,6 +443,9 @@ def test_tile_defaults_that_do_not_divide_unaligned_arrays_and_a_change_of_direc
     p = mapsat.Program.load(EXAMPLES / "matmul_tiled.lift")
     best = p.tune(sizes={"M": 12, "K": 9, "N": 6}, device=DEVICE, trials=2, random_trials=0, out=tmp_path / "t")
     assert 6 % best.sizes["tN"] == 0, best.sizes
+    # Counting at those sizes checks at the defaults, and says which default did not divide.
+    with pytest.raises(mapsat.Error, match=r'tunable size\(s\) tN = 4; give another with `sizes=\{"NAME": VALUE\}`'):
+        p.count(sizes={"M": 12, "K": 9, "N": 6})
     a, b = rng().random((12, 9), dtype=np.float32), rng(1).random((9, 6), dtype=np.float32)
     # An f32 array at an odd offset of its buffer is copied (the extension panicked reading it).
     unaligned = np.frombuffer(b"\0" + a.tobytes(), dtype=np.float32, offset=1).reshape(12, 9)

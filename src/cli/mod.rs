@@ -317,29 +317,6 @@ pub fn main() -> ExitCode {
     }
 }
 
-/// The text of the call at `span` (`split(tA, a)` for the span of `split`): the span, and its
-/// arguments when a parenthesis follows it.
-fn call_text(text: &str, span: ir::ast::Span) -> Option<&str> {
-    let rest = text.get(span.start..)?;
-    let name = span.end.checked_sub(span.start)?;
-    let open = name + rest.get(name..)?.len() - rest.get(name..)?.trim_start().len();
-    if !rest.get(open..)?.starts_with('(') {
-        return rest.get(..name);
-    }
-    let mut depth = 0;
-    for (i, c) in rest.char_indices().skip_while(|(i, _)| *i < open) {
-        depth += match c {
-            '(' => 1,
-            ')' => -1,
-            _ => 0,
-        };
-        if depth == 0 {
-            return rest.get(..=i);
-        }
-    }
-    Some(rest)
-}
-
 /// A source file, kept for error messages.
 struct Source {
     name: String,
@@ -355,30 +332,14 @@ impl Source {
         Failure::Rejected(diag::render(&self.name, &self.text, e))
     }
 
-    /// An error of `p` at the sizes `given` by the user (the others at their defaults), with a
-    /// note naming the tunable sizes (those `tune` searches, `params::tunables`) that took their
-    /// defaults, when the erring expression names them: a variant's tile size fits its own
-    /// sizes, not necessarily those given (`slide step 4 does not tile the input` said nothing
-    /// of `tA`).
+    /// An error of `p` at the sizes `given` by the user (the others at their defaults), with
+    /// [`mapsat::source::defaulted_note`].
     fn reject_at(&self, e: &dyn diag::Diagnose, p: &ir::Program, given: &Sizes) -> Failure {
         let text = diag::render(&self.name, &self.text, e);
-        let defaults = p.default_sizes();
-        let at = e.span().and_then(|s| call_text(&self.text, s));
-        let named =
-            |name: &str| at.is_none_or(|t| t.split(|c: char| !c.is_alphanumeric() && c != '_').any(|w| w == name));
-        let defaulted: Vec<String> = mapsat_tuner::tune::params::tunables(p, given, &Sizes::new())
-            .into_iter()
-            .filter(|t| named(&t.name))
-            .filter_map(|t| defaults.get(&t.name).map(|d| format!("{} = {d}", t.name)))
-            .collect();
-        if defaulted.is_empty() {
-            return Failure::Rejected(text);
+        match mapsat::source::defaulted_note(&self.text, p, given, e.span()) {
+            Some(note) => Failure::Rejected(format!("{}\n{note}", text.trim_end())),
+            None => Failure::Rejected(text),
         }
-        Failure::Rejected(format!(
-            "{}\nnote: at the default of the tunable size(s) {}; give another with `--size NAME=VALUE`",
-            text.trim_end(),
-            defaulted.join(", ")
-        ))
     }
 
     /// A code generation error; one about a map that is not mapped says how a program of
