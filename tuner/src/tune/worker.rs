@@ -245,7 +245,12 @@ struct Running {
     stdin: ChildStdin,
     replies: Receiver<String>,
     stderr: Arc<Mutex<VecDeque<String>>>,
+    /// The thread reading `stderr` from the worker's standard error.
+    stderr_reader: std::thread::JoinHandle<()>,
 }
+
+/// How long a stopped worker's standard error is waited for, to its end.
+const STDERR_DRAIN: Duration = Duration::from_secs(2);
 
 impl Running {
     fn stop(mut self) {
@@ -253,14 +258,22 @@ impl Running {
         let _ = self.child.wait();
     }
 
-    /// The last lines the worker wrote to its standard error.
-    fn stderr_tail(&self) -> String {
-        let tail = self.stderr.lock().map(|t| t.iter().cloned().collect::<Vec<_>>().join("\n")).unwrap_or_default();
-        if tail.is_empty() {
-            String::new()
-        } else {
-            format!(": {tail}")
+    /// Stops the worker, given [`STDERR_DRAIN`] to end by itself (a worker that died is still
+    /// exiting); its exit status and the last lines it wrote to its standard error, read to
+    /// the end within that time (the reader thread may not yet have read what it wrote just
+    /// before it exited: a worker's message was lost in some runs).
+    fn stop_with_tail(mut self) -> (String, String) {
+        let until = Instant::now() + STDERR_DRAIN;
+        while matches!(self.child.try_wait(), Ok(None)) && Instant::now() < until {
+            std::thread::sleep(Duration::from_millis(5));
         }
+        let _ = self.child.kill();
+        let status = self.child.wait().map(|s| s.to_string()).unwrap_or_default();
+        while !self.stderr_reader.is_finished() && Instant::now() < until {
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        let tail = self.stderr.lock().map(|t| t.iter().cloned().collect::<Vec<_>>().join("\n")).unwrap_or_default();
+        (status, if tail.is_empty() { String::new() } else { format!(": {tail}") })
     }
 }
 
@@ -321,7 +334,7 @@ impl Measurer {
         });
         let tail = Arc::new(Mutex::new(VecDeque::new()));
         let keep = Arc::clone(&tail);
-        std::thread::spawn(move || {
+        let stderr_reader = std::thread::spawn(move || {
             for line in BufReader::new(stderr).lines().map_while(Result::ok) {
                 if let Ok(mut t) = keep.lock() {
                     t.push_back(line);
@@ -331,12 +344,10 @@ impl Measurer {
                 }
             }
         });
-        let mut r = Running { child, stdin, replies, stderr: tail };
+        let mut r = Running { child, stdin, replies, stderr: tail, stderr_reader };
         let request = serde_json::to_string(&Request::Setup(self.setup.clone())).map_err(|e| e.to_string())?;
         if writeln!(r.stdin, "{request}").and_then(|_| r.stdin.flush()).is_err() {
-            let msg = format!("the measurement worker exited at once{}", r.stderr_tail());
-            r.stop();
-            return Err(msg);
+            return Err(format!("the measurement worker exited at once{}", r.stop_with_tail().1));
         }
         match r.replies.recv_timeout(SETUP_TIMEOUT) {
             Ok(line) => match serde_json::from_str(&line) {
@@ -354,11 +365,7 @@ impl Measurer {
                     Err(format!("the measurement worker answered `{line}` to its setup"))
                 }
             },
-            Err(_) => {
-                let msg = format!("the measurement worker did not start{}", r.stderr_tail());
-                r.stop();
-                Err(msg)
-            }
+            Err(_) => Err(format!("the measurement worker did not start{}", r.stop_with_tail().1)),
         }
     }
 
@@ -419,12 +426,9 @@ impl Measurer {
 
     fn lost(&mut self, id: u64, what: &str) -> Outcome {
         let mut msg = what.to_string();
-        if let Some(mut r) = self.running.take() {
-            let status = r.child.wait().map(|s| s.to_string()).unwrap_or_default();
-            // The reader threads may still be draining the pipes.
-            std::thread::sleep(Duration::from_millis(50));
-            msg = format!("{what} ({status}){}", r.stderr_tail());
-            r.stop();
+        if let Some(r) = self.running.take() {
+            let (status, tail) = r.stop_with_tail();
+            msg = format!("{what} ({status}){tail}");
         }
         Outcome::failed(id, Status::Crash, msg)
     }
