@@ -221,6 +221,13 @@ pub struct Manifest {
 /// checked with. Infinities and NaNs keep their meaning (no `-cl-finite-math-only`).
 pub const REASSOCIATE: &str = "-cl-unsafe-math-optimizations";
 
+/// The entry point of the kernel of the program named `program` (the manifest's `entry`, and
+/// the name of its source and manifest files): the name, unless that is a built-in function of
+/// OpenCL C or CUDA, a keyword or `main` (`dot` is `dot_kernel`), or has other characters.
+pub fn entry_name(program: &str) -> String {
+    lower::sanitize(program)
+}
+
 /// The build options of a kernel in dialect `d`: [`REASSOCIATE`] for OpenCL when sums may be
 /// reassociated, none otherwise (CUDA kernels are built as they are).
 pub fn build_options(d: Dialect, reassociate: bool) -> String {

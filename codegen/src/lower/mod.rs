@@ -25,6 +25,7 @@ mod layout;
 mod maps;
 mod memory;
 mod names;
+pub(crate) use names::sanitize;
 mod types;
 mod view;
 

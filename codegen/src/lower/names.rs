@@ -261,7 +261,7 @@ const FUNCTIONS: &[&str] = &[
 /// of a built-in function, a keyword or `main` a `_kernel` suffix (a kernel named `int` or
 /// `kernel` did not build; in [`Lower::fresh`] the keywords are taken already), and a name of the built-ins' and macros'
 /// ([`builtin`]) a `v_` prefix.
-pub(super) fn sanitize(s: &str) -> String {
+pub(crate) fn sanitize(s: &str) -> String {
     let mut out: String = s.chars().map(|c| if c.is_ascii_alphanumeric() || c == '_' { c } else { '_' }).collect();
     if out.is_empty() || out.starts_with(|c: char| c.is_ascii_digit()) {
         out.insert(0, 'v');

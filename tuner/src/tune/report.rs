@@ -526,7 +526,10 @@ fn resolved(p: &Path) -> Option<PathBuf> {
 /// The files [`write`] writes into `dir` for a program `name` tuned in `dialect` (the kernel's
 /// source, manifest and mapped program, the report and the plot).
 pub fn outputs(name: &str, dialect: mapsat_codegen::Dialect, dir: &Path) -> Vec<PathBuf> {
-    let kernel = [format!("{name}.{}", dialect.extension()), manifest_file(name), format!("{name}.lift")];
+    // The kernel's files are named by its entry point (`dot_kernel.cl` for `dot`), the mapped
+    // program by the program.
+    let entry = mapsat_codegen::entry_name(name);
+    let kernel = [format!("{entry}.{}", dialect.extension()), manifest_file(&entry), format!("{name}.lift")];
     let report = ["report.md", "report.json", "progress.svg"].map(String::from);
     kernel.into_iter().chain(report).map(|f| dir.join(f)).collect()
 }
