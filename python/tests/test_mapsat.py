@@ -142,14 +142,22 @@ def test_integer_inputs_are_converted_when_they_fit():
         p.eval(np.ones(4, dtype=np.float32))
 
 
-def test_bad_programs_and_calls_raise_mapsat_errors():
+def test_bad_programs_and_calls_raise_mapsat_errors(tmp_path):
     with pytest.raises(mapsat.Error) as e:
         mapsat.Program("def f(x: [f32]N) =\n  map(fun(y => y + z), x)", "bad.lift")
     assert "unknown name `z`" in str(e.value) and "bad.lift:2:20" in str(e.value)
     with pytest.raises(mapsat.Error, match="cannot read"):
         mapsat.Program.load(EXAMPLES / "no-such-file.lift")
+    big = tmp_path / "big.lift"
+    with open(big, "wb") as f:
+        f.truncate(17 << 20)
     with pytest.raises(mapsat.Error, match="larger than 16 MiB"):
-        mapsat.Program.load("/dev/zero")
+        mapsat.Program.load(big)
+    # A device and a FIFO are refused unread (open(2) of the FIFO blocked for ever).
+    os.mkfifo(tmp_path / "fifo")
+    for special in ["/dev/zero", tmp_path / "fifo"]:
+        with pytest.raises(mapsat.Error, match="not a regular file"):
+            mapsat.Program.load(special)
     p = mapsat.Program.load(EXAMPLES / "matmul.lift")
     a, b = np.ones((4, 3)), np.ones((3, 2))
     with pytest.raises(mapsat.Error, match="size `K` is 3"):

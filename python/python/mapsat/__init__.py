@@ -33,6 +33,7 @@ import inspect
 import json
 import math
 import os
+import stat
 import tempfile
 from dataclasses import dataclass, field
 from typing import Any, Dict, List, Optional
@@ -258,9 +259,15 @@ class Program:
         # Not a file descriptor: open(3) would read fd 3, and close it.
         path = _path("path", path)
         try:
+            # A FIFO (whose open would block) or a device is refused unread, as the command
+            # line refuses it.
+            if not stat.S_ISREG(os.stat(path).st_mode):
+                raise Error(f"error: cannot read {path}: not a regular file")
             with open(path, "rb") as f:
                 data = f.read(_MAX_SOURCE_BYTES + 1)
         except OSError as e:
+            if e.errno is None:  # the caller's own (a TimeoutError a signal handler raised)
+                raise
             raise Error(f"error: cannot read {path}: {e.strerror}") from None
         except ValueError as e:
             raise Error(f"error: cannot read {path!r}: {e}") from None
