@@ -321,14 +321,21 @@ impl<T: Copy> Src<'_, T> {
     }
 }
 
+/// `f` over two columns of `n` values; an error, not an abort, when the result's memory
+/// cannot be had.
 #[inline]
-fn map2<T: Copy, U: Copy, O>(x: Src<'_, T>, y: Src<'_, U>, n: usize, f: impl Fn(T, U) -> O) -> Vec<O> {
+fn map2<T: Copy, U: Copy, O>(x: Src<'_, T>, y: Src<'_, U>, n: usize, f: impl Fn(T, U) -> O) -> Result<Vec<O>, String> {
     match (x, y) {
-        (Src::S(a), Src::S(b)) => a.iter().zip(b).map(|(p, q)| f(*p, *q)).collect(),
-        (Src::S(a), Src::C(c)) => a.iter().map(|p| f(*p, c)).collect(),
-        (Src::C(c), Src::S(b)) => b.iter().map(|q| f(c, *q)).collect(),
-        (Src::C(c), Src::C(d)) => (0..n).map(|_| f(c, d)).collect(),
+        (Src::S(a), Src::S(b)) => owned(n, a.iter().zip(b).map(|(p, q)| f(*p, *q))),
+        (Src::S(a), Src::C(c)) => owned(n, a.iter().map(|p| f(*p, c))),
+        (Src::C(c), Src::S(b)) => owned(n, b.iter().map(|q| f(c, *q))),
+        (Src::C(c), Src::C(d)) => owned(n, (0..n).map(|_| f(c, d))),
     }
+}
+
+/// The `n` values of `it` ([`super::try_collect`]), with its error as a message.
+fn owned<T>(n: usize, it: impl Iterator<Item = T>) -> Result<Vec<T>, String> {
+    super::try_collect(n, it).map_err(|e| e.to_string())
 }
 
 impl<'a> Col<'a> {
@@ -439,15 +446,15 @@ fn vbin<'a>(op: BinOp, a: Col<'_>, b: Col<'_>, n: usize) -> Result<Col<'a>, Stri
     }
     if let (Some(x), Some(y)) = (a.f32s(), b.f32s()) {
         let v = match op {
-            BinOp::Add => map2(x, y, n, |p, q| p + q),
-            BinOp::Sub => map2(x, y, n, |p, q| p - q),
-            BinOp::Mul => map2(x, y, n, |p, q| p * q),
-            BinOp::Div => map2(x, y, n, |p, q| p / q),
+            BinOp::Add => map2(x, y, n, |p, q| p + q)?,
+            BinOp::Sub => map2(x, y, n, |p, q| p - q)?,
+            BinOp::Mul => map2(x, y, n, |p, q| p * q)?,
+            BinOp::Div => map2(x, y, n, |p, q| p / q)?,
             _ => {
                 if let Some(f) = scalar::f32_arith(op) {
-                    map2(x, y, n, f)
+                    map2(x, y, n, f)?
                 } else if let Some(f) = scalar::compare::<f32>(op) {
-                    return Ok(Col::B(Cow::Owned(map2(x, y, n, |p, q| f(&p, &q)))));
+                    return Ok(Col::B(Cow::Owned(map2(x, y, n, |p, q| f(&p, &q))?)));
                 } else {
                     return generic(n, |i| scalar::bin(op, a.get(i), b.get(i)));
                 }
@@ -457,24 +464,24 @@ fn vbin<'a>(op: BinOp, a: Col<'_>, b: Col<'_>, n: usize) -> Result<Col<'a>, Stri
     }
     if let (Some(x), Some(y)) = (a.i32s(), b.i32s()) {
         let v = match op {
-            BinOp::Add => map2(x, y, n, i32::wrapping_add),
-            BinOp::Sub => map2(x, y, n, i32::wrapping_sub),
-            BinOp::Mul => map2(x, y, n, i32::wrapping_mul),
+            BinOp::Add => map2(x, y, n, i32::wrapping_add)?,
+            BinOp::Sub => map2(x, y, n, i32::wrapping_sub)?,
+            BinOp::Mul => map2(x, y, n, i32::wrapping_mul)?,
             BinOp::Div | BinOp::Mod => {
                 if (0..n).any(|i| y.get(i) == 0) {
                     scalar::i32_div(op, 1, 0)?;
                 }
                 if op == BinOp::Div {
-                    map2(x, y, n, i32::wrapping_div)
+                    map2(x, y, n, i32::wrapping_div)?
                 } else {
-                    map2(x, y, n, i32::wrapping_rem)
+                    map2(x, y, n, i32::wrapping_rem)?
                 }
             }
             _ => {
                 if let Some(f) = scalar::i32_arith(op) {
-                    map2(x, y, n, f)
+                    map2(x, y, n, f)?
                 } else if let Some(f) = scalar::compare::<i32>(op) {
-                    return Ok(Col::B(Cow::Owned(map2(x, y, n, |p, q| f(&p, &q)))));
+                    return Ok(Col::B(Cow::Owned(map2(x, y, n, |p, q| f(&p, &q))?)));
                 } else {
                     return generic(n, |i| scalar::bin(op, a.get(i), b.get(i)));
                 }
@@ -488,7 +495,7 @@ fn vbin<'a>(op: BinOp, a: Col<'_>, b: Col<'_>, n: usize) -> Result<Col<'a>, Stri
 fn vun<'a>(op: UnOp, a: Col<'_>, n: usize) -> Result<Col<'a>, String> {
     match (&a, scalar::f32_un(op)) {
         (Col::C(x), _) => Ok(Col::C(scalar::un(op, *x)?)),
-        (Col::F(c), Some(f)) => Ok(Col::F(Cow::Owned(c.iter().map(|x| f(*x)).collect()))),
+        (Col::F(c), Some(f)) => Ok(Col::F(Cow::Owned(owned(c.len(), c.iter().map(|x| f(*x)))?))),
         _ => generic(n, |i| scalar::un(op, a.get(i))),
     }
 }
@@ -497,8 +504,8 @@ fn vcast<'a>(k: ScalarKind, a: Col<'a>, n: usize) -> Result<Col<'a>, String> {
     Ok(match (k, a) {
         (_, Col::C(x)) => Col::C(scalar::cast(k, x)),
         (ScalarKind::F32, a @ Col::F(_)) | (ScalarKind::I32, a @ Col::I(_)) | (ScalarKind::Bool, a @ Col::B(_)) => a,
-        (ScalarKind::F32, Col::I(c)) => Col::F(Cow::Owned(c.iter().map(|x| *x as f32).collect())),
-        (ScalarKind::I32, Col::F(c)) => Col::I(Cow::Owned(c.iter().map(|x| *x as i32).collect())),
+        (ScalarKind::F32, Col::I(c)) => Col::F(Cow::Owned(owned(c.len(), c.iter().map(|x| *x as f32))?)),
+        (ScalarKind::I32, Col::F(c)) => Col::I(Cow::Owned(owned(c.len(), c.iter().map(|x| *x as i32))?)),
         (_, a) => generic(n, |i| Ok(scalar::cast(k, a.get(i))))?,
     })
 }

@@ -418,10 +418,11 @@ fn checked_input(p: &Param, t: &Tensor, sizes: &Sizes) -> Result<Vec<usize>, Eva
 /// The value of a parameter, checking the input against the parameter's type.
 fn input_value(p: &Param, t: &Tensor, sizes: &Sizes) -> Result<Value, EvalError> {
     let shape = checked_input(p, t, sizes)?;
+    // A copy that fails with an error, where `clone` aborts when the memory is not there.
     let buf = match &t.data {
-        TensorData::F32(v) => Buffer::F32(v.clone()),
-        TensorData::I32(v) => Buffer::I32(v.clone()),
-        TensorData::Bool(v) => Buffer::Bool(v.clone()),
+        TensorData::F32(v) => Buffer::F32(try_collect(v.len(), v.iter().copied())?),
+        TensorData::I32(v) => Buffer::I32(try_collect(v.len(), v.iter().copied())?),
+        TensorData::Bool(v) => Buffer::Bool(try_collect(v.len(), v.iter().copied())?),
     };
     let vec = matches!(p.ty.dims().1, Type::Vector(..));
     let array_dims = shape.len() - usize::from(vec);

@@ -38,9 +38,9 @@ pub fn read_npy(path: &Path) -> Result<Tensor, EvalError> {
     let read = |e: std::io::Error| npy_err(path, format!("cannot read the data: {e}"));
     let data = match &dtype {
         DType::Plain(ts) => match (ts.type_char(), ts.size_field()) {
-            (TypeChar::Float, 4) => TensorData::F32(npy.into_vec::<f32>().map_err(read)?),
-            (TypeChar::Int, 4) => TensorData::I32(npy.into_vec::<i32>().map_err(read)?),
-            (TypeChar::Bool, 1) => TensorData::Bool(npy.into_vec::<bool>().map_err(read)?),
+            (TypeChar::Float, 4) => TensorData::F32(values(npy, numel, read)?),
+            (TypeChar::Int, 4) => TensorData::I32(values(npy, numel, read)?),
+            (TypeChar::Bool, 1) => TensorData::Bool(values(npy, numel, read)?),
             _ => return Err(unsupported(format!("'{ts}'"))),
         },
         other => return Err(unsupported(other.descr())),
@@ -49,6 +49,22 @@ pub fn read_npy(path: &Path) -> Result<Tensor, EvalError> {
         return Err(npy_err(path, format!("the file holds {} values for shape {shape:?}", data.len())));
     }
     Ok(Tensor { shape, data })
+}
+
+/// The `n` values the file's header announces: their memory taken at once (an error when it
+/// cannot be had; `into_vec` grew its vector and aborted the process when that failed), and at
+/// most `n` of them read.
+fn values<T: npyz::Deserialize, R: std::io::Read>(
+    npy: NpyFile<R>,
+    n: usize,
+    read: impl Fn(std::io::Error) -> EvalError,
+) -> Result<Vec<T>, EvalError> {
+    let mut out = super::try_collect(n, std::iter::empty())?;
+    let data = npy.data::<T>().map_err(|e| read(std::io::Error::other(e.to_string())))?;
+    for x in data.take(n) {
+        out.push(x.map_err(&read)?);
+    }
+    Ok(out)
 }
 
 /// Writes a tensor as a C-order `.npy` file: `<f4`, `<i4` or `|b1`.

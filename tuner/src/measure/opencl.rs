@@ -234,7 +234,7 @@ impl Session {
 
     fn read<T: Default + Clone>(&self, b: &Buffer<T>) -> R<Vec<T>> {
         let n = b.size().map_err(e)? / std::mem::size_of::<T>();
-        let mut h = vec![T::default(); n];
+        let mut h = mapsat_ir::interp::try_filled(T::default(), n).map_err(MeasureError::HostMemory)?;
         unsafe { self.queue.enqueue_read_buffer(b, CL_BLOCKING, 0, &mut h, &[]) }.map_err(e)?;
         Ok(h)
     }
