@@ -126,8 +126,8 @@ fn shared_local_size(stages: &mut [MappedStage], locals: &Locals) -> R<()> {
     }
     match taken || all.iter().product::<i64>() == 1 {
         true => Ok(()),
-        false => Err(Error::Usage(format!(
-            "the work-group size {all:?} given for every kernel fits none: each runs in one work item (no parallel map)"
+        false => Err(Error::Rejected(format!(
+            "error: the work-group size {all:?} given for every kernel fits none: each runs in one work item (no parallel map)"
         ))),
     }
 }

@@ -79,3 +79,33 @@ fn a_kernel_without_a_map_is_predicted_as_its_empty_mapping() {
     assert!(text(&out).contains(says), "{}", text(&out));
     std::fs::remove_dir_all(dir).ok();
 }
+
+/// The work-group size given for every kernel goes to those with a parallel map, as in `run`
+/// (`predict` refused a pipeline with a reduction stage), and is refused when none has one; one
+/// given by name for a kernel in one work item is refused.
+#[test]
+fn a_work_group_size_for_every_kernel_skips_the_kernels_in_one_work_item() {
+    let dir = common::scratch("predict", "shared-local");
+    std::fs::create_dir_all(&dir).unwrap();
+    let file = dir.join("k.lift");
+    let program = "size N = 16\ndef f(x: [f32]N) =\n  let a = toGlobal(map@A(fun(v => v * 2.0), x)) in\n  \
+                   let b = toGlobal(reduce(add, 0.0, a)) in\n  map@C(fun(v => v + b), a)\n";
+    std::fs::write(&file, program).unwrap();
+    let predict = |mapping: &str, local: &str| {
+        mapsat(&["predict", file.to_str().unwrap(), "--mapping", mapping, "--local", local])
+    };
+    let out = predict("A=G0,C=S", "4");
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    assert!(text(&out).contains("launch global [16, 1, 1], local [4, 1, 1]"), "{}", text(&out));
+    let out = predict("A=S,C=S", "4");
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out));
+    assert!(text(&out).contains("given for every kernel fits none"), "{}", text(&out));
+    let out = predict("A=G0,C=S", "f_1_b:4");
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out));
+    assert!(
+        text(&out).contains("in the kernel of stage `f_1_b`") && text(&out).contains("no parallel map"),
+        "{}",
+        text(&out)
+    );
+    std::fs::remove_dir_all(dir).ok();
+}

@@ -55,6 +55,12 @@ impl Code {
         Code::ALL.into_iter().find(|c| c.to_int() == v)
     }
 
+    /// Whether the code maps over work items or work groups (`L`, `W`, `G`): a kernel without
+    /// such a map runs in one work item.
+    pub fn is_parallel(&self) -> bool {
+        matches!(self, Code::Lcl(_) | Code::Wrg(_) | Code::Glb(_))
+    }
+
     /// Parses `S`, `F`, `V`, `L0`..`G2` (case-insensitive).
     pub fn parse(s: &str) -> Option<Code> {
         Code::ALL.into_iter().find(|c| c.to_string().eq_ignore_ascii_case(s.trim()))

@@ -8,6 +8,7 @@ use mapsat::ir::stages;
 use mapsat::rewrite as rw;
 use mapsat::tuning::{KernelTune, Tuning};
 use mapsat_codegen::Dialect;
+use mapsat_constraints::Code;
 use mapsat_tuner::measure::{self, DeviceSpec};
 use mapsat_tuner::tune::log::{Phase, Trial};
 use mapsat_tuner::tune::model::Learned;
@@ -609,7 +610,7 @@ pub fn predict(a: &PredictArgs) -> CliResult<()> {
     }
     if stages::count(&p) == 1 {
         locals.check_kernels(&[p.name.as_str()])?;
-        let local = locals.of(&p.name);
+        let local = Local { size: locals.of(&p.name), shared: false };
         let (b, score) = predict_kernel(a, p, &fixed, profile, model.as_ref(), &a.mapping, local)?;
         print_prediction(&b, score);
         return Ok(());
@@ -625,13 +626,21 @@ pub fn predict(a: &PredictArgs) -> CliResult<()> {
     let parts = super::stages::split_mapping(&a.mapping, &labels, &maps)?;
     let mut predicted = Vec::with_capacity(split.len());
     for (s, part) in split.into_iter().zip(parts) {
-        let (name, local) = (s.program.name.clone(), locals.of(&s.program.name));
+        let name = s.program.name.clone();
+        // The size given for every kernel is not one for a kernel in one work item, as in `run`.
+        let local = Local { size: locals.of(&name), shared: !locals.by_kernel.contains_key(&name) };
         let in_stage = |e: Failure| match e {
             Failure::Usage(m) => Failure::Usage(format!("in the kernel of stage `{name}`: {m}")),
             Failure::Rejected(m) => Failure::Rejected(format!("in the kernel of stage `{name}`: {m}")),
         };
         let kernel = predict_kernel(a, s.program, &fixed, profile.clone(), model.as_ref(), &part, local);
         predicted.push((name.clone(), kernel.map_err(in_stage)?));
+    }
+    let parallel = |b: &tune::task::Built| b.candidate.codes.iter().any(Code::is_parallel);
+    if let (Some(all), false) = (&locals.all, predicted.iter().any(|(_, (b, _))| parallel(b))) {
+        return Err(Failure::Rejected(format!(
+            "error: the work-group size {all:?} given for every kernel fits none: each runs in one work item (no parallel map)"
+        )));
     }
     let n = predicted.len();
     for (k, (name, (b, score))) in predicted.iter().enumerate() {
@@ -643,6 +652,13 @@ pub fn predict(a: &PredictArgs) -> CliResult<()> {
     Ok(())
 }
 
+/// A kernel's work-group size, and whether it is the one given for every kernel of several
+/// (which a kernel in one work item does not take).
+struct Local {
+    size: Option<Vec<i64>>,
+    shared: bool,
+}
+
 /// Both models' predictions for one kernel's candidate: the candidate built, and the learned
 /// model's score.
 fn predict_kernel(
@@ -652,7 +668,7 @@ fn predict_kernel(
     profile: Profile,
     model: Option<&Learned>,
     mapping: &str,
-    local: Option<Vec<i64>>,
+    local: Local,
 ) -> CliResult<(tune::task::Built, Option<f64>)> {
     let dialect = mapsat_codegen::Dialect::OpenCl;
     let task = Task::new(p, fixed, profile, dialect, !a.no_fusion, 0).map_err(tune_error)?;
@@ -661,6 +677,8 @@ fn predict_kernel(
     let codes = task.parse_mapping(&task.first_point, mapping).map_err(|e| match e {
         tune::task::Rejection::Invalid(m) | tune::task::Rejection::Codegen(m) => Failure::Usage(m),
     })?;
+    let parallel = codes.iter().any(Code::is_parallel);
+    let local = if local.shared && !parallel { None } else { local.size };
     let c = Candidate { tuning: task.first_point.clone(), codes, local: local.unwrap_or_default() };
     let c = task.complete_local(c);
     tune::predict(&task, &c, model).map_err(tune_error)
