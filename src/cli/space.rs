@@ -159,9 +159,7 @@ fn one_space(
             })
             .map_err(solver)?;
         let mut v = to_json(s, (count, classes), &samples, base);
-        if s.is_empty() {
-            v["nothing_to_map"] = serde_json::json!(true);
-        }
+        v["nothing_to_map"] = serde_json::json!(s.is_empty());
         if let Some((n, _)) = canonical {
             add_canonical_json(&mut v, s, n);
         }
