@@ -9,7 +9,8 @@
 //! size is the largest extent rounded up to a multiple of the local size (the caller's, or in
 //! dimension 0 the largest divisor of the extent up to 64 (64 when that divisor is below 32),
 //! in dimensions 1 and 2 one work item
-//! unless that needs more than CUDA's 65,535 groups; extra threads skip the stride loop). `mapGlb` and `mapWrg`/`mapLcl` cannot share one launch.
+//! unless that needs more groups than the target launches (its `max_groups`, else CUDA's 65,535
+//! in y and z): then the fewest work items that fit; extra threads skip the stride loop). `mapGlb` and `mapWrg`/`mapLcl` cannot share one launch.
 
 use super::names::map_name;
 use super::types::{array_len, signature};
@@ -61,7 +62,11 @@ pub(super) fn launch_shape(
     local: Option<&[i64]>,
     max_group: Option<i64>,
     max_items: Option<[i64; 3]>,
+    max_groups: Option<[u64; 3]>,
 ) -> R<Launch> {
+    // Without a target's grid limits, CUDA's in y and z.
+    let grid =
+        max_groups.map_or([i64::MAX, CUDA_MAX_GROUPS, CUDA_MAX_GROUPS], |g| g.map(|x| x.min(i64::MAX as u64) as i64));
     let caps = max_items.unwrap_or(DEFAULT_MAX_ITEMS).map(|c| c.max(1));
     let glb: Vec<&MapInfo> = maps.iter().filter(|m| matches!(m.kind, MapKind::Glb(_))).collect();
     let grp: Vec<&MapInfo> = maps.iter().filter(|m| matches!(m.kind, MapKind::Wrg(_) | MapKind::Lcl(_))).collect();
@@ -140,8 +145,19 @@ pub(super) fn launch_shape(
         for d in 0..3 {
             loc[d] = match local {
                 Some(l) => l.get(d).copied().unwrap_or(1),
-                None if d == 0 => wide_local(ext[0], 64.min(caps[0]).min(max_group.unwrap_or(64).max(1))),
-                None => tall_local(ext[d], (256 / loc[..d].iter().product::<i64>().max(1)).min(caps[d])),
+                None if d == 0 => {
+                    let wide = wide_local(ext[0], 64.min(caps[0]).min(max_group.unwrap_or(64).max(1)));
+                    // More work items where the groups would be more than the target launches.
+                    match groups(ext[0], wide) > grid[0] {
+                        true => tall_local(ext[0], caps[0].min(max_group.unwrap_or(1024)), grid[0]).max(wide),
+                        false => wide,
+                    }
+                }
+                // The fewest work items that fit, up to the target's group size.
+                None => {
+                    let most = max_group.unwrap_or(1024) / loc[..d].iter().product::<i64>().max(1);
+                    tall_local(ext[d], most.min(caps[d]), grid[d])
+                }
             };
             // Round up: the extra threads skip the stride loop.
             global[d] = (ext[d] / loc[d] + i64::from(ext[d] % loc[d] != 0)).checked_mul(loc[d]).ok_or_else(|| {
@@ -155,16 +171,24 @@ pub(super) fn launch_shape(
     Ok(Launch { dims: used.max(local.map_or(1, |l| l.len() as u32)), global, local: loc })
 }
 
-/// Work items per group in dimension 1 or 2 of a `mapGlb` launch without a given local size:
-/// 1, unless the extent needs more than 65,535 groups (CUDA's limit in y and z); then the
-/// fewest work items, within `budget`, that bring the groups under it (a divisor of the extent
-/// when one is as small as twice that).
-fn tall_local(extent: i64, budget: i64) -> i64 {
-    const MAX_GROUPS: i64 = 65_535;
-    if extent <= MAX_GROUPS {
+/// CUDA's limit on the blocks of a grid in y and z.
+const CUDA_MAX_GROUPS: i64 = 65_535;
+
+/// The work groups of `local` work items that cover `extent`.
+fn groups(extent: i64, local: i64) -> i64 {
+    extent / local + i64::from(extent % local != 0)
+}
+
+/// Work items per group in dimension 1 or 2 of a `mapGlb` launch without a given local size
+/// (and in dimension 0 when [`wide_local`]'s are too few): 1, unless the extent needs more than
+/// `max_groups` groups (the target's, else CUDA's 65,535 in y and z); then the fewest work
+/// items, within `budget`, that bring the groups under it (a divisor of the extent when one is
+/// as small as twice that).
+fn tall_local(extent: i64, budget: i64, max_groups: i64) -> i64 {
+    if extent <= max_groups {
         return 1;
     }
-    let fits = |v: i64| extent / v + i64::from(extent % v != 0) <= MAX_GROUPS;
+    let fits = |v: i64| groups(extent, v) <= max_groups;
     let Some(least) = (2..=budget.max(1)).find(|&v| fits(v)) else { return 1 };
     (least..=(2 * least).min(budget)).find(|&v| extent % v == 0).unwrap_or(least)
 }
@@ -248,16 +272,39 @@ mod tests {
         assert_eq!(wide_local(97, 1), 1);
     }
 
+    /// Without a given local size, a `mapGlb` launch takes enough work items per group for
+    /// the target's grid (`max_groups`): it took its usual ones, and code generation refused
+    /// the launch, where a larger group fits.
+    #[test]
+    fn the_default_work_group_fits_the_targets_grid() {
+        let glb = |d: u8, extent: i64| MapInfo {
+            kind: MapKind::Glb(d),
+            name: format!("m{d}"),
+            extent,
+            span: Span::default(),
+        };
+        let l = launch_shape(&[glb(0, 256)], None, None, None, Some([1, 1, 1])).unwrap();
+        assert_eq!((l.global[0], l.local[0]), (256, 256));
+        let l = launch_shape(&[glb(1, 16), glb(0, 16)], None, None, None, Some([1, 1, 1])).unwrap();
+        assert_eq!((l.global, l.local), ([16, 16, 1], [16, 16, 1]));
+        let l =
+            launch_shape(&[glb(1, 10_000_000), glb(0, 2)], None, None, None, Some([1 << 31, 65535, 65535])).unwrap();
+        assert!(l.global[1] / l.local[1] <= 65535, "{l:?}");
+        // Without a grid limit, as before.
+        let l = launch_shape(&[glb(0, 256)], None, None, None, None).unwrap();
+        assert_eq!(l.local[0], 64);
+    }
+
     /// A work-group size for a kernel without a parallel map is refused (it was dropped: the
     /// launch was one work item whatever was given), except one of a single work item.
     #[test]
     fn a_kernel_without_a_parallel_map_takes_no_work_group_size() {
         let seq = MapInfo { kind: MapKind::Seq, name: "mapSeq@A".into(), extent: 8, span: Span::default() };
         let maps = [seq];
-        let e = launch_shape(&maps, Some(&[4]), None, None).unwrap_err();
+        let e = launch_shape(&maps, Some(&[4]), None, None, None).unwrap_err();
         assert!(e.to_string().contains("no parallel map, so one work item runs it"), "{e}");
         for local in [None, Some(&[1, 1][..])] {
-            let l = launch_shape(&maps, local, None, None).unwrap();
+            let l = launch_shape(&maps, local, None, None, None).unwrap();
             assert_eq!((l.global, l.local), ([1, 1, 1], [1, 1, 1]));
         }
     }

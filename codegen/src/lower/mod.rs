@@ -114,8 +114,13 @@ impl<'a> Lower<'a> {
         let sizes = p.resolve_sizes(&opts.sizes).map_err(|e| CodegenError::from(K::MissingSize(e.0)))?;
         let info = mapsat_ir::check::check_with_sizes(p, &sizes).map_err(|e| CodegenError::from(K::Type(e)))?;
         let maps = launch::collect_maps(p, &info)?;
-        let launch =
-            launch::launch_shape(&maps, opts.local.as_deref(), opts.max_work_group_size, opts.max_work_item_sizes)?;
+        let launch = launch::launch_shape(
+            &maps,
+            opts.local.as_deref(),
+            opts.max_work_group_size,
+            opts.max_work_item_sizes,
+            opts.max_groups,
+        )?;
         if let Some(max) = opts.max_work_group_size {
             crate::limits::check_group_size(&launch.local, max)?;
         }
