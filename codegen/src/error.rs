@@ -69,6 +69,16 @@ pub enum CodegenErrorKind {
     /// A work-group size given for a kernel without a parallel map (one work item runs it).
     #[error("the kernel has no parallel map, so one work item runs it: it takes no work-group size (local size {0:?} given)")]
     OneWorkItem(Vec<i64>),
+    /// A work-group size with work items in a dimension no parallel map uses.
+    #[error("local size {local:?} has {items} work items in dimension {dim}, which no parallel map uses (each would compute the same values)")]
+    IdleDimension {
+        /// The work-group size given.
+        local: Vec<i64>,
+        /// The dimension.
+        dim: usize,
+        /// Its work items.
+        items: i64,
+    },
     /// A construct this code generator does not support yet.
     #[error("unsupported: {0}")]
     Unsupported(String),

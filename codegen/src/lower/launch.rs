@@ -101,6 +101,12 @@ pub(super) fn launch_shape(
         }
     }
     let used = maps.iter().filter_map(|m| m.kind.dim()).map(|d| d as u32 + 1).max().unwrap_or(1);
+    // Work items in a dimension no map uses would each compute the same values.
+    if let Some(l) = local {
+        if let Some((dim, &items)) = l.iter().enumerate().skip(used as usize).find(|(_, n)| **n > 1) {
+            return Err(CodegenError::from(K::IdleDimension { local: l.to_vec(), dim, items }));
+        }
+    }
     let max_ext = |pred: &dyn Fn(MapKind) -> bool| -> [i64; 3] {
         let mut e = [1i64; 3];
         for m in maps.iter().filter(|m| pred(m.kind)) {
@@ -293,6 +299,11 @@ mod tests {
         // Without a grid limit, as before.
         let l = launch_shape(&[glb(0, 256)], None, None, None, None).unwrap();
         assert_eq!(l.local[0], 64);
+        // A given work group with work items in a dimension no map uses is refused (they each
+        // computed the same values); ones of one work item there are not.
+        let e = launch_shape(&[glb(0, 256)], Some(&[2, 2]), None, None, None).unwrap_err();
+        assert!(e.to_string().contains("2 work items in dimension 1, which no parallel map uses"), "{e}");
+        assert!(launch_shape(&[glb(0, 256)], Some(&[2, 1, 1]), None, None, None).is_ok());
     }
 
     /// A work-group size for a kernel without a parallel map is refused (it was dropped: the
