@@ -415,7 +415,8 @@ class Program:
         measurement; its log keeps what was measured. The learned cost model is retrained
         after each ``batch`` of trials and saved beside the log (``Tuned.model``); ``model``
         starts a tune from one saved by an earlier tune, of another program or size (transfer:
-        it ranks the first batch, and its training data join this tune's). A tune in which no candidate ran correctly raises :class:`Error`."""
+        it ranks the first batch, and its training data join this tune's). A tune in which no
+        candidate ran correctly raises :class:`Error`."""
         given = self._given(self._arrays((), kwargs, inputs, required=False), sizes)
         out = _path("out", out) if out is not None else tempfile.mkdtemp(prefix=f"mapsat-tune-{self.name}-")
         args = (given, _str("device", device, False), out, _str("target", target), _int("trials", trials),
