@@ -8,9 +8,10 @@
 //! dimension (64 in z without a target: CUDA's). With `mapGlb` only, the global
 //! size is the largest extent rounded up to a multiple of the local size (the caller's, or in
 //! dimension 0 the largest divisor of the extent up to 64 (64 when that divisor is below 32),
-//! in dimensions 1 and 2 one work item
-//! unless that needs more groups than the target launches (its `max_groups`, else CUDA's 65,535
-//! in y and z): then the fewest work items that fit; extra threads skip the stride loop). `mapGlb` and `mapWrg`/`mapLcl` cannot share one launch.
+//! in dimensions 1 and 2 one work item, unless that needs more groups than the target launches
+//! (its `max_groups`, else CUDA's 65,535 in y and z): then the fewest work items that fit;
+//! extra threads skip the stride loop). `mapGlb` and `mapWrg`/`mapLcl` cannot share one launch.
+//! A given local size must have one work item in the dimensions no map uses.
 
 use super::names::map_name;
 use super::types::{array_len, signature};
