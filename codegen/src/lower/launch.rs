@@ -103,8 +103,10 @@ pub(super) fn launch_shape(
     }
     let used = maps.iter().filter_map(|m| m.kind.dim()).map(|d| d as u32 + 1).max().unwrap_or(1);
     // Work items in a dimension no map uses would each compute the same values.
+    let mut in_use = [false; 3];
+    maps.iter().filter_map(|m| m.kind.dim()).for_each(|d| in_use[d as usize] = true);
     if let Some(l) = local {
-        if let Some((dim, &items)) = l.iter().enumerate().skip(used as usize).find(|(_, n)| **n > 1) {
+        if let Some((dim, &items)) = l.iter().enumerate().find(|(d, n)| **n > 1 && !in_use[*d]) {
             return Err(CodegenError::from(K::IdleDimension { local: l.to_vec(), dim, items }));
         }
     }
@@ -160,12 +162,25 @@ pub(super) fn launch_shape(
                         false => wide,
                     }
                 }
-                // The fewest work items that fit, up to the target's group size.
+                // The fewest work items that fit, up to the target's group size; where the
+                // dimensions before leave too few, they take one each (the grid comes first).
                 None => {
-                    let most = max_group.unwrap_or(1024) / loc[..d].iter().product::<i64>().max(1);
-                    tall_local(ext[d], most.min(caps[d]), grid[d])
+                    let group = max_group.unwrap_or(1024);
+                    let most = group / loc[..d].iter().product::<i64>().max(1);
+                    let fewest = tall_local(ext[d], most.min(caps[d]), grid[d]);
+                    let alone = tall_local(ext[d], group.min(caps[d]), grid[d]);
+                    if groups(ext[d], fewest) > grid[d] && groups(ext[d], alone) <= grid[d] {
+                        loc[..d].fill(1);
+                    }
+                    if loc[..d].iter().all(|&x| x == 1) {
+                        alone
+                    } else {
+                        fewest
+                    }
                 }
             };
+        }
+        for d in 0..3 {
             // Round up: the extra threads skip the stride loop.
             global[d] = (ext[d] / loc[d] + i64::from(ext[d] % loc[d] != 0)).checked_mul(loc[d]).ok_or_else(|| {
                 CodegenError::new(
@@ -305,6 +320,12 @@ mod tests {
         let e = launch_shape(&[glb(0, 256)], Some(&[2, 2]), None, None, None).unwrap_err();
         assert!(e.to_string().contains("2 work items in dimension 1, which no parallel map uses"), "{e}");
         assert!(launch_shape(&[glb(0, 256)], Some(&[2, 1, 1]), None, None, None).is_ok());
+        let e = launch_shape(&[glb(2, 256)], Some(&[4, 1, 2]), None, None, None).unwrap_err();
+        assert!(e.to_string().contains("4 work items in dimension 0"), "{e}");
+        // Where x's usual work items leave y too few for the grid, x takes one (20 million rows
+        // of 64 were refused).
+        let l = launch_shape(&[glb(1, 20_000_000), glb(0, 64)], None, None, None, None).unwrap();
+        assert!(l.global[1] / l.local[1] <= 65535 && l.local[0] * l.local[1] <= 1024, "{l:?}");
     }
 
     /// A work-group size for a kernel without a parallel map is refused (it was dropped: the
