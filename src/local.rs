@@ -62,6 +62,23 @@ impl Locals {
     pub fn of(&self, name: &str) -> Option<Vec<i64>> {
         self.by_kernel.get(name).or(self.all.as_ref()).cloned()
     }
+
+    /// Whether kernel `name`'s size is the plain one, given for every kernel of several, which
+    /// a kernel in one work item does not take.
+    pub fn shared(&self, name: &str) -> bool {
+        !self.by_kernel.contains_key(name)
+    }
+
+    /// Refuses a plain size (of more than one work item) that no kernel takes: `taken` says
+    /// whether a kernel it is for has a parallel map.
+    pub fn check_taken(&self, taken: bool) -> R<()> {
+        match &self.all {
+            Some(all) if !taken && all.iter().product::<i64>() > 1 => Err(Error::Rejected(format!(
+                "error: the work-group size {all:?} given for every kernel fits none: each runs in one work item (no parallel map)"
+            ))),
+            _ => Ok(()),
+        }
+    }
 }
 
 #[cfg(test)]

@@ -116,20 +116,14 @@ pub fn map(
 /// one work item (code generation refuses a size given for it by name); it must be one for
 /// some kernel.
 fn shared_local_size(stages: &mut [MappedStage], locals: &Locals) -> R<()> {
-    let Some(all) = &locals.all else { return Ok(()) };
     let mut taken = false;
-    for s in stages.iter_mut().filter(|s| !locals.by_kernel.contains_key(&s.program.name)) {
+    for s in stages.iter_mut().filter(|s| locals.shared(&s.program.name)) {
         match crate::mapping::in_one_work_item(&s.program) {
             true => s.local = None,
             false => taken = true,
         }
     }
-    match taken || all.iter().product::<i64>() == 1 {
-        true => Ok(()),
-        false => Err(Error::Rejected(format!(
-            "error: the work-group size {all:?} given for every kernel fits none: each runs in one work item (no parallel map)"
-        ))),
-    }
+    locals.check_taken(taken)
 }
 
 /// The global memory the kernels use together: the program's inputs (once, however many

@@ -628,7 +628,7 @@ pub fn predict(a: &PredictArgs) -> CliResult<()> {
     for (s, part) in split.into_iter().zip(parts) {
         let name = s.program.name.clone();
         // The size given for every kernel is not one for a kernel in one work item, as in `run`.
-        let local = Local { size: locals.of(&name), shared: !locals.by_kernel.contains_key(&name) };
+        let local = Local { size: locals.of(&name), shared: locals.shared(&name) };
         let in_stage = |e: Failure| match e {
             Failure::Usage(m) => Failure::Usage(format!("in the kernel of stage `{name}`: {m}")),
             Failure::Rejected(m) => Failure::Rejected(format!("in the kernel of stage `{name}`: {m}")),
@@ -637,11 +637,7 @@ pub fn predict(a: &PredictArgs) -> CliResult<()> {
         predicted.push((name.clone(), kernel.map_err(in_stage)?));
     }
     let parallel = |b: &tune::task::Built| b.candidate.codes.iter().any(Code::is_parallel);
-    if let (Some(all), false) = (&locals.all, predicted.iter().any(|(_, (b, _))| parallel(b))) {
-        return Err(Failure::Rejected(format!(
-            "error: the work-group size {all:?} given for every kernel fits none: each runs in one work item (no parallel map)"
-        )));
-    }
+    locals.check_taken(predicted.iter().any(|(_, (b, _))| parallel(b)))?;
     let n = predicted.len();
     for (k, (name, (b, score))) in predicted.iter().enumerate() {
         outln!("kernel {} of {n}: {name}", k + 1);

@@ -168,14 +168,13 @@ pub(super) fn launch_shape(
                     let group = max_group.unwrap_or(1024);
                     let most = group / loc[..d].iter().product::<i64>().max(1);
                     let fewest = tall_local(ext[d], most.min(caps[d]), grid[d]);
-                    let alone = tall_local(ext[d], group.min(caps[d]), grid[d]);
-                    if groups(ext[d], fewest) > grid[d] && groups(ext[d], alone) <= grid[d] {
-                        loc[..d].fill(1);
-                    }
-                    if loc[..d].iter().all(|&x| x == 1) {
-                        alone
-                    } else {
-                        fewest
+                    let alone = || tall_local(ext[d], group.min(caps[d]), grid[d]);
+                    match groups(ext[d], fewest) > grid[d] {
+                        true if groups(ext[d], alone()) <= grid[d] => {
+                            loc[..d].fill(1);
+                            alone()
+                        }
+                        _ => fewest,
                     }
                 }
             };
