@@ -19,12 +19,11 @@ impl Host {
     /// A copy of `t`'s data; the copies here and in [`Host::poison`] fail with an error when
     /// their memory cannot be had, where a plain allocation aborts the process.
     fn of(t: &Tensor) -> Result<Host, MeasureError> {
+        let host = MeasureError::HostMemory;
         Ok(match &t.data {
-            TensorData::F32(v) => Host::F32(try_collect(v.len(), v.iter().copied()).map_err(MeasureError::HostMemory)?),
-            TensorData::I32(v) => Host::I32(try_collect(v.len(), v.iter().copied()).map_err(MeasureError::HostMemory)?),
-            TensorData::Bool(v) => {
-                Host::U8(try_collect(v.len(), v.iter().map(|b| *b as u8)).map_err(MeasureError::HostMemory)?)
-            }
+            TensorData::F32(v) => Host::F32(try_collect(v.len(), v.iter().copied()).map_err(host)?),
+            TensorData::I32(v) => Host::I32(try_collect(v.len(), v.iter().copied()).map_err(host)?),
+            TensorData::Bool(v) => Host::U8(try_collect(v.len(), v.iter().map(|b| *b as u8)).map_err(host)?),
         })
     }
 
