@@ -70,7 +70,8 @@ pub struct KernelRun {
 impl Source {
     /// Parses and type-checks `text`; `name` (a file name) names it in error messages. A byte
     /// order mark is not part of the program; a text larger than
-    /// [`crate::limits::MAX_SOURCE_BYTES`] is refused.
+    /// [`crate::limits::MAX_SOURCE_BYTES`] is refused. A kernel boundary nothing reads is left
+    /// out ([`ir::stages::without_dead`]; [`Source::warnings`] tells it).
     pub fn new(name: impl Into<String>, text: impl Into<String>) -> R<Source> {
         let (name, mut text): (String, String) = (name.into(), text.into());
         crate::limits::deep(move || {
@@ -84,6 +85,7 @@ impl Source {
             let render = |e: &dyn diag::Diagnose| Error::Rejected(diag::render(&name, &text, e));
             let program = ir::parse(&text).map_err(|e| render(&e))?;
             ir::check::check(&program).map_err(|e| render(&e))?;
+            let program = ir::stages::without_dead(&program);
             Ok(Source { name, text, program })
         })
     }
@@ -92,6 +94,13 @@ impl Source {
     pub fn read(path: &Path) -> R<Source> {
         let name = path.display().to_string();
         Source::new(name, read_text(path)?)
+    }
+
+    /// What is legal but likely a mistake in the program, rendered against its source: each
+    /// kernel boundary nothing reads ([`ir::stages::dead`]), which is left out.
+    pub fn warnings(&self) -> Vec<String> {
+        let Ok(written) = ir::parse(&self.text) else { return Vec::new() };
+        ir::stages::dead(&written).iter().map(|d| diag::render_warning(&self.name, &self.text, d)).collect()
     }
 
     /// The name it was given.

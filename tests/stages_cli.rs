@@ -769,3 +769,46 @@ def lastrow(img: [[f32]W]H) : [f32]W =
     assert!(report.contains("- the empty mapping: the launch does not fit the target"), "{report}");
     std::fs::remove_dir_all(dir).ok();
 }
+
+#[test]
+fn a_kernel_boundary_nothing_reads_is_warned_about_and_not_launched() {
+    // `d` is computed and stored, and nothing reads it: dead code, as a compiler takes it.
+    let (dir, src) = program_in(
+        "dead",
+        "dead.lift",
+        "size N = 37
+def f(xs: [f32]N) : [f32]N =
+  let a = toGlobal(map@A(fun(x => x * 2.0), xs)) in
+  let d = toGlobal(map@D(fun(x => x * 3.0), a)) in
+  map@B(fun(x => x + 1.0), a)",
+    );
+    let file = src.to_str().unwrap();
+    let out = mapsat(&["check", file]);
+    let (stdout, stderr) = (text(&out.stdout), text(&out.stderr));
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    assert!(stdout.contains("maps: A B\n"), "{stdout}");
+    assert!(
+        stderr.contains("warning: `d` is never read: its kernel is not launched") && stderr.contains("dead.lift:4:3")
+    );
+    // `fmt` prints the program as written.
+    assert!(text(&mapsat(&["fmt", file]).stdout).contains("let d = toGlobal"));
+    let o = dir.join("out");
+    let out = mapsat(&["emit", file, "--mapping", "A=G0,B=G0", "-o", o.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let pipeline: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(o.join("f.pipeline.json")).unwrap()).unwrap();
+    let entries: Vec<&str> =
+        pipeline["kernels"].as_array().unwrap().iter().map(|k| k["entry"].as_str().unwrap()).collect();
+    assert_eq!(entries, ["f_0_a", "f"]);
+    // Its map takes no code.
+    let out = mapsat(&["explain", file, "--mapping", "A=G0,B=G0,D=G0"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(text(&out.stderr).contains("unknown map `D` in the mapping (the maps are: A, B)"), "{}", text(&out.stderr));
+    if opencl() {
+        let out = mapsat(&["run", file, "--mapping", "A=G0,B=S", "--check"]);
+        let stdout = text(&out.stdout);
+        assert_eq!(out.status.code(), Some(0), "{stdout}{}", text(&out.stderr));
+        assert!(stdout.contains("(2 kernels)") && stdout.contains("check: ok"), "{stdout}");
+    }
+    std::fs::remove_dir_all(dir).ok();
+}

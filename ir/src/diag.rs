@@ -44,8 +44,17 @@ impl Diagnose for crate::check::TypeError {
 /// Renders an error as text (no colours): `error: ...`, then `┌─ file:line:col`, the source
 /// line and a caret under the span, then the notes.
 pub fn render(file_name: &str, source: &str, err: &dyn Diagnose) -> String {
+    render_as(Diagnostic::error(), file_name, source, err)
+}
+
+/// [`render`] of something that is not an error: `warning: ...`.
+pub fn render_warning(file_name: &str, source: &str, w: &dyn Diagnose) -> String {
+    render_as(Diagnostic::warning(), file_name, source, w)
+}
+
+fn render_as(d: Diagnostic<()>, file_name: &str, source: &str, err: &dyn Diagnose) -> String {
     let file = SimpleFile::new(file_name, source);
-    let mut d = Diagnostic::error().with_message(err.message());
+    let mut d = d.with_message(err.message());
     let mut notes = Vec::new();
     if let Some(sp) = err.span() {
         let start = floor_char(source, sp.start.min(source.len()));
@@ -62,7 +71,8 @@ pub fn render(file_name: &str, source: &str, err: &dyn Diagnose) -> String {
     let mut out = NoColor::new(Vec::new());
     let config = Config::default();
     if term::emit(&mut out, &config, &file, &d).is_err() {
-        return format!("error: {}", err.message());
+        let what = if d.severity == codespan_reporting::diagnostic::Severity::Error { "error" } else { "warning" };
+        return format!("{what}: {}", err.message());
     }
     String::from_utf8_lossy(&out.into_inner()).into_owned()
 }

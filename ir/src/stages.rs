@@ -18,13 +18,14 @@
 //! stages, as in the program), names and spans. A stage is mapped, checked, lowered and tuned
 //! like any program; running the stages in order, each on the results of the ones it reads,
 //! computes what the program computes ([`eval`], tested against the interpreter on the whole
-//! program). A program without boundaries is one stage, itself.
+//! program). A program without boundaries is one stage, itself. A boundary that nothing reads
+//! is dead code: it makes no stage, and no kernel is launched for it ([`dead`]).
 
-use crate::ast::{AddressSpace, Meta, Node, NodeId, Param, Prim, Program};
+use crate::ast::{AddressSpace, Meta, Node, NodeId, Param, Prim, Program, Span};
 use crate::check::{self, TypeError};
 use crate::interp::{self, EvalError, Tensor};
 use crate::sizes::Sizes;
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 
 mod join;
 pub use join::join;
@@ -52,6 +53,8 @@ pub struct Stage {
 
 /// A kernel boundary: `let binder = toGlobal(value) in ...` at the top of a program's body.
 struct Cut {
+    /// The `let`.
+    at: NodeId,
     /// The value, without its `toGlobal`.
     value: NodeId,
     /// The bound name.
@@ -65,7 +68,7 @@ fn boundaries(p: &Program) -> (Vec<Cut>, NodeId) {
     while let Node::Let(value, body) = p.nodes[at.index()] {
         let Some(inner) = to_global(p, value) else { break };
         let binder = p.meta[at.index()].binder.clone().unwrap_or_else(|| format!("t{}", out.len()));
-        out.push(Cut { value: inner, binder });
+        out.push(Cut { at, value: inner, binder });
         at = body;
     }
     (out, at)
@@ -79,9 +82,96 @@ fn to_global(p: &Program, id: NodeId) -> Option<NodeId> {
     }
 }
 
-/// The number of stages of `p` (1 for a program without kernel boundaries).
+/// Which boundaries of `cuts` are read, directly or through later ones, by the final body
+/// `last`: a boundary nothing reads is dead code, and its kernel is not launched.
+fn live(p: &Program, cuts: &[Cut], last: NodeId) -> Vec<bool> {
+    let mut live = vec![false; cuts.len()];
+    for k in reads(p, last, cuts.len()) {
+        live[k] = true;
+    }
+    for k in (0..cuts.len()).rev() {
+        if live[k] {
+            for j in reads(p, cuts[k].value, k) {
+                live[j] = true;
+            }
+        }
+    }
+    live
+}
+
+/// The boundaries the subterm `root`, under `depth` boundary `let`s, reads: a variable reaching
+/// past the subterm's own binders names one of those.
+fn reads(p: &Program, root: NodeId, depth: usize) -> Vec<usize> {
+    let mut seen = HashSet::new();
+    let mut out = Vec::new();
+    let mut todo = vec![(root, 0u32)];
+    while let Some((id, inner)) = todo.pop() {
+        if !seen.insert((id, inner)) {
+            continue;
+        }
+        match p.nodes[id.index()] {
+            Node::Var(v) if v >= inner => out.extend(depth.checked_sub(1 + (v - inner) as usize)),
+            Node::App(a, b) => todo.extend([(a, inner), (b, inner)]),
+            Node::Lam(b, _) => todo.push((b, inner + 1)),
+            Node::Let(v, b) => todo.extend([(v, inner), (b, inner + 1)]),
+            _ => {}
+        }
+    }
+    out
+}
+
+/// The number of kernels of `p`: its stages that are launched (1 for a program without kernel
+/// boundaries).
 pub fn count(p: &Program) -> usize {
-    boundaries(p).0.len() + 1
+    let (cuts, last) = boundaries(p);
+    live(p, &cuts, last).into_iter().filter(|l| *l).count() + 1
+}
+
+/// A kernel boundary that nothing reads: `let x = toGlobal(..) in` where neither the result
+/// nor a boundary read by it uses `x`. [`split`] leaves it out, like any dead code; it is
+/// told as a warning ([`crate::diag::Diagnose`]).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Dead {
+    /// The bound name.
+    pub binder: String,
+    /// `let x = `, in the source.
+    pub span: Span,
+}
+
+impl crate::diag::Diagnose for Dead {
+    fn span(&self) -> Option<Span> {
+        (self.span != Span::default()).then_some(self.span)
+    }
+    fn message(&self) -> String {
+        format!("`{}` is never read: its kernel is not launched", self.binder)
+    }
+    fn notes(&self) -> Vec<String> {
+        vec!["a `let` whose value nothing reads is dead code: use its value, or remove it".into()]
+    }
+}
+
+/// The kernel boundaries of `p` that nothing reads, outermost first.
+pub fn dead(p: &Program) -> Vec<Dead> {
+    let (cuts, last) = boundaries(p);
+    let live = live(p, &cuts, last);
+    // From `let` to where its value, `toGlobal(..)`, starts.
+    let span = |c: &Cut| {
+        let at = p.meta[c.at.index()].span;
+        let value = p.nodes[c.at.index()].children()[0];
+        Span { start: at.start, end: p.meta[value.index()].span.start.clamp(at.start, at.end) }
+    };
+    cuts.iter().zip(live).filter(|(_, l)| !l).map(|(c, _)| Dead { binder: c.binder.clone(), span: span(c) }).collect()
+}
+
+/// `p` without its dead boundaries ([`dead`]): its stages put back together ([`join`]); `p`
+/// itself when it has none, or does not type-check.
+pub fn without_dead(p: &Program) -> Program {
+    if dead(p).is_empty() {
+        return p.clone();
+    }
+    let Ok(stages) = split(p) else { return p.clone() };
+    let programs: Vec<Program> = stages.iter().map(|s| s.program.clone()).collect();
+    join(p, &stages, &programs).unwrap_or_else(|_| p.clone())
 }
 
 /// [`split`] of `p` with its vector widths written as size variables (`asVector(vw, ..)`) set
@@ -96,6 +186,8 @@ pub fn split_at(p: &Program, sizes: &crate::Sizes) -> Result<Vec<Stage>, TypeErr
 
 /// The stages of `p`, which must type-check (the results of the boundaries become parameters,
 /// with their types). A program without boundaries is one stage: itself, with its parameters.
+/// A boundary nothing reads ([`dead`]) makes no stage; the others keep their names
+/// (`NAME_K_BINDER`, K counting every boundary).
 pub fn split(p: &Program) -> Result<Vec<Stage>, TypeError> {
     let (cuts, last) = boundaries(p);
     if cuts.is_empty() {
@@ -103,15 +195,26 @@ pub fn split(p: &Program) -> Result<Vec<Stage>, TypeError> {
         return Ok(vec![Stage { program: p.clone(), inputs, binder: None }]);
     }
     let info = check::check(p)?;
+    let live = live(p, &cuts, last);
+    // The stage of each live boundary, by its index among the boundaries.
+    let mut renumber = vec![usize::MAX; cuts.len()];
     let mut stages = Vec::with_capacity(cuts.len() + 1);
     let mut results: Vec<Param> = Vec::new();
-    for (k, Cut { value, binder }) in cuts.iter().enumerate() {
-        let name = format!("{}_{k}_{binder}", p.name);
-        stages.push(Copy::stage(p, *value, k, name, &results, Some(binder.clone())));
+    for (k, Cut { value, binder, .. }) in cuts.iter().enumerate() {
+        if live[k] {
+            renumber[k] = stages.len();
+            let name = format!("{}_{k}_{binder}", p.name);
+            stages.push(Copy::stage(p, *value, k, name, &results, Some(binder.clone())));
+        }
         let ty = info.of(*value).cloned().unwrap_or_else(|| info.result.clone());
         results.push(Param { name: binder.clone(), ty });
     }
     stages.push(Copy::stage(p, last, cuts.len(), p.name.clone(), &results, None));
+    for i in stages.iter_mut().flat_map(|s| &mut s.inputs) {
+        if let Input::Stage(k) = i {
+            *k = renumber[*k];
+        }
+    }
     Ok(stages)
 }
 
@@ -250,6 +353,36 @@ def blur(img: [[f32]W]H, k: f32) =
         let want = interp::eval(&p, &sizes, &inputs).unwrap();
         let got = eval(&stages, &sizes, &inputs).unwrap();
         assert!(got.compare(&want, 1e-6, 1e-6).ok);
+    }
+
+    #[test]
+    fn a_boundary_nothing_reads_makes_no_stage() {
+        // `d` is read by `e` only, which nothing reads: both are dead; `a` is read by `b`.
+        let src = "size N = 8
+def f(x: [f32]N) =
+  let a = toGlobal(map@A(fun(v => v * 2.0), x)) in
+  let d = toGlobal(map@D(fun(v => v * 3.0), a)) in
+  let b = toGlobal(map@B(fun(v => v + 1.0), a)) in
+  let e = toGlobal(map@E(fun(v => v / 0.0), d)) in
+  map@C(fun(v => v - 1.0), b)";
+        let p = crate::parse(src).unwrap();
+        let binders: Vec<String> = dead(&p).into_iter().map(|d| d.binder).collect();
+        assert_eq!(binders, ["d", "e"]);
+        assert_eq!(count(&p), 3);
+        let stages = split(&p).unwrap();
+        let names: Vec<&str> = stages.iter().map(|s| s.program.name.as_str()).collect();
+        assert_eq!(names, ["f_0_a", "f_2_b", "f"]);
+        assert_eq!(stages[1].inputs, [Input::Stage(0)]);
+        assert_eq!(stages[2].inputs, [Input::Stage(1)]);
+        let sizes = p.resolve_sizes(&Sizes::new()).unwrap();
+        let inputs = interp::random_inputs(&p, &sizes, 2).unwrap();
+        let want = interp::eval(&p, &sizes, &inputs).unwrap();
+        assert!(eval(&stages, &sizes, &inputs).unwrap().compare(&want, 0.0, 0.0).ok);
+        // Without them, the program is the same function, with the labels of its kernels.
+        let q = without_dead(&p);
+        assert!(dead(&q).is_empty() && count(&q) == 3, "{}", crate::print(&q));
+        assert_eq!(q.map_labels(), ["A", "B", "C"]);
+        assert!(interp::eval(&q, &sizes, &inputs).unwrap().compare(&want, 0.0, 0.0).ok);
     }
 
     #[test]

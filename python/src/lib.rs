@@ -199,6 +199,12 @@ impl PyProgram {
         deep(py, None, move || Ok(PyProgram { src: Arc::new(Source::new(name, text)?) }))
     }
 
+    /// What is legal but likely a mistake in the program, each rendered against its source (a
+    /// kernel boundary nothing reads, which is left out).
+    fn warnings(&self) -> Vec<String> {
+        self.src.warnings()
+    }
+
     /// The program's name (after `def`).
     #[getter]
     fn name(&self) -> String {

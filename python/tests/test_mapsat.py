@@ -224,6 +224,22 @@ def test_a_program_of_several_kernels_is_mapped_emitted_and_run_kernel_by_kernel
     assert "void sepblur_0_h(" in e.kernels[0].source and "void sepblur(" in e.kernels[1].source
 
 
+def test_a_kernel_boundary_nothing_reads_is_warned_about_and_not_launched():
+    text = '''size N = 9
+def f(xs: [f32]N) : [f32]N =
+  let a = toGlobal(map@A(fun(x => x * 2.0), xs)) in
+  let d = toGlobal(map@D(fun(x => x * 3.0), a)) in
+  map@B(fun(x => x + 1.0), a)'''
+    with pytest.warns(UserWarning, match="`d` is never read: its kernel is not launched"):
+        p = mapsat.Program(text, "dead.lift")
+    xs = rng().random(9, dtype=np.float32)
+    r = p.run(xs, mapping="A=G0,B=G0", device=DEVICE)
+    np.testing.assert_allclose(r.output, xs * 2 + 1, rtol=1e-6)
+    assert list(r.kernels) == ["f_0_a", "f"]
+    with pytest.raises(mapsat.Error, match="unknown map `D`"):
+        p.run(xs, mapping="A=G0,B=G0,D=G0", device=DEVICE)
+
+
 def test_a_program_of_several_kernels_is_tuned_kernel_by_kernel(tmp_path):
     p = mapsat.Program(SEVERAL_KERNELS, "twice.lift")
     x = rng().random(32, dtype=np.float32)

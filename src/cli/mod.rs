@@ -358,7 +358,18 @@ impl Source {
         }
     }
 
+    /// The program, without its kernel boundaries that nothing reads
+    /// ([`ir::stages::without_dead`]), each told as a warning on stderr.
     fn parse(&self) -> CliResult<Program> {
+        let p = self.parse_as_written()?;
+        for d in ir::stages::dead(&p) {
+            eprint!("{}", diag::render_warning(&self.name, &self.text, &d));
+        }
+        Ok(ir::stages::without_dead(&p))
+    }
+
+    /// The program as it is written.
+    fn parse_as_written(&self) -> CliResult<Program> {
         ir::parse(&self.text).map_err(|e| self.reject(&e))
     }
 }
@@ -500,7 +511,7 @@ fn check(file: &Path, args: &SizeArgs) -> CliResult<()> {
 
 fn fmt(file: &Path) -> CliResult<()> {
     let src = Source::read(file)?;
-    let p = src.parse()?;
+    let p = src.parse_as_written()?;
     outln!("{}", ir::print(&p).trim_end());
     Ok(())
 }

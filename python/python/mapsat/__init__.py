@@ -35,6 +35,7 @@ import math
 import os
 import stat
 import tempfile
+import warnings
 from dataclasses import dataclass, field
 from typing import Any, Dict, List, Optional
 
@@ -252,6 +253,9 @@ class Program:
             self._p = _mapsat.Program(text, name)
         except UnicodeEncodeError as e:
             raise Error(f"{name}: the text is not valid Unicode ({e.reason})") from None
+        # A kernel boundary nothing reads is left out, as the command line warns.
+        for w in self._p.warnings():
+            warnings.warn(w.rstrip(), stacklevel=2)
 
     @classmethod
     def load(cls, path: "os.PathLike[str] | str") -> "Program":
