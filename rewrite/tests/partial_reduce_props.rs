@@ -70,3 +70,30 @@ fn chunks_of_the_tile_size_are_not_split_again() {
     let all = rewrite(&p, &Options { split_factors: vec![2, 4], ..Options::default() }).unwrap();
     assert_eq!(all.report.stop, mapsat_rewrite::StopReason::Saturated);
 }
+
+/// An idempotent operator (`max`, `min`) is split into partial reductions with any initial
+/// value, even one inside the values' range: each chunk and the partial results start from it,
+/// which changes nothing. `sub` is not associative and is never split.
+#[test]
+fn idempotent_operators_are_split_from_any_initial_value() {
+    for (src, splits) in [
+        ("size N = 24\ndef f(x: [f32]N) : f32 = reduce(max, 0.25, x)", true),
+        ("size N = 24\ndef f(x: [i32]N) : i32 = reduce(min, 3, x)", true),
+        ("size N = 24\ndef f(x: [f32]N) : f32 = reduce(max, 0.0 - 1e30, map@A(fun(v => v * v), x))", true),
+        ("size N = 24\ndef f(x: [f32]N) : f32 = reduce(sub, 0.0, x)", false),
+    ] {
+        let p = mapsat_ir::parse(src).unwrap();
+        let opts = Options {
+            split_factors: vec![4, 6],
+            rules: Some(vec!["partial-reduce".to_string()]),
+            variants: 8,
+            ..Options::default()
+        };
+        let out = rewrite(&p, &opts).unwrap();
+        let split = out.variants.iter().any(|v| mapsat_ir::print(&v.program).contains("split(4"));
+        assert_eq!(split, splits, "{src}");
+        for v in &out.variants {
+            common::same_function(&p, &v.program, &Sizes::new()).unwrap();
+        }
+    }
+}

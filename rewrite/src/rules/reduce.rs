@@ -43,7 +43,8 @@ impl Rule for ReduceMapFusion {
 /// ```
 ///
 /// Sound when `op` is associative with `init` as its identity (`add` with `0`, `mul` with `1`;
-/// exact for integers, up to rounding for floats) and `n` divides the length of `xs`: each chunk
+/// exact for integers, up to rounding for floats), or associative and idempotent (`min`, `max`,
+/// `and`, `or`, with any `init`: [`monoid`]), and `n` divides the length of `xs`: each chunk
 /// is reduced from the identity, then the partial results are reduced. `n` is each constant
 /// factor that divides, and the reduction's new tile size of that length if any
 /// ([`crate::tiles`]: `tK` for matmul's dot products, tuned later); by that tile size, over a
@@ -145,7 +146,10 @@ fn unfused_chunks(cx: &Ctx, op: Id, init: Id, label: String, f: Id, ys: Id, n: &
     Some(Build::call(Prim::Reduce { seq: false }, vec![Build::Class(op), Build::Class(init), chunks]))
 }
 
-/// True when `op` is `add` with `init` zero, or `mul` with `init` one.
+/// True when `op` is `add` with `init` zero, or `mul` with `init` one, or an idempotent one
+/// (`min`, `max`, `and`, `or`) with any `init`: each chunk's reduction then starts from `init`
+/// and so does the reduction of the partial results, and taking `init` in more than once
+/// changes nothing (`max(i, max(i, a), max(i, b)) = max(i, a, b)`).
 fn monoid(cx: &Ctx, op: Id, init: Id) -> bool {
     let has = |c: Id, want: &dyn Fn(&Lift) -> bool| cx.eg[c].nodes.iter().any(want);
     let lit = |c: Id, v: f32| {
@@ -156,5 +160,7 @@ fn monoid(cx: &Ctx, op: Id, init: Id) -> bool {
         })
     };
     let is_op = |o: BinOp| has(op, &|n| *n == Lift::Prim(Prim::Bin(o)));
-    (is_op(BinOp::Add) && lit(init, 0.0)) || (is_op(BinOp::Mul) && lit(init, 1.0))
+    (is_op(BinOp::Add) && lit(init, 0.0))
+        || (is_op(BinOp::Mul) && lit(init, 1.0))
+        || [BinOp::Min, BinOp::Max, BinOp::And, BinOp::Or].into_iter().any(is_op)
 }
