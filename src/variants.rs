@@ -7,6 +7,8 @@
 use crate::ir::{self, Program};
 use crate::rewrite::stage_choice::{self, StageChoice};
 use crate::rewrite::{self, Options, Report, RewriteError};
+use mapsat_constraints::Mapping;
+use std::collections::BTreeSet;
 
 /// One program to tune.
 #[derive(Clone, Debug)]
@@ -38,22 +40,56 @@ pub struct Candidates {
 /// writes vectors whose lanes are not consecutive in memory (`asVector` of a column of a
 /// `transpose`, which the rewrite stage cannot tell from the layout), refused by the space at
 /// every mapping; or a kernel's space is empty at its default tile sizes (a tile staged in
-/// local memory whose kernel also reads the whole result back: no work group can); or a
-/// kernel has no map left to tune (its maps fused into a reduction). A variant like that is
-/// left out (it took a place among the K).
-pub fn unmappable(p: &Program, sizes: &ir::Sizes) -> Option<String> {
+/// local memory whose kernel also reads the whole result back: no work group can); or more of
+/// its kernels than `without_maps` (the input's, [`kernels_without_maps`]) have no map left
+/// (their maps fused into a reduction: one work item runs such a kernel), or all of them do.
+/// A variant like that is left out (it took a place among the K).
+pub fn unmappable(p: &Program, sizes: &ir::Sizes, without_maps: usize) -> Option<String> {
     let stages = ir::stages::split_at(p, sizes).ok()?;
-    stages.iter().find_map(|s| {
-        let options = mapsat_constraints::Options { sizes: sizes.or(&s.program.default_sizes()), ..Default::default() };
-        match mapsat_constraints::Space::generate(&s.program, options) {
-            Err(e @ mapsat_constraints::Error::ScatteredVectors(_)) => Some(e.to_string()),
-            Ok(space) if space.first(1).is_ok_and(|m| m.is_empty()) => {
+    let mut mapless = 0;
+    stages.iter().find_map(|s| match space(&s.program, sizes) {
+        Err(e @ mapsat_constraints::Error::ScatteredVectors(_)) => Some(e.to_string()),
+        Ok(space) => match space.first(4) {
+            Ok(ms) if ms.is_empty() => {
                 Some(format!("kernel `{}` has no valid mapping at its default sizes", s.program.name))
             }
-            Err(mapsat_constraints::Error::NoMaps) => Some(format!("kernel `{}` has no map left", s.program.name)),
-            _ => None,
+            Ok(ms) => unsupported(&space, &s.program, &ms, sizes),
+            Err(_) => None,
+        },
+        Err(mapsat_constraints::Error::NoMaps) => {
+            mapless += 1;
+            (mapless > without_maps || mapless == stages.len())
+                .then(|| format!("kernel `{}` has no map left", s.program.name))
         }
+        _ => None,
     })
+}
+
+/// Why code generation refuses kernel `p` under every one of the mappings `ms` (the first few
+/// of its `space`) as a construct kernels do not have (an array of tuples stored, where a
+/// rewrite split a map from the projection it ends with), if it does.
+fn unsupported(space: &mapsat_constraints::Space, p: &Program, ms: &[Mapping], sizes: &ir::Sizes) -> Option<String> {
+    let opts = mapsat_codegen::Options { sizes: sizes.or(&p.default_sizes()), ..Default::default() };
+    let mut why = None;
+    for m in ms {
+        match mapsat_codegen::lower(&space.apply(p, m).ok()?, &opts) {
+            Err(e) if matches!(e.kind, mapsat_codegen::CodegenErrorKind::Unsupported(_)) => why = Some(e.kind),
+            _ => return None,
+        }
+    }
+    why.map(|kind| format!("code generation refuses kernel `{}`: {kind}", p.name))
+}
+
+/// How many kernels of `p` have no map (a plain reduction: one work item runs it).
+pub fn kernels_without_maps(p: &Program, sizes: &ir::Sizes) -> usize {
+    let Ok(stages) = ir::stages::split_at(p, sizes) else { return 0 };
+    stages.iter().filter(|s| matches!(space(&s.program, sizes), Err(mapsat_constraints::Error::NoMaps))).count()
+}
+
+/// The mapping space of kernel `p` at `sizes` (its defaults for the others).
+fn space(p: &Program, sizes: &ir::Sizes) -> Result<mapsat_constraints::Space, mapsat_constraints::Error> {
+    let options = mapsat_constraints::Options { sizes: sizes.or(&p.default_sizes()), ..Default::default() };
+    mapsat_constraints::Space::generate(p, options)
 }
 
 /// The input program and up to `k - 1` of its variants (`opts.variants` is set to `k`); a
@@ -64,11 +100,12 @@ pub fn candidates(p: &Program, k: usize, opts: &Options) -> Result<Candidates, R
     let mut list = vec![the_input(p)];
     let opts = Options { variants: k.max(1), ..opts.clone() };
     let out = rewrite::rewrite(p, &opts)?;
+    let without_maps = kernels_without_maps(p, &opts.sizes);
     for (n, v) in out.variants.into_iter().enumerate() {
         if list.len() >= k {
             break;
         }
-        if ir::print(&v.program) == input || unmappable(&v.program, &opts.sizes).is_some() {
+        if ir::print(&v.program) == input || unmappable(&v.program, &opts.sizes, without_maps).is_some() {
             continue;
         }
         let described = match v.stages.is_empty() {
@@ -107,20 +144,54 @@ pub struct Kernel {
 }
 
 /// For a program of several kernels: each kernel's candidates ([`candidates`] of the stage's
-/// program alone, up to `k`), the new sizes of each kernel's variants named apart from the
-/// others', so that any choice of one candidate per kernel joins into one program ([`join`]).
-/// Each kernel alone gets the whole saturation budget, where the program's rewrite shares it
-/// among all of them and their fusions.
+/// program alone, up to `k`), the new sizes and map labels of each kernel's variants named
+/// apart from the others', so that any choice of one candidate per kernel joins into one
+/// program ([`join`]), with one mapping of the whole. Each kernel alone gets the whole
+/// saturation budget, where the program's rewrite shares it among all of them and their
+/// fusions.
 pub fn kernels(p: &Program, k: usize, opts: &Options) -> Result<Vec<Kernel>, RewriteError> {
     let mut reserved = opts.reserved.clone();
+    let stages = ir::stages::split(p)?;
+    // The labels of the input's kernels, and of the candidates of those before.
+    let mut taken: BTreeSet<String> = stages.iter().flat_map(|s| s.program.map_labels()).collect();
     let mut out = Vec::new();
-    for stage in ir::stages::split(p)? {
+    for stage in stages {
         let opts = Options { reserved: reserved.clone(), ..opts.clone() };
-        let candidates = candidates(&stage.program, k, &opts)?;
+        let mut candidates = candidates(&stage.program, k, &opts)?;
         reserved.extend(candidates.list.iter().flat_map(|c| c.program.sizes.iter().map(|v| v.name.clone())));
+        let own: BTreeSet<String> = stage.program.map_labels().into_iter().collect();
+        let others: BTreeSet<String> = taken.difference(&own).cloned().collect();
+        let suffix = stage.binder.clone().unwrap_or_else(|| "out".into());
+        for c in &mut candidates.list {
+            rename_labels(&mut c.program, &others, &suffix);
+            taken.extend(c.program.map_labels());
+        }
         out.push(Kernel { stage, candidates });
     }
     Ok(out)
+}
+
+/// Renames the maps of `p` labelled as one of `others` (another kernel's) to `LABEL_SUFFIX`
+/// (a number added while that is taken too).
+fn rename_labels(p: &mut Program, others: &BTreeSet<String>, suffix: &str) {
+    let mut used: BTreeSet<String> = others.iter().cloned().chain(p.map_labels()).collect();
+    let mut renamed = std::collections::BTreeMap::new();
+    for label in p.map_labels().into_iter().filter(|l| others.contains(l)) {
+        let base = format!("{label}_{suffix}");
+        let fresh =
+            std::iter::once(base.clone()).chain((2..).map(|i| format!("{base}{i}"))).find(|l| !used.contains(l));
+        if let Some(fresh) = fresh {
+            used.insert(fresh.clone());
+            renamed.insert(label, fresh);
+        }
+    }
+    for n in &mut p.nodes {
+        if let ir::ast::Node::Prim(ir::ast::Prim::Map { label, .. }) = n {
+            if let Some(new) = renamed.get(label) {
+                *label = new.clone();
+            }
+        }
+    }
 }
 
 /// The program `p` with kernel `i` replaced by its candidate `choice[i]`, checked at `sizes`.
@@ -203,6 +274,35 @@ def mlp(x: [[f32]K]M, w1: [[f32]K]H, w2: [[f32]H]N) =
         }
         // The kernels as written join into the input.
         assert_eq!(ir::print(&join(&p, &kernels, &[0, 0], &sizes).unwrap()), ir::print(&p));
+    }
+
+    /// Two kernels rewritten on their own both split their reduction into partial ones with a
+    /// new map of one label (`R4`): the second kernel's is named apart (`R4_hi`), so that every
+    /// joined program parses back, with one label per map, and computes the input's function.
+    #[test]
+    fn the_new_maps_of_kernels_rewritten_on_their_own_are_named_apart() {
+        let src = "size N = 64
+def stretch(x: [f32]N) : [f32]N =
+  let lo = toGlobal(reduce(min, 1e30, x)) in
+  let hi = toGlobal(reduce(max, 0.0 - 1e30, x)) in
+  map@A(fun(v => (v - lo) / (hi - lo)), x)";
+        let p = ir::parse(src).unwrap();
+        let sizes = p.resolve_sizes(&ir::Sizes::new()).unwrap();
+        let kernels = kernels(&p, 3, &Options { sizes: sizes.clone(), ..Options::default() }).unwrap();
+        let labels = |k: usize, c: usize| kernels[k].candidates.list[c].program.map_labels();
+        assert!(labels(0, 1).iter().any(|l| l.starts_with('R')), "{:?}", labels(0, 1));
+        assert!(labels(1, 1).iter().all(|l| !labels(0, 1).contains(l)), "{:?} {:?}", labels(0, 1), labels(1, 1));
+        let inputs = ir::interp::random_inputs(&p, &sizes, 3).unwrap();
+        let want = ir::interp::eval(&p, &sizes, &inputs).unwrap();
+        for i in 0..kernels[0].candidates.list.len() {
+            for j in 0..kernels[1].candidates.list.len() {
+                let q = join(&p, &kernels, &[i, j, 0], &sizes).unwrap();
+                let text = ir::print(&q);
+                let back = ir::parse(&text).unwrap_or_else(|e| panic!("{i}, {j}: {}\n{text}", e.message));
+                let got = ir::interp::eval(&back, &sizes.or(&q.default_sizes()), &inputs).unwrap();
+                assert!(got.compare(&want, 0.0, 0.0).ok, "{text}");
+            }
+        }
     }
 
     /// A plain reduction kept as a kernel, split into partial sums on its own, stays a kernel

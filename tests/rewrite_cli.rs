@@ -574,3 +574,62 @@ fn every_variant_has_a_mapping(dir: &std::path::Path) {
         }
     }
 }
+
+/// A contrast stretch whose minimum and maximum are kernels without a map (plain reductions,
+/// as the input has them): its variants keep them (they were all left out for "no map left",
+/// which the input itself has), and none inlines a reduction into every pixel (each would
+/// reduce the whole image again). An argmax whose projection a rewrite splits into a map of
+/// its own stores an array of tuples, which code generation refuses: such a variant is left
+/// out, and every variant written emits.
+#[test]
+fn reductions_stay_stages_and_variants_code_generation_refuses_are_left_out() {
+    let dir = temp("stretch");
+    std::fs::create_dir_all(&dir).unwrap();
+    let src = dir.join("stretch.lift");
+    std::fs::write(
+        &src,
+        "size H = 13, W = 100
+def stretch(img: [[f32]W]H) : [[f32]W]H =
+  let lo = toGlobal(reduce(min, 1e30, join(img))) in
+  let hi = toGlobal(reduce(max, 0.0 - 1e30, join(img))) in
+  map@A(fun(row => map@B(fun(v => (v - lo) / (hi - lo)), row)), img)",
+    )
+    .unwrap();
+    let out_dir = dir.join("s");
+    let out = mapsat(&["rewrite", src.to_str().unwrap(), "--variants", "4", "-o", out_dir.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(0), "{}", common::text(&out));
+    let summary = read_summary(&out_dir);
+    let variants = summary["variants"].as_array().unwrap();
+    assert_eq!(variants.len(), 4, "{summary:#}");
+    for v in variants {
+        assert_eq!(v["kernels"], 3, "{v:#}");
+    }
+    every_variant_has_a_mapping(&out_dir);
+    let src = dir.join("argmax.lift");
+    std::fs::write(
+        &src,
+        "size R = 13, C = 31
+def argmax(a: [[f32]C]R, idx: [i32]C) : [i32]R =
+  map@A(fun(row => reduce(fun(acc, p => select(p.0 > acc.0, p, acc)), (0.0 - 1e30, 0), zip(row, idx)).1), a)",
+    )
+    .unwrap();
+    let out_dir = dir.join("a");
+    let out = mapsat(&["rewrite", src.to_str().unwrap(), "--variants", "8", "-o", out_dir.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(0), "{}", common::text(&out));
+    assert!(
+        common::text(&out).contains("code generation refuses kernel `argmax`: unsupported"),
+        "{}",
+        common::text(&out)
+    );
+    for f in std::fs::read_dir(&out_dir).unwrap().flatten().map(|e| e.path()) {
+        if f.extension().is_some_and(|e| e == "lift") {
+            let space = mapsat(&["space", f.to_str().unwrap(), "--sample", "1"]);
+            let text = common::text(&space);
+            let mapping = text.lines().skip_while(|l| !l.starts_with("samples:")).nth(1).unwrap().trim().to_string();
+            let emit =
+                mapsat(&["emit", f.to_str().unwrap(), "--mapping", &mapping, "-o", dir.join("e").to_str().unwrap()]);
+            assert_eq!(emit.status.code(), Some(0), "{}: {}", f.display(), common::text(&emit));
+        }
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}

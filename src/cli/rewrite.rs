@@ -65,13 +65,19 @@ pub fn rewrite(a: &RewriteArgs) -> CliResult<()> {
         ..Options::default()
     };
     let mut out = rw::rewrite(&p, &opts).map_err(|e| Failure::Rejected(format!("error: {e}")))?;
-    out.variants.retain(|v| match mapsat::variants::unmappable(&v.program, &sizes) {
+    let without_maps = mapsat::variants::kernels_without_maps(&p, &sizes);
+    let found = out.variants.len();
+    out.variants.retain(|v| match mapsat::variants::unmappable(&v.program, &sizes, without_maps) {
         Some(why) => {
             eprintln!("left out a variant ({}): {why}", v.signature);
             false
         }
         None => true,
     });
+    let kernels = ir::stages::count(&p);
+    if out.variants.is_empty() && without_maps < kernels {
+        return Err(Failure::Rejected(format!("error: no variant to write: the {found} found are left out (above)")));
+    }
     if out.variants.is_empty() {
         return Err(Failure::Rejected(format!(
             "error: no variant to write: {} has no map to rewrite or to map (it runs in one work item: `mapsat run {}`)",

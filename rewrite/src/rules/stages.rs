@@ -22,7 +22,15 @@ use mapsat_ir::ast::Prim;
 /// A copy of a transpose (`map(fun(r => map(fun(x => x), r)), transpose(w))`, as
 /// [`super::transpose_stage`] and `examples/conv_outer.lift` store weights) is not inlined: it
 /// computes nothing, and exists so that its consumer reads rows where it would read columns.
+/// Nor is a reduction (`let lo = toGlobal(reduce(min, .., join(img)))`): its consumer reads
+/// its one result everywhere, and inlined, every element of the consumer would reduce the
+/// whole input again (Halide never inlines a reduction either).
 pub struct LetInline;
+
+/// True when class `c` is a reduction.
+fn reduction(cx: &Ctx, c: Id) -> bool {
+    cx.calls(c).iter().any(|(p, _)| matches!(p, Prim::Reduce { .. }))
+}
 
 impl Rule for LetInline {
     fn name(&self) -> &'static str {
@@ -38,7 +46,7 @@ impl Rule for LetInline {
             let stored: Vec<Id> =
                 cx.calls(*v).into_iter().filter(|(p, _)| matches!(p, Prim::To(_))).map(|(_, a)| a[0]).collect();
             let values = if stored.is_empty() { vec![*v] } else { stored };
-            for value in values.into_iter().filter(|&value| !transposed_copy(cx, value)) {
+            for value in values.into_iter().filter(|&value| !transposed_copy(cx, value) && !reduction(cx, value)) {
                 out.extend(cx.beta(*body, value));
             }
         }

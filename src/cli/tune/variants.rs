@@ -465,12 +465,13 @@ fn report(
     let text = serde_json::to_string_pretty(&summary).map_err(rejected)? + "\n";
     super::super::write(&path, &text)?;
     outln!("wrote {}", path.display());
+    let why = match outcomes.iter().any(|o| o.tuned.is_ok()) {
+        true => "no variant has a kernel that ran correctly",
+        false => "no variant could be tuned",
+    };
     match winner {
         Some(_) => Ok(()),
-        None => Err(Failure::Rejected(format!(
-            "error: no variant has a kernel that ran correctly (see {})",
-            path.display()
-        ))),
+        None => Err(Failure::Rejected(format!("error: {why} (see {})", path.display()))),
     }
 }
 
