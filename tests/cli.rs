@@ -631,3 +631,30 @@ fn a_cuda_emit_of_a_mapping_gets_a_block_cuda_launches() {
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     assert!(stdout.contains("local [1, 1, 50]"), "{stdout}");
 }
+
+/// `run -o` writes the device's result: for one kernel and for the last of several, what
+/// `eval -o` writes from the same random inputs (the same seed), here exactly (no sum is
+/// reassociated). It is not written over the program or an input.
+#[test]
+fn run_writes_the_devices_result() {
+    if !opencl() {
+        return;
+    }
+    let dir = std::env::temp_dir().join(format!("mapsat-run-output-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    for (file, mapping) in [("examples/sepblur.lift", "A=G1,B=G0,C=G1,D=G0"), ("examples/matmul.lift", "A=G0,B=G1,C=S")]
+    {
+        let (got, want) = (dir.join("got.npy"), dir.join("want.npy"));
+        let out = mapsat(&["run", file, "--mapping", mapping, "--seed", "5", "-o", got.to_str().unwrap()]);
+        assert_eq!(out.status.code(), Some(0), "{file}: {}", common::text(&out));
+        let out = mapsat(&["eval", file, "--random", "5", "-o", want.to_str().unwrap()]);
+        assert_eq!(out.status.code(), Some(0), "{file}: {}", common::text(&out));
+        let (got, want) = (mapsat::ir::interp::read_npy(&got).unwrap(), mapsat::ir::interp::read_npy(&want).unwrap());
+        assert_eq!(got.shape, want.shape, "{file}");
+        assert!(got.compare(&want, 1e-6, 1e-6).ok, "{file}");
+    }
+    let out = mapsat(&["run", "examples/dot.lift", "--mapping", "A=S", "-o", "examples/dot.lift"]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(common::text(&out).contains("would overwrite the input"), "{}", common::text(&out));
+    std::fs::remove_dir_all(&dir).ok();
+}

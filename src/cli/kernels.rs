@@ -118,7 +118,7 @@ pub(super) fn run(
     inputs: &[String],
     seed: u64,
     cfg: &RunConfig,
-) -> CliResult<()> {
+) -> CliResult<ir::interp::Tensor> {
     let src = Source::read(file)?;
     let p = src.parse()?;
     ir::check::check(&p).map_err(|e| src.reject(&e))?;
@@ -156,7 +156,7 @@ pub(super) fn run(
             )));
         }
     }
-    Ok(())
+    Ok(r.output)
 }
 
 /// `mapsat devices`: the list of devices, or with `--profile DEVICE` that OpenCL device's limits

@@ -133,6 +133,9 @@ enum Command {
         /// hangs or is far too large is given up with an error (exit 1); `inf`: no limit.
         #[arg(long, default_value_t = 600.0, value_name = "SECONDS")]
         timeout: f64,
+        /// Write the device's result (the last kernel's, for several) to this `.npy` file.
+        #[arg(long, short, value_name = "FILE")]
+        output: Option<PathBuf>,
     },
     /// Equality saturation: write K diverse variants of a program (each the same function).
     Rewrite(Box<rewrite::RewriteArgs>),
@@ -266,13 +269,17 @@ pub fn main() -> ExitCode {
             runs,
             reassociate,
             timeout,
+            output,
         } => seconds("--timeout", timeout).and_then(|limit| {
             within(limit, move || {
                 let how = kernels::Mapped { mapping: mapping.as_deref(), profile: profile.as_deref() };
                 let cfg = mapsat_tuner::measure::RunConfig { check, runs, reassociate, ..Default::default() };
-                mapsat::local::Locals::parse(&local)
-                    .map_err(mapping::failure)
-                    .and_then(|l| kernels::run(&file, &sizes, how, &device, &l, &inputs, seed, &cfg))
+                if let Some(out) = &output {
+                    keep_read(out, &file, &inputs)?;
+                }
+                let l = mapsat::local::Locals::parse(&local).map_err(mapping::failure)?;
+                let result = kernels::run(&file, &sizes, how, &device, &l, &inputs, seed, &cfg)?;
+                output.map_or(Ok(()), |out| write_npy(&out, &result))
             })
         }),
         Command::Rewrite(args) => rewrite::rewrite(&args),
@@ -526,12 +533,23 @@ fn eval(file: &Path, args: &SizeArgs, inputs: &[String], random: Option<u64>, ou
     let result = interp::eval(&p, &sizes, &tensors).map_err(|e| src.reject(&e))?;
     outln!("{}", summary(&result));
     if let Some(out) = output {
-        let given: Vec<PathBuf> = inputs.iter().filter_map(|s| s.split_once('=').map(|(_, f)| f.into())).collect();
-        let read: Vec<&Path> = std::iter::once(file).chain(given.iter().map(PathBuf::as_path)).collect();
-        keep_inputs(out, &read)?;
-        interp::write_npy(out, &result).map_err(|e| Failure::Rejected(format!("error: {e}")))?;
+        keep_read(out, file, inputs)?;
+        write_npy(out, &result)?;
     }
     Ok(())
+}
+
+/// Refuses to write the output `out` over the program `file` or an input file (`--input
+/// x=a.npy`).
+fn keep_read(out: &Path, file: &Path, inputs: &[String]) -> CliResult<()> {
+    let given: Vec<PathBuf> = inputs.iter().filter_map(|s| s.split_once('=').map(|(_, f)| f.into())).collect();
+    let read: Vec<&Path> = std::iter::once(file).chain(given.iter().map(PathBuf::as_path)).collect();
+    keep_inputs(out, &read)
+}
+
+/// Writes a result as a `.npy` file.
+fn write_npy(out: &Path, t: &interp::Tensor) -> CliResult<()> {
+    interp::write_npy(out, t).map_err(|e| Failure::Rejected(format!("error: {e}")))
 }
 
 /// The program's inputs in parameter order: `--input PARAM=FILE` files, else random data from

@@ -111,7 +111,7 @@ pub(super) fn run(
     local: &Locals,
     inputs: &[ir::interp::Tensor],
     cfg: &RunConfig,
-) -> CliResult<()> {
+) -> CliResult<ir::interp::Tensor> {
     let split = stages::split_at(p, sizes).map_err(|e| src.reject(&e))?;
     let stages = mapped(src, split, sizes, how, local, || measure::opencl_profile(device).ok())?;
     for s in &stages {
@@ -123,7 +123,9 @@ pub(super) fn run(
         measure::MeasureError::CodegenIn { kernel, error } => in_stage(&kernel, src.reject_codegen(&error)),
         e => Failure::Rejected(format!("error: {e}")),
     })?;
-    let Some(last) = reports.last() else { return Ok(()) };
+    let Some(last) = reports.last() else {
+        return Err(Failure::Rejected("error: internal error: a program of no kernel (please report it)".into()));
+    };
     outln!("device: {}", last.device);
     let (mut total, mut flops) = (0.0, 0);
     for (s, r) in stages.iter().zip(&reports) {
@@ -150,5 +152,5 @@ pub(super) fn run(
         }
         outln!("check: ok (max abs diff {:.3e})", c.max_abs_diff);
     }
-    Ok(())
+    Ok(last.output.clone())
 }
