@@ -128,7 +128,7 @@ impl Source {
             }
             let each: Vec<(&Summary, &[PathBuf])> = kernels.iter().map(|k| (&k.summary, &k.written[..])).collect();
             let json = pipeline_json(&p.name, &each, out);
-            std::fs::write(&pipeline, serde_json::to_string_pretty(&json).unwrap_or_default() + "\n")
+            crate::ir::files::write(&pipeline, serde_json::to_string_pretty(&json).unwrap_or_default() + "\n")
                 .map_err(|e| Error::Rejected(format!("error: cannot write {}: {e}", pipeline.display())))?;
             Ok(kernels)
         })

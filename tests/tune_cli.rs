@@ -261,6 +261,47 @@ fn a_killed_tune_resumes_without_losing_or_repeating_a_record() {
     assert_best_is_confirmed(&report, &ts);
 }
 
+/// A tune stopped in its random phase and resumed draws the random candidates the whole tune
+/// draws, in its order: each replayed draw is made apart from the draws before it only (it
+/// was made apart from all of them, and the later ones moved up a place).
+#[test]
+fn a_tune_resumed_in_its_random_phase_draws_what_it_would_have_drawn() {
+    if !opencl() {
+        return;
+    }
+    let (whole, cut) = (scratch("tune", "random-whole"), scratch("tune", "random-cut"));
+    let args = |dir: &std::path::Path, extra: &[&str]| -> Vec<String> {
+        let base = ["tune", "examples/matmul.lift", "--trials", "4", "--random-trials", "7", "--runs", "1", "-o"];
+        let mut v: Vec<String> = base.iter().map(|s| s.to_string()).collect();
+        v.push(dir.to_str().unwrap().into());
+        v.extend(extra.iter().map(|s| s.to_string()));
+        v
+    };
+    let run = |v: Vec<String>| mapsat(&v.iter().map(String::as_str).collect::<Vec<_>>());
+    let out = run(args(&whole, &[]));
+    assert!(out.status.success(), "{}", text(&out));
+    let kernels = |dir: &std::path::Path| -> Vec<String> {
+        phase(&trials(&dir.join("tune.jsonl")), "random").iter().map(|t| t["kernel"].to_string()).collect()
+    };
+    let drawn = kernels(&whole);
+    assert_eq!(drawn.len(), 7);
+    // The log as a kill after the second random record leaves it.
+    let log = std::fs::read_to_string(whole.join("tune.jsonl")).unwrap();
+    let mut seen = 0;
+    let kept: Vec<&str> = log
+        .lines()
+        .take_while(|l| {
+            seen += usize::from(l.contains("\"phase\":\"random\""));
+            seen <= 2
+        })
+        .collect();
+    std::fs::create_dir_all(&cut).unwrap();
+    std::fs::write(cut.join("tune.jsonl"), kept.join("\n") + "\n").unwrap();
+    let out = run(args(&cut, &["--resume"]));
+    assert!(out.status.success(), "{}", text(&out));
+    assert_eq!(kernels(&cut), drawn);
+}
+
 /// The report's best kernel is the fastest of those measured again at the end of each phase,
 /// which are the best trials of their phase; its time is their confirmed time.
 fn assert_best_is_confirmed(report: &Value, ts: &[Value]) {

@@ -1,6 +1,8 @@
 //! Reading the text files mapsat is given besides programs (device profiles, learned models,
 //! tuning logs): regular files only (a FIFO would block the read, a device such as `/dev/zero`
-//! never ends), of bounded size, refused before they are read into memory.
+//! never ends), of bounded size, refused before they are read into memory. And writing files
+//! mapsat writes (reports, models, profiles, results): over a regular file only (a FIFO would
+//! block the write, and `/dev/null` would lose it).
 
 use std::io::{Error, ErrorKind, Read};
 use std::path::Path;
@@ -29,6 +31,22 @@ pub fn read_text(path: &Path, max_bytes: u64) -> std::io::Result<String> {
     Ok(text)
 }
 
+/// Refuses to write to `path` when something that is not a regular file is there (a folder, a
+/// FIFO, a device; a link is followed).
+pub fn check_writable(path: &Path) -> std::io::Result<()> {
+    match std::fs::metadata(path) {
+        Ok(meta) if meta.is_dir() => Err(Error::new(ErrorKind::InvalidInput, "a folder, not a file")),
+        Ok(meta) if !meta.is_file() => Err(Error::new(ErrorKind::InvalidInput, "not a regular file")),
+        _ => Ok(()),
+    }
+}
+
+/// Writes `contents` to `path`, created or replaced, after [`check_writable`].
+pub fn write(path: &Path, contents: impl AsRef<[u8]>) -> std::io::Result<()> {
+    check_writable(path)?;
+    std::fs::write(path, contents)
+}
+
 fn too_large(max_bytes: u64) -> Error {
     Error::new(ErrorKind::InvalidData, format!("larger than {} MiB", max_bytes >> 20))
 }
@@ -52,7 +70,12 @@ mod tests {
         let made = std::process::Command::new("mkfifo").arg(&fifo).status().map(|s| s.success()).unwrap_or(false);
         if made {
             assert!(read_text(&fifo, 1 << 20).unwrap_err().to_string().contains("not a regular file"));
+            assert!(write(&fifo, "x").unwrap_err().to_string().contains("not a regular file"));
         }
+        assert!(write(Path::new("/dev/null"), "x").unwrap_err().to_string().contains("not a regular file"));
+        assert!(write(&dir, "x").unwrap_err().to_string().contains("a folder, not a file"));
+        write(&big, "written").unwrap();
+        assert_eq!(read_text(&big, 1 << 20).unwrap(), "written");
         std::fs::remove_dir_all(&dir).ok();
     }
 }

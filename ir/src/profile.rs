@@ -113,6 +113,32 @@ pub struct Rates {
     pub cu_local_bytes: u64,
 }
 
+/// The largest work-group size, and work items in one dimension of it, a profile may give.
+pub const MAX_WORK_ITEMS: u64 = 1 << 20;
+/// The most compute units a profile may give.
+pub const MAX_COMPUTE_UNITS: u64 = 1 << 20;
+
+impl Rates {
+    /// Refuses figures no device is near (each bound is 1,000 times or more beyond today's
+    /// devices), which would only make the cost model's times absurd: rates (GFLOP/s, GB/s)
+    /// from 10^-3 to 10^7, times up to a second, SIMD widths up to 1,024 lanes and cache lines
+    /// up to 64 KiB.
+    pub fn plausible(&self) -> Result<(), String> {
+        let rates =
+            [self.gflops, self.bandwidth_gbs, self.cache_bandwidth_gbs, self.l1_bandwidth_gbs, self.l2_bandwidth_gbs];
+        if rates.iter().any(|&r| r != 0.0 && !(1e-3..=1e7).contains(&r)) {
+            return Err("rates: gflops and the bandwidths (GB/s) must be from 0.001 to 10^7".into());
+        }
+        if self.launch_us > 1e6 || self.group_us > 1e6 {
+            return Err("rates: launch_us and group_us must be at most 1000000 (a second)".into());
+        }
+        if self.simd_width > 1024 || self.line_bytes > 65536 {
+            return Err("rates: simd_width must be at most 1024 and line_bytes at most 65536".into());
+        }
+        Ok(())
+    }
+}
+
 /// The fields of [`Profile`] and [`Rates`] that are not serialized when absent (an `Option`'s
 /// `None`, a 0 that means unknown): [`Profile::to_toml`] leaves them out.
 const OPTIONAL_FIELDS: [&str; 5] = ["private_group_bytes", "max_groups", "cu_items", "cu_registers", "cu_local_bytes"];
@@ -219,6 +245,14 @@ impl Profile {
         if self.max_work_group_size == 0 || self.max_work_item_sizes.contains(&0) {
             return Err(invalid("work-group sizes must be positive"));
         }
+        // Plausibility: no device is near these (GPUs allow 1,024 work items per group, CPUs
+        // 8,192), and larger figures would only slow the search of work-group sizes.
+        if self.max_work_group_size > MAX_WORK_ITEMS || self.max_work_item_sizes.iter().any(|&m| m > MAX_WORK_ITEMS) {
+            return Err(invalid(&format!("work-group sizes must be at most {MAX_WORK_ITEMS}")));
+        }
+        if u64::from(self.compute_units) > MAX_COMPUTE_UNITS {
+            return Err(invalid(&format!("compute_units must be at most {MAX_COMPUTE_UNITS}")));
+        }
         if self.max_groups.is_some_and(|g| g.contains(&0)) {
             return Err(invalid("max_groups must be positive"));
         }
@@ -245,6 +279,7 @@ impl Profile {
             if r.simd_width == 0 || r.line_bytes == 0 {
                 return Err(invalid("rates: simd_width and line_bytes must be positive"));
             }
+            r.plausible().map_err(|m| invalid(&m))?;
         }
         Ok(())
     }
@@ -424,6 +459,31 @@ mod tests {
             *[&mut p.compute_units, &mut p.vector_width][field] = 0;
             let e = p.validate("t").unwrap_err().to_string();
             assert!(e.contains("compute_units and vector_width must be positive"), "{e}");
+        }
+    }
+
+    /// Figures no device is near are refused: a work-item limit of 2^63 made every tune
+    /// enumerate millions of work-group sizes per candidate, and a rate of 10^-300 GFLOP/s
+    /// predicted times of 190 digits.
+    #[test]
+    fn implausible_figures_are_refused() {
+        type Edit = dyn Fn(&mut Profile);
+        let edits: [(&Edit, &str); 6] = [
+            (&|p| p.max_work_item_sizes = [i64::MAX as u64; 3], "work-group sizes must be at most 1048576"),
+            (&|p| p.max_work_group_size = 1 << 40, "work-group sizes must be at most"),
+            (&|p| p.compute_units = u32::MAX, "compute_units must be at most"),
+            (&|p| p.rates.as_mut().unwrap().gflops = 1e-300, "gflops and the bandwidths"),
+            (&|p| p.rates.as_mut().unwrap().l2_bandwidth_gbs = 1e30, "gflops and the bandwidths"),
+            (&|p| p.rates.as_mut().unwrap().group_us = 1.7e308, "launch_us and group_us must be at most"),
+        ];
+        for (edit, want) in edits {
+            let mut p = Profile::builtin("h100").unwrap();
+            edit(&mut p);
+            let e = p.validate("t").unwrap_err().to_string();
+            assert!(e.contains(want), "{e}");
+        }
+        for name in ["h100", "pocl-cpu", "mali-g72-mp12"] {
+            Profile::builtin(name).unwrap().validate(name).unwrap();
         }
     }
 

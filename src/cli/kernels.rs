@@ -196,6 +196,18 @@ pub(super) fn calibrate(device: &str, target: Option<&str>, output: Option<&Path
             return Err(Failure::Usage("give the CUDA device's limits with --target (built-in: h100)".into()));
         }
     };
+    // Where it goes is checked before the device is measured.
+    if let Some(path) = output {
+        let folder = path.parent().filter(|f| !f.as_os_str().is_empty());
+        let why = match ir::files::check_writable(path) {
+            Err(e) => Some(e.to_string()),
+            Ok(()) if folder.is_some_and(|f| !f.is_dir()) => Some("its folder does not exist".into()),
+            Ok(()) => None,
+        };
+        if let Some(why) = why {
+            return Err(Failure::Rejected(format!("error: cannot write {}: {why}", path.display())));
+        }
+    }
     profile.rates = Some(mapsat_tuner::calibrate::calibrate(spec, &profile).map_err(rejected)?);
     let header = format!(
         "Device profile of {spec} ({}), with rates measured by `mapsat calibrate --device {spec}`.",
@@ -209,7 +221,7 @@ pub(super) fn calibrate(device: &str, target: Option<&str>, output: Option<&Path
             if let Some(t) = target.map(Path::new).filter(|t| t.is_file()) {
                 super::keep_inputs(path, &[t])?;
             }
-            std::fs::write(path, &text)
+            ir::files::write(path, &text)
                 .map_err(|e| Failure::Rejected(format!("error: cannot write {}: {e}", path.display())))?;
             let r = profile.rates.as_ref().expect("rates were just measured");
             outln!(

@@ -431,7 +431,7 @@ fn keep_inputs(out: &Path, inputs: &[&Path]) -> CliResult<()> {
 
 /// Writes an output file.
 fn write(path: &Path, text: &str) -> CliResult<()> {
-    std::fs::write(path, text).map_err(|e| Failure::Rejected(format!("error: cannot write {}: {e}", path.display())))
+    ir::files::write(path, text).map_err(|e| Failure::Rejected(format!("error: cannot write {}: {e}", path.display())))
 }
 
 /// Size values from the flags, checked against the program's size variables.

@@ -90,7 +90,7 @@ pub fn rewrite(a: &RewriteArgs) -> CliResult<()> {
     summary["tunable_split_sizes"] = serde_json::json!(rw::tunable(&p));
     let text = serde_json::to_string_pretty(&summary).map_err(|e| Failure::Rejected(format!("error: {e}")))?;
     let path = a.output.join("summary.json");
-    std::fs::write(&path, text + "\n")
+    ir::files::write(&path, text + "\n")
         .map_err(|e| Failure::Rejected(format!("error: cannot write {}: {e}", path.display())))?;
     let r = &out.report;
     outln!(
@@ -144,7 +144,7 @@ fn write(dir: &Path, input: &Path, out: &Outcome) -> CliResult<Vec<String>> {
             ir::print(&v.program)
         );
         let path = dir.join(&name);
-        std::fs::write(&path, text)
+        ir::files::write(&path, text)
             .map_err(|e| Failure::Rejected(format!("error: cannot write {}: {e}", path.display())))?;
         files.push(name);
     }

@@ -29,8 +29,11 @@ pub(super) fn device_limits(g: &Gen, out: &mut Out, needs_local_sizes: bool) -> 
 /// The local size of each dimension `d` takes a candidate value: a divisor of some map's
 /// length or a power of two, at most the device's largest work-item size in `d` (1024 without
 /// a profile; a larger local size cannot be launched), and [`fits`] its `mapLcl(d)` loops.
+/// Candidates are also at most the work-group size limit, which a work group of that many
+/// work items in one dimension would pass.
 fn local_sizes(g: &Gen, out: &mut Out) -> Vec<Vec<i64>> {
     let max_item = g.options.profile.as_ref().map(|p| p.max_work_item_sizes).unwrap_or([1024; 3]);
+    let max_group = g.options.profile.as_ref().map_or(i64::MAX, |p| p.max_work_group_size.min(i64::MAX as u64) as i64);
     let mut ls_domains = Vec::new();
     for (d, &max_d) in max_item.iter().enumerate() {
         let max_d = max_d as i64;
@@ -38,7 +41,7 @@ fn local_sizes(g: &Gen, out: &mut Out) -> Vec<Vec<i64>> {
             (0..g.len()).filter_map(|i| g.info(i).extent).flat_map(|n| g.local_divisors(n)).collect();
         // The powers of two up to the limit (which may be as large as i64 allows).
         cand.extend((0..63).map(|k| 1i64 << k).take_while(|p| *p <= max_d));
-        cand.retain(|&v| v >= 1 && v <= max_d);
+        cand.retain(|&v| v >= 1 && v <= max_d.min(max_group));
         cand.sort_unstable();
         cand.dedup();
         ls_domains.push(cand.clone());

@@ -73,6 +73,7 @@ pub fn write_npy(path: &Path, t: &Tensor) -> Result<(), EvalError> {
     if numel != Some(t.data.len()) {
         return Err(npy_err(path, format!("the tensor holds {} values but its shape is {:?}", t.data.len(), t.shape)));
     }
+    crate::files::check_writable(path).map_err(|e| npy_err(path, format!("cannot create: {e}")))?;
     let file = File::create(path).map_err(|e| npy_err(path, format!("cannot create: {e}")))?;
     let mut out = BufWriter::new(file);
     let shape: Vec<u64> = t.shape.iter().map(|&d| d as u64).collect();

@@ -40,6 +40,10 @@ pub struct Header {
     /// program from other options (fusion, `--strict-math`, the profile's figures).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub text: Option<String>,
+    /// The search's seed (logs written before it have none): a resumed tune draws as the tune
+    /// that wrote the log did only with its seed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub seed: Option<u64>,
 }
 
 /// Which search produced a trial.
@@ -172,11 +176,19 @@ pub struct Log {
 }
 
 impl Log {
-    /// Creates a new log; an existing non-empty file is refused (resume it, or choose another).
+    /// Creates a new log; an existing non-empty file is refused (resume it, or choose another),
+    /// and so is a path that is not a regular file (a FIFO, `/dev/null`: a log is read back).
+    /// The log is locked for as long as it is open ([`lock`]).
     pub fn create(path: &Path, header: &Header) -> Result<Log, LogError> {
         let io = |e: std::io::Error| LogError::Io { path: path.to_path_buf(), message: e.to_string() };
         if path.is_dir() {
             return Err(LogError::Io { path: path.to_path_buf(), message: "a directory, not a log file".into() });
+        }
+        if path.exists() && !path.is_file() {
+            return Err(LogError::Io {
+                path: path.to_path_buf(),
+                message: "not a regular file (a log is a file the tune reads back with --resume)".into(),
+            });
         }
         if path.metadata().map(|m| m.len() > 0).unwrap_or(false) {
             return Err(LogError::Foreign {
@@ -184,7 +196,9 @@ impl Log {
                 message: "the log exists: continue it with --resume, or give another --log".into(),
             });
         }
-        let file = OpenOptions::new().create(true).write(true).truncate(true).open(path).map_err(io)?;
+        let file = OpenOptions::new().create(true).write(true).truncate(false).open(path).map_err(io)?;
+        lock(&file, path)?;
+        file.set_len(0).map_err(io)?;
         let mut log = Log { file, path: path.to_path_buf() };
         log.write(&Line::Header(header.clone()))?;
         Ok(log)
@@ -199,6 +213,7 @@ impl Log {
         // millions of records.
         mapsat_ir::files::check_regular(path, 4 << 30).map_err(io)?;
         let mut file = OpenOptions::new().read(true).write(true).open(path).map_err(io)?;
+        lock(&file, path)?;
         let mut text = String::new();
         file.read_to_string(&mut text).map_err(|e| foreign(format!("not a tuning log ({e})")))?;
         let mut trials = Vec::new();
@@ -213,6 +228,8 @@ impl Log {
         valid_len += first.len();
         // The line of each trial (phase, number): one recorded twice is refused.
         let mut seen: std::collections::HashMap<(Phase, u64), usize> = std::collections::HashMap::new();
+        // The number of each search's next trial.
+        let mut counts: std::collections::HashMap<Phase, u64> = std::collections::HashMap::new();
         let mut number = 1;
         while let Some(line) = lines.next() {
             number += 1;
@@ -226,12 +243,22 @@ impl Log {
                             t.phase.name()
                         )));
                     }
+                    // Each search numbers its trials 0, 1, 2, ... in the order it writes them.
+                    let next = counts.entry(t.phase).or_insert(0u64);
+                    if t.trial != *next {
+                        return Err(foreign(format!(
+                            "line {number} records trial {} of the {} search where trial {next} comes next",
+                            t.trial,
+                            t.phase.name()
+                        )));
+                    }
+                    *next += 1;
                     trials.push(t)
                 }
                 // Confirmations are redone at the end of each phase.
                 Ok(Line::Confirmation(_)) if line.ends_with('\n') => {}
-                // Cut off by a kill: dropped.
-                _ if last => break,
+                // Cut off by a kill (one write per line, so without its newline): dropped.
+                _ if last && !line.ends_with('\n') => break,
                 _ => return Err(foreign(format!("line {number} is not a trial record"))),
             }
             valid_len += line.len();
@@ -264,6 +291,20 @@ impl Log {
     }
 }
 
+/// Locks an open log for this process (released when it is closed, also by a kill), so that
+/// a second tune into the same log, which would interleave its records with this one's, is
+/// refused.
+fn lock(file: &File, path: &Path) -> Result<(), LogError> {
+    match file.try_lock() {
+        Ok(()) => Ok(()),
+        Err(std::fs::TryLockError::WouldBlock) => Err(LogError::Foreign {
+            path: path.to_path_buf(),
+            message: "another tune is writing this log: wait for it to end, or tune into another folder".into(),
+        }),
+        Err(std::fs::TryLockError::Error(e)) => Err(LogError::Io { path: path.to_path_buf(), message: e.to_string() }),
+    }
+}
+
 fn check_header(found: &Header, want: &Header) -> Result<(), String> {
     if found.format != want.format {
         return Err(format!("the log has format {}, this mapsat writes format {}", found.format, want.format));
@@ -279,6 +320,11 @@ fn check_header(found: &Header, want: &Header) -> Result<(), String> {
             "the log was written for device {} (profile {}), not {} (profile {})",
             found.device, found.profile, want.device, want.profile
         ));
+    }
+    if let (Some(a), Some(b)) = (found.seed, want.seed) {
+        if a != b {
+            return Err(format!("the log was written with --seed {a}, not {b}: resume it with --seed {a}"));
+        }
     }
     if found.task == want.task {
         return Ok(());
@@ -312,6 +358,7 @@ mod tests {
             device: "opencl:0:0".into(),
             profile: "pocl-cpu".into(),
             text: Some("t".into()),
+            seed: Some(0),
         }
     }
 
@@ -379,6 +426,47 @@ mod tests {
         // A directory is no log (it was called an existing one).
         let e = Log::create(&dir, &header()).err().map(|e| e.to_string()).unwrap_or_default();
         assert!(e.contains("a directory, not a log file"), "{e}");
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    /// What a kill cannot leave is refused, not dropped or trusted: a complete last line that
+    /// is no record (a kill leaves a line without its newline), trials out of order, a log of
+    /// another seed, a log another tune has open, and a path that is no regular file.
+    #[test]
+    fn a_resumed_log_is_what_a_tune_wrote() {
+        let dir = std::env::temp_dir().join(format!("mapsat-log-test2-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("a.jsonl");
+        let write = |lines: &[Line]| {
+            let text: String = lines.iter().map(|l| serde_json::to_string(l).unwrap() + "\n").collect();
+            std::fs::write(&path, text).unwrap();
+        };
+        let head = || Line::Header(header());
+        write(&[head(), Line::Trial(trial(0))]);
+        std::fs::write(&path, std::fs::read_to_string(&path).unwrap() + "garbage\n").unwrap();
+        let e = Log::resume(&path, &header()).err().expect("refused").to_string();
+        assert!(e.contains("line 3 is not a trial record"), "{e}");
+        write(&[head(), Line::Trial(trial(0)), Line::Trial(trial(4))]);
+        let e = Log::resume(&path, &header()).err().expect("refused").to_string();
+        assert!(e.contains("line 3 records trial 4 of the guided search where trial 1 comes next"), "{e}");
+        write(&[head(), Line::Trial(trial(0))]);
+        let other = Header { seed: Some(7), ..header() };
+        let e = Log::resume(&path, &other).err().expect("refused").to_string();
+        assert!(e.contains("the log was written with --seed 0, not 7"), "{e}");
+        // Open in one tune: a second is refused, resuming or not; closed, it resumes.
+        let (log, _) = Log::resume(&path, &header()).unwrap();
+        let e = Log::resume(&path, &header()).err().expect("refused").to_string();
+        assert!(e.contains("another tune is writing this log"), "{e}");
+        drop(log);
+        assert!(Log::resume(&path, &header()).is_ok());
+        let fresh = dir.join("b.jsonl");
+        let log = Log::create(&fresh, &header()).unwrap();
+        std::fs::write(&fresh, "").unwrap();
+        let e = Log::create(&fresh, &header()).err().expect("refused").to_string();
+        assert!(e.contains("another tune is writing this log"), "{e}");
+        drop(log);
+        let e = Log::create(Path::new("/dev/null"), &header()).err().expect("refused").to_string();
+        assert!(e.contains("not a regular file"), "{e}");
         std::fs::remove_dir_all(&dir).unwrap();
     }
 }

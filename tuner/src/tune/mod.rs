@@ -279,6 +279,7 @@ pub fn tune(
         device: device.to_string(),
         profile: task.profile.name.clone(),
         text: Some(task.text_hash()),
+        seed: Some(opts.seed),
     };
     // Resuming a tune killed before it wrote its log (a later kernel of a pipeline that had
     // not started) starts it.
@@ -444,6 +445,15 @@ impl Run<'_, '_> {
                             t.trial
                         ))
                     })?;
+                    // The kernel it records is the one its candidate builds: measured again
+                    // otherwise (a log another mapsat wrote, or an edited one).
+                    if built.hash != t.kernel {
+                        return Err(TuneError::Program(format!(
+                            "guided trial {} of the resumed log records kernel {}, but its candidate builds kernel {} \
+                             (a log written by another version of mapsat, or edited): tune into a new log",
+                            t.trial, t.kernel, built.hash
+                        )));
+                    }
                     let candidate = built.candidate.clone();
                     self.search.guided.push(Done { trial: t, candidate, features: built.features });
                 }
@@ -565,16 +575,20 @@ impl Run<'_, '_> {
         }
         self.progress.phase(Phase::Random, opts.random_trials, self.search.random.len());
         let mut rng = <rand::rngs::StdRng as rand::SeedableRng>::seed_from_u64(opts.seed.wrapping_add(0x5EED));
-        // Replay the draws of the trials already in the log.
-        for _ in 0..self.search.random.len() {
-            self.search.random_candidate(&mut rng);
+        // Replay the draws of the trials already in the log, each drawn apart from those
+        // before it, as it was.
+        let mut drawn = std::collections::HashSet::new();
+        for k in 0..self.search.random.len() {
+            self.search.random_candidate(&mut rng, &drawn);
+            drawn.insert(self.search.random[k].kernel.clone());
         }
         while self.search.random.len() < opts.random_trials {
-            let Some(b) = self.search.random_candidate(&mut rng) else {
+            let Some(b) = self.search.random_candidate(&mut rng, &drawn) else {
                 self.progress.note("random sampling found no new valid candidate: stopping early");
                 break;
             };
             let no = self.search.random.len() as u64;
+            drawn.insert(b.hash.clone());
             let t = match self.search.guided_of(&b.hash).cloned() {
                 Some(g) => {
                     let t = Trial {

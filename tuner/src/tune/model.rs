@@ -177,7 +177,7 @@ impl Learned {
     pub fn save(&self, path: &Path) -> Result<(), ModelError> {
         let err = |m: String| ModelError::File { path: path.display().to_string(), message: m };
         let text = serde_json::to_string(self).map_err(|e| err(e.to_string()))?;
-        std::fs::write(path, text).map_err(|e| err(e.to_string()))
+        mapsat_ir::files::write(path, text).map_err(|e| err(e.to_string()))
     }
 
     /// Reads a model written by [`Learned::save`], refusing one of another feature layout or

@@ -636,7 +636,7 @@ pub fn write(task: &Task, r: &TuneResult, dir: &Path, keep: &[(&Path, &str)]) ->
     })?;
     let mut out = Vec::new();
     for (p, text) in files {
-        std::fs::write(&p, text).map_err(|e| io(&p, e.to_string()))?;
+        mapsat_ir::files::write(&p, text).map_err(|e| io(&p, e.to_string()))?;
         out.push(p);
     }
     Ok(out)

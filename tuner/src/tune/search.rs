@@ -249,13 +249,13 @@ impl<'a> Search<'a> {
         });
     }
 
-    /// A candidate for the random baseline: not measured by it before.
-    pub(crate) fn random_candidate(&mut self, rng: &mut StdRng) -> Option<Built> {
-        let measured: HashSet<String> = self.random.iter().map(|t| t.kernel.clone()).collect();
+    /// A candidate for the random baseline whose kernel is not one of `drawn` (the baseline's
+    /// draws before it: replaying a resumed tune's draws, only those before each one).
+    pub(crate) fn random_candidate(&mut self, rng: &mut StdRng, drawn: &HashSet<String>) -> Option<Built> {
         for _ in 0..64 {
             let c = self.task.random_candidate(rng)?;
             if let Some(b) = self.build(&c) {
-                if !measured.contains(&b.hash) {
+                if !drawn.contains(&b.hash) {
                     return Some(b);
                 }
             }
