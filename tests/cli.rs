@@ -658,3 +658,26 @@ fn run_writes_the_devices_result() {
     assert!(common::text(&out).contains("would overwrite the input"), "{}", common::text(&out));
     std::fs::remove_dir_all(&dir).ok();
 }
+
+/// `fmt` prints what reads back: a chain of 200 `o` links, printed as 200 nested calls, nests
+/// deeper than the parser reads, and is refused (it printed a program `check` refused).
+#[test]
+fn fmt_refuses_a_canonical_form_that_would_not_read_back() {
+    let dir = std::env::temp_dir().join(format!("mapsat-fmt-chain-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    for (links, code) in [(150, 0), (200, 1)] {
+        let file = dir.join(format!("c{links}.lift"));
+        let chain = vec!["map(neg)"; links].join(" o ");
+        std::fs::write(&file, format!("size N = 4\ndef f(x: [f32]N) = {chain} $ x\n")).unwrap();
+        let out = mapsat(&["fmt", file.to_str().unwrap()]);
+        assert_eq!(out.status.code(), Some(code), "{links}: {}", common::text(&out));
+        if code == 0 {
+            let back = dir.join("back.lift");
+            std::fs::write(&back, &out.stdout).unwrap();
+            assert_eq!(mapsat(&["check", back.to_str().unwrap()]).status.code(), Some(0));
+        } else {
+            assert!(common::text(&out).contains("no canonical form that reads back"), "{}", common::text(&out));
+        }
+    }
+    std::fs::remove_dir_all(&dir).ok();
+}

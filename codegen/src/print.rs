@@ -739,7 +739,11 @@ impl Printer<'_> {
                 let sa = self.expr(a)?;
                 match op {
                     UnOp::Neg if k == ScalarKind::I32 => self.wrapping("-", &sa.0, None, w)?,
-                    UnOp::Neg => (format!("-{}", Self::paren(sa, 6)), 6),
+                    // `-(-t)`, not `--t` (C's decrement).
+                    UnOp::Neg => match Self::paren(sa, 6) {
+                        x if x.starts_with('-') => (format!("-({x})"), 6),
+                        x => (format!("-{x}"), 6),
+                    },
                     UnOp::Not => (format!("!{}", Self::paren(sa, 6)), 6),
                     UnOp::Abs if k == ScalarKind::I32 => self.int_abs(sa, w)?,
                     _ => {

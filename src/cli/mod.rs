@@ -519,7 +519,15 @@ fn check(file: &Path, args: &SizeArgs) -> CliResult<()> {
 fn fmt(file: &Path) -> CliResult<()> {
     let src = Source::read(file)?;
     let p = src.parse_as_written()?;
-    outln!("{}", ir::print(&p).trim_end());
+    let text = ir::print(&p);
+    // A long `o` chain is printed as nested calls, which may nest deeper than the parser reads.
+    if let Err(e) = ir::parse(&text) {
+        return Err(Failure::Rejected(format!(
+            "error: the program has no canonical form that reads back ({}): keep it as it is written",
+            e.message
+        )));
+    }
+    outln!("{}", text.trim_end());
     Ok(())
 }
 

@@ -656,6 +656,9 @@ impl<'a> Parser<'a> {
             ),
             Tok::Float(text) => {
                 let v: f32 = text.parse().map_err(|_| ParseError::new(span, "bad float"))?;
+                if !v.is_finite() {
+                    return Err(ParseError::new(span, format!("`{text}` does not fit in an f32")));
+                }
                 Lit::f32(if neg { -v } else { v })
             }
             Tok::Ident(b) if !neg && (b == "true" || b == "false") => Lit::Bool(b == "true"),
