@@ -247,21 +247,26 @@ fn profile_file_is_the_builtin_profile() {
 }
 
 #[test]
-fn a_profile_with_work_item_limits_as_large_as_an_i64_holds_is_read() {
-    // Powers of two up to such a limit: 2^62 was followed by a wrapped 2^63, without end.
+fn a_profile_with_work_item_limits_no_device_has_is_refused() {
+    // Limits as large as an i64 holds (powers of two up to them once wrapped past 2^62, and a
+    // tune enumerated millions of work-group sizes per candidate) are refused; 2^20 is read.
     let dir = std::env::temp_dir().join(format!("mapsat-space-huge-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     let profile = std::fs::read_to_string(root().join("ir/profiles/pocl-cpu.toml")).unwrap();
-    let huge = profile.replace(
-        "max_work_item_sizes = [4096, 4096, 4096]",
-        "max_work_item_sizes = [4611686018427387904, 9223372036854775807, 1]",
-    );
-    assert_ne!(huge, profile);
-    let path = dir.join("huge.toml");
-    std::fs::write(&path, huge).unwrap();
-    let with = mapsat(&["space", LISTING1, "--target", path.to_str().unwrap(), "--json"]).exits(0).json();
-    let without = mapsat(&["space", LISTING1, "--target", "pocl-cpu", "--json"]).exits(0).json();
-    assert_eq!(with["maps"], without["maps"]);
+    for (limits, code) in [("[4611686018427387904, 9223372036854775807, 1]", 2), ("[1048576, 1048576, 1]", 0)] {
+        let huge =
+            profile.replace("max_work_item_sizes = [4096, 4096, 4096]", &format!("max_work_item_sizes = {limits}"));
+        assert_ne!(huge, profile);
+        let path = dir.join("huge.toml");
+        std::fs::write(&path, huge).unwrap();
+        let with = mapsat(&["space", LISTING1, "--target", path.to_str().unwrap(), "--json"]).exits(code);
+        if code == 2 {
+            assert!(with.stderr.contains("work-group sizes must be at most 1048576"), "{}", with.stderr);
+        } else {
+            let without = mapsat(&["space", LISTING1, "--target", "pocl-cpu", "--json"]).exits(0).json();
+            assert_eq!(with.json()["maps"], without["maps"]);
+        }
+    }
     let _ = std::fs::remove_dir_all(&dir);
 }
 
