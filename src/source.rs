@@ -25,6 +25,7 @@ pub struct Source {
     name: String,
     text: String,
     program: Program,
+    warnings: Vec<String>,
 }
 
 /// One kernel's mapping space.
@@ -83,10 +84,11 @@ impl Source {
                 return Err(Error::Rejected(format!("error: {name} is larger than {mib} MiB: not a program")));
             }
             let render = |e: &dyn diag::Diagnose| Error::Rejected(diag::render(&name, &text, e));
-            let program = ir::parse(&text).map_err(|e| render(&e))?;
-            ir::check::check(&program).map_err(|e| render(&e))?;
-            let program = ir::stages::without_dead(&program);
-            Ok(Source { name, text, program })
+            let written = ir::parse(&text).map_err(|e| render(&e))?;
+            ir::check::check(&written).map_err(|e| render(&e))?;
+            let warnings = ir::stages::dead(&written).iter().map(|d| diag::render_warning(&name, &text, d)).collect();
+            let program = ir::stages::without_dead(&written);
+            Ok(Source { name, text, program, warnings })
         })
     }
 
@@ -98,9 +100,8 @@ impl Source {
 
     /// What is legal but likely a mistake in the program, rendered against its source: each
     /// kernel boundary nothing reads ([`ir::stages::dead`]), which is left out.
-    pub fn warnings(&self) -> Vec<String> {
-        let Ok(written) = ir::parse(&self.text) else { return Vec::new() };
-        ir::stages::dead(&written).iter().map(|d| diag::render_warning(&self.name, &self.text, d)).collect()
+    pub fn warnings(&self) -> &[String] {
+        &self.warnings
     }
 
     /// The name it was given.

@@ -202,7 +202,7 @@ impl PyProgram {
     /// What is legal but likely a mistake in the program, each rendered against its source (a
     /// kernel boundary nothing reads, which is left out).
     fn warnings(&self) -> Vec<String> {
-        self.src.warnings()
+        self.src.warnings().to_vec()
     }
 
     /// The program's name (after `def`).
