@@ -552,6 +552,25 @@ fn resuming_a_tune_that_never_started_starts_it() {
     assert_eq!(trials(&dir.join("tune.jsonl")).len(), 3, "{}", text(&out));
 }
 
+/// A folder where the report goes, or a file where the measured inputs' folder goes, is told
+/// before any measurement (after the whole tune, before).
+#[test]
+fn an_output_that_cannot_be_written_is_told_before_measuring() {
+    let dir = scratch("tune", "blocked");
+    for (blocker, want) in [("report.md", "report.md: a folder, not a file"), ("data", "data: a file, not a folder")] {
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        match blocker {
+            "data" => std::fs::write(dir.join(blocker), "").unwrap(),
+            _ => std::fs::create_dir_all(dir.join(blocker)).unwrap(),
+        }
+        let out = mapsat(&["tune", "examples/dot.lift", "--trials", "2", "-o", dir.to_str().unwrap()]);
+        assert_eq!(out.status.code(), Some(1), "{}", text(&out));
+        assert!(text(&out).contains(want), "{}", text(&out));
+        assert!(!dir.join("tune.jsonl").exists(), "nothing was measured");
+    }
+}
+
 /// A tune whose output folder holds the input program under the name of the mapped program it
 /// writes (`-o .` beside `dot.lift`), or whose log is named as a file of the report: nothing
 /// is overwritten, and the error says so, naming the file in the way, before any measurement

@@ -566,8 +566,9 @@ pub fn shown_mapping(mapping: &str) -> &str {
 
 /// Refuses, before anything is measured, a tune of the kernel `name` into `out` logging to
 /// `log` whose files ([`outputs`], the log's model) would replace one of `inputs` (each named
-/// with what it is: the program, a prior model) or the log, whose log would replace one of
-/// `inputs`, or whose measured inputs' folder (`out/data/`) holds one of `inputs`.
+/// with what it is: the program, a prior model) or the log, or cannot be written (a folder or
+/// a FIFO stands there), whose log would replace one of `inputs`, or whose measured inputs'
+/// folder (`out/data/`) holds one of `inputs` or is a file.
 pub fn check_outputs(
     name: &str,
     dialect: mapsat_codegen::Dialect,
@@ -581,7 +582,14 @@ pub fn check_outputs(
     kept.push((log, "the log"));
     keep_away(&files, &kept)?;
     keep_away(&[log.to_path_buf()], inputs)?;
+    // What stands where an output goes (a folder, a FIFO) is told before measuring, not after.
+    for f in &files {
+        mapsat_ir::files::check_writable(f).map_err(|e| TuneError::Io(format!("cannot write {}: {e}", f.display())))?;
+    }
     let data = out.join("data");
+    if data.exists() && !data.is_dir() {
+        return Err(TuneError::Io(format!("cannot write in {}: a file, not a folder", data.display())));
+    }
     match inputs.iter().find(|(f, _)| inside(f, &data)) {
         Some((f, what)) => {
             Err(TuneError::Io(format!("{what} {} is in {}, which the tune writes", f.display(), data.display())))
