@@ -788,7 +788,8 @@ def f(xs: [f32]N) : [f32]N =
     assert_eq!(out.status.code(), Some(0), "{stderr}");
     assert!(stdout.contains("maps: A B\n"), "{stdout}");
     assert!(
-        stderr.contains("warning: `d` is never read: its kernel is not launched") && stderr.contains("dead.lift:4:3")
+        stderr.contains("warning: `d` is not used by the program's result: its kernel is not launched")
+            && stderr.contains("dead.lift:4:3")
     );
     // `fmt` prints the program as written.
     assert!(text(&mapsat(&["fmt", file]).stdout).contains("let d = toGlobal"));

@@ -552,6 +552,40 @@ fn resuming_a_tune_that_never_started_starts_it() {
     assert_eq!(trials(&dir.join("tune.jsonl")).len(), 3, "{}", text(&out));
 }
 
+/// A second tune into the folder a tune is writing, resumed or not, of variants or not, is
+/// refused at once (it interleaved its records with the first's, or went on to the next
+/// variant and wrote the summary over the first's).
+#[test]
+fn a_second_tune_into_a_busy_folder_is_refused() {
+    if !opencl() {
+        return;
+    }
+    let dir = scratch("tune", "busy");
+    let d = dir.to_str().unwrap();
+    let base = ["tune", "examples/matmul.lift", "--size", "M=64,K=64,N=64", "--trials", "40", "--runs", "50", "-o", d];
+    let mut first = Command::new(env!("CARGO_BIN_EXE_mapsat"))
+        .args(base)
+        .current_dir(root())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("start the tune");
+    let start = Instant::now();
+    while !dir.join("tune.jsonl").exists() {
+        assert!(start.elapsed() < Duration::from_secs(120), "the tune wrote no log");
+        assert!(first.try_wait().unwrap().is_none(), "the tune ended too soon");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    for extra in [&["--resume"][..], &[], &["--variants", "2", "--resume"]] {
+        let out = mapsat(&[&base[..], extra].concat());
+        assert_eq!(out.status.code(), Some(1), "{extra:?}: {}", text(&out));
+        assert!(text(&out).contains(&format!("another tune is writing into {d}")), "{extra:?}: {}", text(&out));
+    }
+    assert!(first.try_wait().unwrap().is_none(), "the first tune was running all along");
+    first.kill().unwrap();
+    first.wait().unwrap();
+}
+
 /// A folder where the report goes, or a file where the measured inputs' folder goes, is told
 /// before any measurement (after the whole tune, before).
 #[test]

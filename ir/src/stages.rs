@@ -143,10 +143,11 @@ impl crate::diag::Diagnose for Dead {
         (self.span != Span::default()).then_some(self.span)
     }
     fn message(&self) -> String {
-        format!("`{}` is never read: its kernel is not launched", self.binder)
+        format!("`{}` is not used by the program's result: its kernel is not launched", self.binder)
     }
     fn notes(&self) -> Vec<String> {
-        vec!["a `let` whose value nothing reads is dead code: use its value, or remove it".into()]
+        vec!["a `let` whose value nothing reads, or only dead code reads, is dead code: use its value, or remove it"
+            .into()]
     }
 }
 

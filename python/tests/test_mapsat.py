@@ -230,7 +230,7 @@ def f(xs: [f32]N) : [f32]N =
   let a = toGlobal(map@A(fun(x => x * 2.0), xs)) in
   let d = toGlobal(map@D(fun(x => x * 3.0), a)) in
   map@B(fun(x => x + 1.0), a)'''
-    with pytest.warns(UserWarning, match="`d` is never read: its kernel is not launched"):
+    with pytest.warns(UserWarning, match="`d` is not used by the program's result: its kernel is not launched"):
         p = mapsat.Program(text, "dead.lift")
     xs = rng().random(9, dtype=np.float32)
     r = p.run(xs, mapping="A=G0,B=G0", device=DEVICE)

@@ -537,11 +537,13 @@ fn eval(file: &Path, args: &SizeArgs, inputs: &[String], random: Option<u64>, ou
     ir::check::check(&p).map_err(|e| src.reject(&e))?;
     let sizes = checked_sizes(&src, &p, args)?;
 
+    if let Some(out) = output {
+        keep_read(out, file, inputs)?;
+    }
     let tensors = load_inputs(&src, &p, &sizes, inputs, random)?;
     let result = interp::eval(&p, &sizes, &tensors).map_err(|e| src.reject(&e))?;
     outln!("{}", summary(&result));
     if let Some(out) = output {
-        keep_read(out, file, inputs)?;
         write_npy(out, &result)?;
     }
     Ok(())
@@ -552,7 +554,8 @@ fn eval(file: &Path, args: &SizeArgs, inputs: &[String], random: Option<u64>, ou
 fn keep_read(out: &Path, file: &Path, inputs: &[String]) -> CliResult<()> {
     let given: Vec<PathBuf> = inputs.iter().filter_map(|s| s.split_once('=').map(|(_, f)| f.into())).collect();
     let read: Vec<&Path> = std::iter::once(file).chain(given.iter().map(PathBuf::as_path)).collect();
-    keep_inputs(out, &read)
+    keep_inputs(out, &read)?;
+    ir::files::check_writable(out).map_err(|e| Failure::Rejected(format!("error: cannot write {}: {e}", out.display())))
 }
 
 /// Writes a result as a `.npy` file.

@@ -275,6 +275,7 @@ pub(super) fn tune_program(
     if stages::count(&p) == 1 {
         let log = log.unwrap_or_else(|| out.join("tune.jsonl"));
         check_outputs(a, src, &p.name, device.dialect(), out, &log)?;
+        hold_output(&a.output)?;
         let (task, k) = tune_one(a, src, p, kernel, given, device, profile, out, &log)?;
         summarize(&task, &k, &a.device);
         return Ok(tuned(&[k.summary], &[k.written]));
@@ -317,6 +318,9 @@ pub(super) fn tune_program(
     }
     let pipeline = mapsat::tuning::pipeline_file(&p.name, out);
     super::keep_inputs(&pipeline, &input_files(a, src))?;
+    mapsat::ir::files::check_writable(&pipeline)
+        .map_err(|e| rejected(format!("cannot write {}: {e}", pipeline.display())))?;
+    hold_output(&a.output)?;
     let n = split.len();
     let mut summaries = Vec::with_capacity(n);
     let mut files = Vec::with_capacity(n);
@@ -392,6 +396,34 @@ fn kept<'a>(a: &'a TuneArgs, src: &'a Source, log: &'a Path) -> Vec<(&'a Path, &
 /// Refuses, before any measurement, a tune whose output files for the program (or kernel)
 /// `name` in `out` (the kernel's files, the report, the learned model beside the log `log`, the
 /// inputs in `out/data/`) would overwrite the input program, the prior model or the log
+/// The lock this process holds on the output folder of its tune ([`hold_output`]).
+static OUTPUT_LOCK: std::sync::OnceLock<std::fs::File> = std::sync::OnceLock::new();
+
+/// Locks the output folder `dir` (made if need be) for the rest of the process, once its
+/// outputs are checked and before anything is measured: a second tune into the same folder,
+/// resumed or not, is refused at once (each kernel's or variant's log is locked too, but a
+/// second tune went on to the next one, and wrote the reports over the first's). The lock is
+/// released when the process ends, a kill included.
+fn hold_output(dir: &Path) -> CliResult<()> {
+    if OUTPUT_LOCK.get().is_some() {
+        return Ok(());
+    }
+    super::create_dir(dir)?;
+    let cannot = |e: std::io::Error| rejected(format!("cannot lock {}: {e}", dir.display()));
+    let folder = std::fs::File::open(dir).map_err(cannot)?;
+    match folder.try_lock() {
+        Ok(()) => {
+            let _ = OUTPUT_LOCK.set(folder);
+            Ok(())
+        }
+        Err(std::fs::TryLockError::WouldBlock) => Err(rejected(format!(
+            "another tune is writing into {}: wait for it to end, or choose another -o",
+            dir.display()
+        ))),
+        Err(std::fs::TryLockError::Error(e)) => Err(cannot(e)),
+    }
+}
+
 /// ([`tune::report::check_outputs`]).
 fn check_outputs(a: &TuneArgs, src: &Source, name: &str, dialect: Dialect, out: &Path, log: &Path) -> CliResult<()> {
     tune::report::check_outputs(name, dialect, out, log, &inputs(a, src))

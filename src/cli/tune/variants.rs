@@ -70,6 +70,7 @@ pub(super) fn tune_variants(
     let dirs: Vec<PathBuf> = (0..=total).map(|n| a.output.join(format!("variant_{n:02}"))).collect();
     let dirs = [dirs, vec![a.output.join("kernels")]].concat();
     super::not_inside(a, src, &dirs)?;
+    super::hold_output(&a.output)?;
     // Each variant's tune would refuse its log, then the summary of none be written: say so first.
     if let Some(log) = dirs.iter().find_map(|d| a_log_in(d, 3)).filter(|_| !a.resume) {
         return Err(Failure::Rejected(format!(
