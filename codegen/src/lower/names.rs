@@ -280,8 +280,9 @@ pub(crate) fn sanitize(s: &str) -> String {
 /// stages, labels) must not take in a kernel: a parameter `get_global_id` or `INFINITY`, or
 /// `threadIdx` in CUDA, shadows or breaks what the kernel calls (it no longer builds). Besides
 /// [`RESERVED`] (kept out of the name set from the start): names with the built-ins' and
-/// macros' prefixes, the vector types, the implementation's `__` names and the `_t` names of
-/// types (`image3d_t`, `intptr_t`, `reserve_id_t`); such a name gets a `v_` prefix.
+/// macros' prefixes, the vector types, the implementation's `__` names, C's `_` and capital
+/// letter names (`_Bool`) and the `_t` names of types (`image3d_t`, `intptr_t`,
+/// `reserve_id_t`); such a name gets a `v_` prefix.
 fn builtin(s: &str) -> bool {
     const EXACT: &[&str] = &[
         "INFINITY",
@@ -333,6 +334,10 @@ fn builtin(s: &str) -> bool {
         "abs",
         "dim3",
         "uint3",
+        // Macros GNU-mode host compilers predefine (nvcc preprocesses with one).
+        "unix",
+        "linux",
+        "i386",
     ];
     const PREFIXES: &[&str] = &[
         "__",
@@ -370,12 +375,15 @@ fn builtin(s: &str) -> bool {
         "HALF_",
         "CUDA",
         "cl_",
+        "POCL_",
     ];
     const SCALARS: &[&str] =
         &["char", "uchar", "short", "ushort", "int", "uint", "long", "ulong", "float", "double", "half"];
     let vector_type =
         SCALARS.iter().any(|t| s.strip_prefix(t).is_some_and(|n| ["1", "2", "3", "4", "8", "16"].contains(&n)));
-    EXACT.contains(&s) || PREFIXES.iter().any(|p| s.starts_with(p)) || s.ends_with("_t") || vector_type
+    // C reserves `_` and a capital letter for its keywords (`_Bool`, `_Complex`, `_Atomic`).
+    let c_reserved = s.strip_prefix('_').is_some_and(|r| r.starts_with(|c: char| c.is_ascii_uppercase()));
+    EXACT.contains(&s) || PREFIXES.iter().any(|p| s.starts_with(p)) || s.ends_with("_t") || vector_type || c_reserved
 }
 
 /// The display name of a map: `mapGlb(0)@A`, `mapSeq@B`.

@@ -260,7 +260,8 @@ impl Printer<'_> {
                 let b = self.expr(args[1], rmin);
                 (Doc::Seq(vec![a, Doc::text(format!(" {sym} ")), b]), prec)
             }
-            Prim::Un(op @ (UnOp::Neg | UnOp::Not)) if n == 1 => {
+            // `neg(5)`: `- 5` would read back as the literal -5, another program.
+            Prim::Un(op @ (UnOp::Neg | UnOp::Not)) if n == 1 && !(*op == UnOp::Neg && self.is_lit(args[0])) => {
                 let a = self.expr(args[0], UNARY);
                 // `- -x` must not print as `--x`; a negative literal also needs a space.
                 let sym = if *op == UnOp::Neg { "-" } else { "!" };
@@ -290,6 +291,10 @@ impl Printer<'_> {
                 }
             }
         }
+    }
+
+    fn is_lit(&self, id: NodeId) -> bool {
+        matches!(self.p.node(id), Node::Lit(_))
     }
 
     fn starts_with_minus(&self, id: NodeId) -> bool {

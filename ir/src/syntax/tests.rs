@@ -100,3 +100,14 @@ fn the_smallest_i32_is_a_literal() {
     }
     assert!(parse("def f(x: i32) = -2147483647 - 1").is_ok());
 }
+
+/// A negated literal prints as `neg(5)`: `- 5` read back as the literal -5, so that `fmt` did
+/// not give the program back (nor the same text twice).
+#[test]
+fn a_negated_literal_prints_as_a_call() {
+    let t = roundtrip("def f(x: i32) = neg(0) + neg(5) + -(-3) + x");
+    assert!(t.contains("neg(0) + neg(5) + neg(-3) + x"), "{t}");
+    let t = roundtrip("def f(x: f32) = neg(1.5) * neg(0.0) - -x");
+    assert!(t.contains("neg(1.5) * neg(0.0) - -x"), "{t}");
+    assert_eq!(print(&parse(&t).unwrap()), t);
+}
