@@ -393,9 +393,6 @@ fn kept<'a>(a: &'a TuneArgs, src: &'a Source, log: &'a Path) -> Vec<(&'a Path, &
     kept
 }
 
-/// Refuses, before any measurement, a tune whose output files for the program (or kernel)
-/// `name` in `out` (the kernel's files, the report, the learned model beside the log `log`, the
-/// inputs in `out/data/`) would overwrite the input program, the prior model or the log
 /// The lock this process holds on the output folder of its tune ([`hold_output`]).
 static OUTPUT_LOCK: std::sync::OnceLock<std::fs::File> = std::sync::OnceLock::new();
 
@@ -424,6 +421,9 @@ fn hold_output(dir: &Path) -> CliResult<()> {
     }
 }
 
+/// Refuses, before any measurement, a tune whose output files for the program (or kernel)
+/// `name` in `out` (the kernel's files, the report, the learned model beside the log `log`, the
+/// inputs in `out/data/`) would overwrite the input program, the prior model or the log
 /// ([`tune::report::check_outputs`]).
 fn check_outputs(a: &TuneArgs, src: &Source, name: &str, dialect: Dialect, out: &Path, log: &Path) -> CliResult<()> {
     tune::report::check_outputs(name, dialect, out, log, &inputs(a, src))
