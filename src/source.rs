@@ -86,8 +86,8 @@ impl Source {
             let render = |e: &dyn diag::Diagnose| Error::Rejected(diag::render(&name, &text, e));
             let written = ir::parse(&text).map_err(|e| render(&e))?;
             ir::check::check(&written).map_err(|e| render(&e))?;
-            let warnings = ir::stages::dead(&written).iter().map(|d| diag::render_warning(&name, &text, d)).collect();
-            let program = ir::stages::without_dead(&written);
+            let (program, dead) = ir::stages::without_dead(&written);
+            let warnings = dead.iter().map(|d| diag::render_warning(&name, &text, d)).collect();
             Ok(Source { name, text, program, warnings })
         })
     }

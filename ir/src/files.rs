@@ -47,6 +47,16 @@ pub fn write(path: &Path, contents: impl AsRef<[u8]>) -> std::io::Result<()> {
     std::fs::write(path, contents)
 }
 
+/// Locks `file` for this process until it is closed (a kill included): `Ok(false)` when
+/// another holds it.
+pub fn try_lock(file: &std::fs::File) -> std::io::Result<bool> {
+    match file.try_lock() {
+        Ok(()) => Ok(true),
+        Err(std::fs::TryLockError::WouldBlock) => Ok(false),
+        Err(std::fs::TryLockError::Error(e)) => Err(e),
+    }
+}
+
 fn too_large(max_bytes: u64) -> Error {
     Error::new(ErrorKind::InvalidData, format!("larger than {} MiB", max_bytes >> 20))
 }

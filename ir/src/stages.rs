@@ -164,15 +164,16 @@ pub fn dead(p: &Program) -> Vec<Dead> {
     cuts.iter().zip(live).filter(|(_, l)| !l).map(|(c, _)| Dead { binder: c.binder.clone(), span: span(c) }).collect()
 }
 
-/// `p` without its dead boundaries ([`dead`]): its stages put back together ([`join`]); `p`
-/// itself when it has none, or does not type-check.
-pub fn without_dead(p: &Program) -> Program {
-    if dead(p).is_empty() {
-        return p.clone();
+/// `p` without its dead boundaries ([`dead`], returned to be told): its stages put back
+/// together ([`join`]); `p` itself when it has none, or does not type-check.
+pub fn without_dead(p: &Program) -> (Program, Vec<Dead>) {
+    let dead = dead(p);
+    if dead.is_empty() {
+        return (p.clone(), dead);
     }
-    let Ok(stages) = split(p) else { return p.clone() };
+    let Ok(stages) = split(p) else { return (p.clone(), dead) };
     let programs: Vec<Program> = stages.iter().map(|s| s.program.clone()).collect();
-    join(p, &stages, &programs).unwrap_or_else(|_| p.clone())
+    (join(p, &stages, &programs).unwrap_or_else(|_| p.clone()), dead)
 }
 
 /// [`split`] of `p` with its vector widths written as size variables (`asVector(vw, ..)`) set
@@ -380,7 +381,7 @@ def f(x: [f32]N) =
         let want = interp::eval(&p, &sizes, &inputs).unwrap();
         assert!(eval(&stages, &sizes, &inputs).unwrap().compare(&want, 0.0, 0.0).ok);
         // Without them, the program is the same function, with the labels of its kernels.
-        let q = without_dead(&p);
+        let (q, _) = without_dead(&p);
         assert!(dead(&q).is_empty() && count(&q) == 3, "{}", crate::print(&q));
         assert_eq!(q.map_labels(), ["A", "B", "C"]);
         assert!(interp::eval(&q, &sizes, &inputs).unwrap().compare(&want, 0.0, 0.0).ok);

@@ -368,11 +368,11 @@ impl Source {
     /// The program, without its kernel boundaries that nothing reads
     /// ([`ir::stages::without_dead`]), each told as a warning on stderr.
     fn parse(&self) -> CliResult<Program> {
-        let p = self.parse_as_written()?;
-        for d in ir::stages::dead(&p) {
-            eprint!("{}", diag::render_warning(&self.name, &self.text, &d));
+        let (p, dead) = ir::stages::without_dead(&self.parse_as_written()?);
+        for d in &dead {
+            eprint!("{}", diag::render_warning(&self.name, &self.text, d));
         }
-        Ok(ir::stages::without_dead(&p))
+        Ok(p)
     }
 
     /// The program as it is written.

@@ -408,17 +408,14 @@ fn hold_output(dir: &Path) -> CliResult<()> {
     super::create_dir(dir)?;
     let cannot = |e: std::io::Error| rejected(format!("cannot lock {}: {e}", dir.display()));
     let folder = std::fs::File::open(dir).map_err(cannot)?;
-    match folder.try_lock() {
-        Ok(()) => {
-            let _ = OUTPUT_LOCK.set(folder);
-            Ok(())
-        }
-        Err(std::fs::TryLockError::WouldBlock) => Err(rejected(format!(
+    if !mapsat::ir::files::try_lock(&folder).map_err(cannot)? {
+        return Err(rejected(format!(
             "another tune is writing into {}: wait for it to end, or choose another -o",
             dir.display()
-        ))),
-        Err(std::fs::TryLockError::Error(e)) => Err(cannot(e)),
+        )));
     }
+    let _ = OUTPUT_LOCK.set(folder);
+    Ok(())
 }
 
 /// Refuses, before any measurement, a tune whose output files for the program (or kernel)

@@ -184,12 +184,7 @@ impl Log {
         if path.is_dir() {
             return Err(LogError::Io { path: path.to_path_buf(), message: "a directory, not a log file".into() });
         }
-        if path.exists() && !path.is_file() {
-            return Err(LogError::Io {
-                path: path.to_path_buf(),
-                message: "not a regular file (a log is a file the tune reads back with --resume)".into(),
-            });
-        }
+        mapsat_ir::files::check_writable(path).map_err(io)?;
         if path.metadata().map(|m| m.len() > 0).unwrap_or(false) {
             return Err(LogError::Foreign {
                 path: path.to_path_buf(),
@@ -295,13 +290,13 @@ impl Log {
 /// a second tune into the same log, which would interleave its records with this one's, is
 /// refused.
 fn lock(file: &File, path: &Path) -> Result<(), LogError> {
-    match file.try_lock() {
-        Ok(()) => Ok(()),
-        Err(std::fs::TryLockError::WouldBlock) => Err(LogError::Foreign {
+    match mapsat_ir::files::try_lock(file) {
+        Ok(true) => Ok(()),
+        Ok(false) => Err(LogError::Foreign {
             path: path.to_path_buf(),
             message: "another tune is writing this log: wait for it to end, or tune into another folder".into(),
         }),
-        Err(std::fs::TryLockError::Error(e)) => Err(LogError::Io { path: path.to_path_buf(), message: e.to_string() }),
+        Err(e) => Err(LogError::Io { path: path.to_path_buf(), message: e.to_string() }),
     }
 }
 
